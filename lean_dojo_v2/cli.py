@@ -1,0 +1,164 @@
+"""The ``lean-dojo-v2`` command.
+
+Heavy modules are imported inside the command that needs them, so ``--help`` and the data commands
+start in a fraction of a second.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Callable, Sequence
+
+from .errors import LeanDojoError
+
+log = logging.getLogger("lean_dojo_v2")
+
+
+def _print_stats(stats: dict[str, int], as_json: bool, title: str) -> None:
+    if as_json:
+        print(json.dumps(stats))
+        return
+    print(title)
+    width = max(len(k) for k in stats)
+    for key, value in stats.items():
+        print(f"  {key:<{width}}  {value:>10,}")
+
+
+def cmd_data_stats(args: argparse.Namespace) -> int:
+    from .data.stats import stats_of_path
+
+    stats = stats_of_path(args.path, args.strategy).to_dict()
+    _print_stats(stats, args.json, f"{args.path}")
+    return 0
+
+
+def cmd_data_split(args: argparse.Namespace) -> int:
+    from .data.dataset import DatasetDir, load_theorems, write_split_dataset
+    from .data.splits import SplitSpec
+
+    spec = SplitSpec.parse(args.val, args.test, args.sorry)
+    src = Path(args.src)
+    theorems = load_theorems(src)
+    corpus, traced, meta = [], [], None
+    if src.is_dir():
+        d = DatasetDir(src)
+        corpus, traced, meta = list(d.corpus_files()), d.traced_files(), d.metadata() or None
+    sizes = write_split_dataset(args.dst, theorems, spec, corpus, traced, meta)
+    if args.json:
+        print(json.dumps(sizes))
+    else:
+        print(f"wrote {args.dst}")
+        for strategy, by_split in sizes.items():
+            print(f"  {strategy:<15} " + "  ".join(f"{k}={v}" for k, v in by_split.items()))
+    return 0
+
+
+def cmd_quickstart(args: argparse.Namespace) -> int:
+    # Until the training/proving loop lands, the quickstart shows the bundled real sample.
+    from .data.dataset import DatasetDir
+    from .data.sample import sample_dataset_path
+    from .data.stats import compute_stats
+
+    path = sample_dataset_path()
+    d = DatasetDir(path)
+    stats = compute_stats(d.all_theorems()).to_dict()
+    meta = d.metadata()
+    if args.json:
+        print(json.dumps({"dataset": str(path), **stats}))
+        return 0
+    origin = meta.get("from_repo", {})
+    print("lean-dojo-v2 quickstart: the bundled real sample")
+    print(f"  {path}")
+    print(f"  traced from {origin.get('url', '?')} @ {origin.get('commit', '?')[:12]}")
+    _print_stats(stats, False, "  counts:")
+    for strategy in ("random", "novel_premises"):
+        sizes = {s: len(d.theorems(strategy, s)) for s in ("train", "val", "test")}
+        print(f"  {strategy:<15} " + "  ".join(f"{k}={v}" for k, v in sizes.items()))
+    print("Next: `lean-dojo-v2 data stats PATH` on your own LeanDojo dataset.")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from . import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="lean-dojo-v2",
+        description="Trace Lean 4 repositories, build datasets, train provers and search for proofs.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    qs = sub.add_parser("quickstart", help="run the main job offline on the bundled sample")
+    qs.add_argument("--json", action="store_true", help="print JSON")
+    qs.set_defaults(func=cmd_quickstart)
+
+    data = sub.add_parser("data", help="inspect and split LeanDojo-layout datasets")
+    data_sub = data.add_subparsers(dest="data_command", metavar="COMMAND")
+    data.set_defaults(func=lambda a: _help(data))
+
+    st = data_sub.add_parser(
+        "stats",
+        help="counts for a split file or a dataset directory",
+        description="Print theorems, tactic_proofs, tactics, premise_uses, distinct_premises and "
+        "sorry_theorems for a split file (JSON list) or a dataset directory (every theorem once).",
+    )
+    st.add_argument("path", help="a split file such as random/train.json, or a dataset directory")
+    st.add_argument("--json", action="store_true", help="print one JSON object")
+    st.add_argument(
+        "--strategy",
+        default="random",
+        choices=["random", "novel_premises"],
+        help="which split strategy to read theorems from in a directory (default: random)",
+    )
+    st.set_defaults(func=cmd_data_stats)
+
+    sp = data_sub.add_parser(
+        "split",
+        help="write both splits (random, novel_premises) of a set of theorems",
+        description="Read theorems from SRC (a split file or a dataset directory) and write a "
+        "LeanDojo-layout dataset with random and novel_premises splits to DST.",
+    )
+    sp.add_argument("src", help="split file or dataset directory")
+    sp.add_argument("dst", help="output dataset directory (replaced atomically)")
+    sp.add_argument("--val", default="0.02", help="val size: a ratio (0.02) or a count (2000)")
+    sp.add_argument("--test", default="0.02", help="test size: a ratio (0.02) or a count (2000)")
+    sp.add_argument(
+        "--sorry",
+        default="test",
+        choices=["test", "drop"],
+        help="where theorems with sorry go (never train; default: test)",
+    )
+    sp.add_argument("--json", action="store_true", help="print split sizes as JSON")
+    sp.set_defaults(func=cmd_data_split)
+    return parser
+
+
+def _help(parser: argparse.ArgumentParser) -> int:
+    parser.print_help()
+    return 2
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    func: Callable[[argparse.Namespace], int] | None = getattr(args, "func", None)
+    if func is None:
+        return _help(parser)
+    try:
+        return func(args)
+    except LeanDojoError as exc:
+        print(f"lean-dojo-v2: error: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,91 @@
+"""Settings, read from the environment when first used (never at import).
+
+``get_settings()`` builds a :class:`Settings` from the environment on first call and caches it;
+``reset_settings()`` forgets the cache (tests and notebooks that change variables use it).
+Nothing here creates directories: callers ask for a path and create it when they write.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import ConfigError
+
+_ENV_PREFIX = "LEAN_DOJO_V2_"
+
+
+def _env(name: str) -> str | None:
+    value = os.environ.get(name)
+    return value if value not in (None, "") else None
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Where the library keeps its files, and optional credentials.
+
+    - ``raid_dir``: working directory for data, checkpoints and traces (``RAID_DIR``, default ``./raid``,
+      resolved against the current directory when the settings are first read).
+    - ``cache_dir``: traced repositories and converted models (``LEAN_DOJO_V2_CACHE_DIR``, default
+      ``$XDG_CACHE_HOME/lean_dojo_v2`` or ``~/.cache/lean_dojo_v2``).
+    - ``github_token`` / ``hf_token``: optional; only used for metadata or private models, never required.
+    """
+
+    raid_dir: Path
+    cache_dir: Path
+    github_token: str | None = field(default=None, repr=False)
+    hf_token: str | None = field(default=None, repr=False)
+    num_workers: int = 1
+
+    @property
+    def data_dir(self) -> Path:
+        return self.raid_dir / "data"
+
+    @property
+    def checkpoint_dir(self) -> Path:
+        return self.raid_dir / "checkpoints"
+
+    @property
+    def models_dir(self) -> Path:
+        return self.raid_dir / "models"
+
+    @classmethod
+    def from_env(cls) -> "Settings":
+        raid = _env("RAID_DIR") or _env(_ENV_PREFIX + "RAID_DIR") or "raid"
+        xdg = _env("XDG_CACHE_HOME")
+        default_cache = (Path(xdg) if xdg else Path.home() / ".cache") / "lean_dojo_v2"
+        cache = _env(_ENV_PREFIX + "CACHE_DIR")
+        workers_text = _env(_ENV_PREFIX + "NUM_WORKERS")
+        try:
+            workers = int(workers_text) if workers_text else max(1, (os.cpu_count() or 1))
+        except ValueError as exc:
+            raise ConfigError(
+                f"{_ENV_PREFIX}NUM_WORKERS must be a whole number, got {workers_text!r}"
+            ) from exc
+        if workers < 1:
+            raise ConfigError(f"{_ENV_PREFIX}NUM_WORKERS must be at least 1, got {workers}")
+        return cls(
+            raid_dir=Path(raid).expanduser().resolve(),
+            cache_dir=Path(cache).expanduser().resolve() if cache else default_cache,
+            github_token=_env("GITHUB_ACCESS_TOKEN") or _env("GITHUB_TOKEN"),
+            hf_token=_env("HF_TOKEN") or _env("HUGGING_FACE_HUB_TOKEN"),
+            num_workers=workers,
+        )
+
+
+_settings: Settings | None = None
+
+
+def get_settings() -> Settings:
+    """The process-wide settings, read from the environment on first use."""
+    global _settings
+    if _settings is None:
+        _settings = Settings.from_env()
+    return _settings
+
+
+def reset_settings() -> None:
+    """Forget cached settings so the next :func:`get_settings` re-reads the environment."""
+    global _settings
+    _settings = None

@@ -1,0 +1,78 @@
+"""Layer 0: the data model and formats (no torch, nothing heavy).
+
+Everything a user needs to read, write, split and inspect LeanDojo-layout datasets.
+"""
+
+from .corpus import Corpus
+from .dataset import (
+    Dataset,
+    DatasetDir,
+    load_theorems,
+    read_dataset,
+    read_theorems,
+    write_dataset,
+    write_split_dataset,
+    write_theorems,
+)
+from .goals import (
+    NO_GOALS,
+    Goal,
+    Hypothesis,
+    canonical_state,
+    clean_state,
+    goal_texts,
+    is_no_goals,
+    normalize_state,
+    split_goals,
+)
+from .marks import marked_identifiers, remove_marks
+from .model import (
+    Annotation,
+    Pos,
+    Premise,
+    PremiseFile,
+    Repository,
+    Theorem,
+    TracedTactic,
+)
+from .sample import sample_dataset_path
+from .splits import SplitSpec, split_novel_premises, split_random, split_theorems
+from .stats import DatasetStats, compute_stats, stats_of_path
+
+__all__ = [
+    "Annotation",
+    "Corpus",
+    "Dataset",
+    "DatasetDir",
+    "DatasetStats",
+    "Goal",
+    "Hypothesis",
+    "NO_GOALS",
+    "Pos",
+    "Premise",
+    "PremiseFile",
+    "Repository",
+    "SplitSpec",
+    "Theorem",
+    "TracedTactic",
+    "canonical_state",
+    "clean_state",
+    "compute_stats",
+    "goal_texts",
+    "is_no_goals",
+    "load_theorems",
+    "marked_identifiers",
+    "normalize_state",
+    "read_dataset",
+    "read_theorems",
+    "remove_marks",
+    "sample_dataset_path",
+    "split_goals",
+    "split_novel_premises",
+    "split_random",
+    "split_theorems",
+    "stats_of_path",
+    "write_dataset",
+    "write_split_dataset",
+    "write_theorems",
+]

@@ -1,0 +1,222 @@
+"""Reader and writer for datasets in the LeanDojo Benchmark layout::
+
+    <dst>/
+      random/{train,val,test}.json
+      novel_premises/{train,val,test}.json
+      corpus.jsonl          one premise file per line, imports before importers
+      traced_files.jsonl    {"traced_file_path": ...} per line
+      metadata.json
+
+Files are written with LeanDojo's serialisation (see :mod:`.jsonio`). A directory is written into
+a temporary sibling and renamed into place, so a failure never leaves a half-written dataset.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Mapping
+
+from ..errors import DataFormatError, DatasetNotFoundError
+from .corpus import Corpus
+from .jsonio import fix_mode, iter_jsonl, read_json, read_json_list, write_json, write_json_list, write_jsonl
+from .model import PremiseFile, Theorem
+from .splits import SPLIT_NAMES, STRATEGIES, SplitSpec, split_theorems
+
+CORPUS_FILE = "corpus.jsonl"
+TRACED_FILES_FILE = "traced_files.jsonl"
+METADATA_FILE = "metadata.json"
+DATASET_NAME = "lean-dojo-v2 dataset"
+
+
+def _traced_file_from_dict(d: Any) -> str:
+    if not isinstance(d, Mapping) or not isinstance(d.get("traced_file_path"), str):
+        raise DataFormatError("expected {\"traced_file_path\": <path>}", field="traced_file_path")
+    return d["traced_file_path"]
+
+
+def read_theorems(path: str | Path) -> list[Theorem]:
+    """Theorems of one split file (a JSON list of LeanDojo theorem records)."""
+    return read_json_list(path, Theorem.from_dict)
+
+
+def write_theorems(path: str | Path, theorems: Iterable[Theorem]) -> int:
+    """Write a split file atomically; returns how many theorems were written."""
+    return write_json_list(path, theorems, Theorem.to_dict)
+
+
+@dataclass
+class Dataset:
+    """A LeanDojo-layout dataset in memory. ``splits[strategy][split]`` is a list of theorems."""
+
+    splits: dict[str, dict[str, list[Theorem]]]
+    corpus: list[PremiseFile] = field(default_factory=list)
+    traced_files: list[str] = field(default_factory=list)
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def theorems(self, strategy: str = "random") -> list[Theorem]:
+        """Every theorem once: the union of one strategy's train, val and test."""
+        return [t for name in SPLIT_NAMES for t in self.splits.get(strategy, {}).get(name, [])]
+
+    def get_corpus(self) -> Corpus:
+        return Corpus(self.corpus)
+
+
+class DatasetDir:
+    """Lazy access to a dataset directory: reads only the files asked for."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        if not self.path.is_dir():
+            raise DatasetNotFoundError(f"no dataset directory at {self.path}")
+        if not any((self.path / s).is_dir() for s in STRATEGIES):
+            raise DatasetNotFoundError(
+                f"{self.path} is not a LeanDojo dataset: it has neither random/ nor novel_premises/"
+            )
+
+    def split_path(self, strategy: str = "random", split: str = "train") -> Path:
+        if strategy not in STRATEGIES:
+            raise ValueError(f"strategy must be one of {STRATEGIES}, got {strategy!r}")
+        if split not in SPLIT_NAMES:
+            raise ValueError(f"split must be one of {SPLIT_NAMES}, got {split!r}")
+        return self.path / strategy / f"{split}.json"
+
+    def theorems(self, strategy: str = "random", split: str = "train") -> list[Theorem]:
+        return read_theorems(self.split_path(strategy, split))
+
+    def all_theorems(self, strategy: str = "random") -> Iterator[Theorem]:
+        """Every theorem once (the union of one strategy's splits), one split file at a time."""
+        for split in SPLIT_NAMES:
+            path = self.split_path(strategy, split)
+            if path.exists():
+                yield from read_theorems(path)
+
+    def corpus_files(self) -> Iterator[PremiseFile]:
+        path = self.path / CORPUS_FILE
+        if not path.exists():
+            return iter(())
+        return iter_jsonl(path, PremiseFile.from_dict)
+
+    def corpus(self) -> Corpus:
+        return Corpus(self.corpus_files())
+
+    def traced_files(self) -> list[str]:
+        path = self.path / TRACED_FILES_FILE
+        return list(iter_jsonl(path, _traced_file_from_dict)) if path.exists() else []
+
+    def metadata(self) -> dict[str, Any]:
+        path = self.path / METADATA_FILE
+        if not path.exists():
+            return {}
+        data = read_json(path)
+        if not isinstance(data, dict):
+            raise DataFormatError("expected a JSON object", file=path)
+        return data
+
+    def load(self) -> Dataset:
+        splits = {
+            strategy: {
+                split: self.theorems(strategy, split)
+                for split in SPLIT_NAMES
+                if self.split_path(strategy, split).exists()
+            }
+            for strategy in STRATEGIES
+            if (self.path / strategy).is_dir()
+        }
+        return Dataset(splits, list(self.corpus_files()), self.traced_files(), self.metadata())
+
+
+def read_dataset(path: str | Path) -> Dataset:
+    """Read a whole dataset directory into memory."""
+    return DatasetDir(path).load()
+
+
+def load_theorems(path: str | Path, strategy: str = "random") -> list[Theorem]:
+    """Theorems from a split file, or every theorem of a dataset directory (one strategy's splits)."""
+    path = Path(path)
+    if path.is_file():
+        return read_theorems(path)
+    if path.is_dir():
+        return list(DatasetDir(path).all_theorems(strategy))
+    raise DatasetNotFoundError(f"no split file or dataset directory at {path}")
+
+
+def default_metadata(**extra: Any) -> dict[str, Any]:
+    from .. import __version__
+
+    meta: dict[str, Any] = {
+        "dataset_name": DATASET_NAME,
+        "creation_time": str(_dt.datetime.now()),
+        "lean_dojo_v2_version": __version__,
+    }
+    meta.update(extra)
+    return meta
+
+
+def write_dataset(
+    path: str | Path,
+    splits: Mapping[str, Mapping[str, Iterable[Theorem]]],
+    corpus: Iterable[PremiseFile] = (),
+    traced_files: Iterable[str] = (),
+    metadata: Mapping[str, Any] | None = None,
+) -> Path:
+    """Write a dataset directory atomically (replacing any dataset already at ``path``).
+
+    ``splits`` maps strategy → split → theorems (iterables are streamed). ``corpus`` is written in
+    dependency order (each file after its imports), as LeanDojo's loader expects.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+    try:
+        for strategy, by_split in splits.items():
+            if strategy not in STRATEGIES:
+                raise ValueError(f"unknown split strategy {strategy!r}; expected one of {STRATEGIES}")
+            for split, theorems in by_split.items():
+                if split not in SPLIT_NAMES:
+                    raise ValueError(f"unknown split {split!r}; expected one of {SPLIT_NAMES}")
+                write_theorems(tmp / strategy / f"{split}.json", theorems)
+        files = list(corpus)
+        ordered = Corpus(files).files if files else []
+        write_jsonl(tmp / CORPUS_FILE, ordered, PremiseFile.to_dict)
+        write_jsonl(tmp / TRACED_FILES_FILE, traced_files, lambda p: {"traced_file_path": p})
+        write_json(tmp / METADATA_FILE, dict(metadata) if metadata is not None else default_metadata())
+        fix_mode(tmp, directory=True)
+        _replace_dir(tmp, path)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return path
+
+
+def _replace_dir(new: Path, dst: Path) -> None:
+    if not dst.exists():
+        new.rename(dst)
+        return
+    if not dst.is_dir():
+        raise FileExistsError(f"{dst} exists and is not a directory")
+    old = dst.with_name(f".{dst.name}.old-{new.name}")
+    dst.rename(old)
+    try:
+        new.rename(dst)
+    except BaseException:
+        old.rename(dst)
+        raise
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def write_split_dataset(
+    path: str | Path,
+    theorems: Iterable[Theorem],
+    spec: SplitSpec | None = None,
+    corpus: Iterable[PremiseFile] = (),
+    traced_files: Iterable[str] = (),
+    metadata: Mapping[str, Any] | None = None,
+) -> dict[str, dict[str, int]]:
+    """Split theorems both ways and write the whole layout; returns the split sizes."""
+    splits = split_theorems(theorems, spec)
+    write_dataset(path, splits, corpus, traced_files, metadata)
+    return {s: {k: len(v) for k, v in by.items()} for s, by in splits.items()}

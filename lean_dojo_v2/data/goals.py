@@ -1,0 +1,154 @@
+"""Goal-state normalisation: the one place where goal text is cleaned, split and made canonical.
+
+Goal text reaches us from several printers: LeanDojo traces (``state_before`` / ``state_after``;
+old benchmarks prefix ``N goals``), Pantograph, and miniCTX (``🎉 no goals``). Models, search
+deduplication and replay all go through these functions so the same state always looks the same.
+
+A state is a list of goals separated by blank lines. A goal is an optional ``case tag`` line,
+hypotheses ``names : type`` (long ones wrap onto indented continuation lines) and a target
+``⊢ type`` (which may wrap too).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .marks import remove_marks
+
+NO_GOALS = "no goals"
+_NO_GOALS_FORMS = frozenset({"no goals", "🎉 no goals", "goals accomplished", "🎉 goals accomplished", ""})
+_COUNT_PREFIX = re.compile(r"^\d+ goals?\n")
+_WS = re.compile(r"\s+")
+TURNSTILE = "⊢"
+
+
+@dataclass(frozen=True, slots=True)
+class Hypothesis:
+    names: tuple[str, ...]
+    type: str
+    value: str | None = None  # let-bound hypotheses print as ``x : T := v``
+
+    def render(self) -> str:
+        text = f"{' '.join(self.names)} : {self.type}"
+        return text if self.value is None else f"{text} := {self.value}"
+
+
+@dataclass(frozen=True, slots=True)
+class Goal:
+    case: str | None
+    hypotheses: tuple[Hypothesis, ...]
+    target: str
+
+    def render(self) -> str:
+        lines = [f"case {self.case}"] if self.case is not None else []
+        lines.extend(h.render() for h in self.hypotheses)
+        lines.append(f"{TURNSTILE} {self.target}")
+        return "\n".join(lines)
+
+
+def is_no_goals(state: str) -> bool:
+    """True for every printed form of a finished proof."""
+    return _strip_count(remove_marks(state).strip()) in _NO_GOALS_FORMS
+
+
+def _strip_count(text: str) -> str:
+    # "1 goal\n…" / "3 goals\n…" headers of LeanDojo v1 pretty-printing carry no information.
+    return _COUNT_PREFIX.sub("", text, count=1) if text[:1].isdigit() else text
+
+
+def clean_state(state: str) -> str:
+    """Marks removed, ``N goals`` header dropped, trailing spaces cut, every finished form → ``no goals``.
+
+    Line breaks and indentation are kept: this is the text a model sees.
+    """
+    text = _strip_count(remove_marks(state).strip("\n"))
+    if text.strip() in _NO_GOALS_FORMS:
+        return NO_GOALS
+    if " \n" in text or text.endswith(" "):
+        text = "\n".join(line.rstrip() for line in text.split("\n"))
+    return text
+
+
+def _split_goal_blocks(text: str) -> list[str]:
+    return [block for block in re.split(r"\n[ \t]*\n", text) if block.strip()]
+
+
+def _join_continuations(block: str) -> list[str]:
+    """Logical lines: an indented line continues the line before it (Lean wraps long types)."""
+    lines: list[str] = []
+    for raw in block.split("\n"):
+        if lines and raw[:1] in (" ", "\t"):
+            lines[-1] = f"{lines[-1]} {raw.strip()}"
+        elif raw.strip():
+            lines.append(raw.strip())
+    return lines
+
+
+def _parse_hypothesis(line: str) -> Hypothesis:
+    names, sep, rest = line.partition(" : ")
+    if not sep:
+        # Not of the form "names : type" (should not happen in Lean output); keep it whole.
+        return Hypothesis((), _WS.sub(" ", line))
+    value = None
+    type_text = rest
+    # Only a top-level " := " marks a let value; a lambda body inside the type cannot start there
+    # because Lean prints ":=" inside structures with braces, which we skip.
+    depth = 0
+    for i, ch in enumerate(rest):
+        if ch in "([{⟨":
+            depth += 1
+        elif ch in ")]}⟩":
+            depth -= 1
+        elif depth == 0 and rest.startswith(" := ", i):
+            type_text, value = rest[:i], rest[i + 4 :]
+            break
+    return Hypothesis(
+        tuple(names.split()),
+        _WS.sub(" ", type_text).strip(),
+        None if value is None else _WS.sub(" ", value).strip(),
+    )
+
+
+def parse_goal(block: str) -> Goal:
+    """One goal's text → :class:`Goal`."""
+    lines = _join_continuations(block)
+    case = None
+    if lines and (lines[0].startswith("case ") or lines[0] == "case"):
+        case = lines.pop(0)[4:].strip()
+    target_idx = next((i for i, line in enumerate(lines) if line.startswith(TURNSTILE)), None)
+    if target_idx is None:
+        # Some printers (and truncated records) omit the turnstile; the last line is the target.
+        target_idx = len(lines) - 1
+        target = lines[target_idx] if lines else ""
+    else:
+        target = lines[target_idx][len(TURNSTILE) :]
+    # A target that wrapped was already joined; anything after it belongs to it as well.
+    target = " ".join([target, *lines[target_idx + 1 :]])
+    hyps = tuple(_parse_hypothesis(line) for line in lines[:target_idx])
+    return Goal(case, hyps, _WS.sub(" ", target).strip())
+
+
+def split_goals(state: str) -> list[Goal]:
+    """A state's goals, in order; ``[]`` for a finished proof."""
+    text = clean_state(state)
+    if text == NO_GOALS:
+        return []
+    return [parse_goal(block) for block in _split_goal_blocks(text)]
+
+
+def goal_texts(state: str) -> list[str]:
+    """Each goal's canonical text (see :func:`canonical_state`), in order."""
+    return [g.render() for g in split_goals(state)]
+
+
+def canonical_state(state: str) -> str:
+    """A canonical string for dedup and lookup: goals re-rendered one hypothesis per line with
+    white space collapsed, so line wrapping and printer headers do not make two states differ."""
+    goals = goal_texts(state)
+    return "\n\n".join(goals) if goals else NO_GOALS
+
+
+def normalize_state(state: str) -> str:
+    """Alias of :func:`clean_state`: the text to show a model."""
+    return clean_state(state)

@@ -1,0 +1,153 @@
+"""JSON in LeanDojo's own serialisation, atomic writes, and errors that say where input is broken.
+
+LeanDojo writes its files with Python's ``json`` defaults (ASCII escapes, so characters outside
+the BMP appear as surrogate pairs; ``", "`` and ``": "`` separators; no trailing newline for
+``.json``; one object and ``\\n`` per line for ``.jsonl``). We write the same bytes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Any, Callable, Iterable, Iterator, TypeVar
+
+from ..errors import DataFormatError, DatasetNotFoundError
+
+T = TypeVar("T")
+
+
+def _umask() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return current
+
+
+def fix_mode(path: str | Path, directory: bool = False) -> None:
+    """Give a file made by ``tempfile`` (0600/0700) the permissions a plain ``open`` would."""
+    os.chmod(path, (0o777 if directory else 0o666) & ~_umask())
+
+# Exactly json.dumps' defaults; kept as one encoder so the hot loop skips argument handling.
+_ENCODER = json.JSONEncoder()
+
+
+def dumps(obj: Any) -> str:
+    """``json.dumps(obj)`` with default settings (LeanDojo's serialisation)."""
+    return _ENCODER.encode(obj)
+
+
+@contextmanager
+def atomic_write(path: str | Path, mode: str = "w") -> Iterator[IO[Any]]:
+    """Write to a temporary file beside ``path`` and rename it into place only on success,
+    so a reader never sees a half-written file and a failure leaves the old file untouched."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        binary = "b" in mode
+        with os.fdopen(
+            fd, mode, encoding=None if binary else "utf-8", newline=None if binary else ""
+        ) as fh:
+            yield fh
+            fh.flush()
+            os.fsync(fh.fileno())
+        fix_mode(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def write_json_list(path: str | Path, items: Iterable[Any], to_dict: Callable[[Any], Any] = lambda x: x) -> int:
+    """Stream a JSON list to ``path`` (same bytes as ``json.dumps(list)``) without building it in
+    memory. Returns the number of items written."""
+    n = 0
+    with atomic_write(path) as fh:
+        fh.write("[")
+        for item in items:
+            if n:
+                fh.write(", ")
+            fh.write(_ENCODER.encode(to_dict(item)))
+            n += 1
+        fh.write("]")
+    return n
+
+
+def write_jsonl(path: str | Path, items: Iterable[Any], to_dict: Callable[[Any], Any] = lambda x: x) -> int:
+    """Write one JSON object per line (LeanDojo's ``.jsonl``), atomically."""
+    n = 0
+    with atomic_write(path) as fh:
+        for item in items:
+            fh.write(_ENCODER.encode(to_dict(item)))
+            fh.write("\n")
+            n += 1
+    return n
+
+
+def write_json(path: str | Path, obj: Any) -> None:
+    with atomic_write(path) as fh:
+        fh.write(_ENCODER.encode(obj))
+
+
+def _open_text(path: Path) -> str:
+    if not path.is_file():
+        raise DatasetNotFoundError(f"no such file: {path}")
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise DataFormatError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", file=path) from exc
+
+
+def read_json(path: str | Path) -> Any:
+    path = Path(path)
+    text = _open_text(path)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DataFormatError(
+            f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}", file=path
+        ) from exc
+
+
+def read_json_list(path: str | Path, parse: Callable[[Any], T]) -> list[T]:
+    """Read a JSON list and turn each element into an object with ``parse``.
+
+    Elements are replaced one by one so the raw dictionaries can be freed as we go (peak memory
+    stays near that of the parsed objects). Errors name the file, the record index and the field.
+    """
+    path = Path(path)
+    records = read_json(path)
+    if not isinstance(records, list):
+        raise DataFormatError(f"expected a JSON list of records, got {type(records).__name__}", file=path)
+    for i in range(len(records)):
+        try:
+            records[i] = parse(records[i])
+        except DataFormatError as exc:
+            raise exc.located(file=path, record=i) from None
+    return records
+
+
+def iter_jsonl(path: str | Path, parse: Callable[[Any], T]) -> Iterator[T]:
+    """Parse a ``.jsonl`` file lazily; the record index in errors is the 0-based line number."""
+    path = Path(path)
+    if not path.is_file():
+        raise DatasetNotFoundError(f"no such file: {path}")
+    with path.open(encoding="utf-8") as fh:
+        for i, line in enumerate(fh):
+            if not line.strip():
+                continue
+            try:
+                raw = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise DataFormatError(
+                    f"invalid JSON at column {exc.colno}: {exc.msg}", file=path, record=i
+                ) from exc
+            try:
+                yield parse(raw)
+            except DataFormatError as exc:
+                raise exc.located(file=path, record=i) from None

@@ -1,0 +1,47 @@
+"""Counts over a set of theorems (what ``lean-dojo-v2 data stats`` prints)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Iterable
+
+from .dataset import DatasetDir, read_theorems
+from .model import Theorem
+
+
+@dataclass(frozen=True)
+class DatasetStats:
+    theorems: int
+    tactic_proofs: int  # theorems with a non-empty traced_tactics
+    tactics: int
+    premise_uses: int  # provenance entries of all annotated tactics, repeats included
+    distinct_premises: int  # distinct full names among those entries
+    sorry_theorems: int
+
+    def to_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+
+def compute_stats(theorems: Iterable[Theorem]) -> DatasetStats:
+    n = proofs = tactics = uses = sorry = 0
+    names: set[str] = set()
+    for thm in theorems:
+        n += 1
+        if thm.traced_tactics:
+            proofs += 1
+            tactics += len(thm.traced_tactics)
+            for tac in thm.traced_tactics:
+                uses += len(tac.annotations)
+                names.update(a.full_name for a in tac.annotations)
+        if thm.has_sorry:
+            sorry += 1
+    return DatasetStats(n, proofs, tactics, uses, len(names), sorry)
+
+
+def stats_of_path(path: str | Path, strategy: str = "random") -> DatasetStats:
+    """Stats of a split file, or of a dataset directory (every theorem once)."""
+    path = Path(path)
+    if path.is_dir():
+        return compute_stats(DatasetDir(path).all_theorems(strategy))
+    return compute_stats(read_theorems(path))

@@ -1,0 +1,71 @@
+"""Typed exceptions of lean-dojo-v2.
+
+Every error the library raises on bad input is a subclass of :class:`LeanDojoError`, so callers can
+catch the family at once, and the message says what to fix.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class LeanDojoError(Exception):
+    """Base class of every error raised by lean-dojo-v2."""
+
+
+class ConfigError(LeanDojoError):
+    """A setting (environment variable or argument) has an unusable value."""
+
+
+class DataFormatError(LeanDojoError, ValueError):
+    """A record or file does not follow the expected format.
+
+    Carries where the problem is (file, record index, field) so a user can find it at once.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str | Path | None = None,
+        record: int | None = None,
+        field: str | None = None,
+    ) -> None:
+        self.file = str(file) if file is not None else None
+        self.record = record
+        self.field = field
+        self.reason = message
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        where = []
+        if self.file is not None:
+            where.append(f"file {self.file}")
+        if self.record is not None:
+            where.append(f"record {self.record}")
+        if self.field is not None:
+            where.append(f"field {self.field!r}")
+        return f"{', '.join(where)}: {self.reason}" if where else self.reason
+
+    def located(
+        self, *, file: str | Path | None = None, record: int | None = None
+    ) -> "DataFormatError":
+        """A copy of this error with the file and/or record index filled in where missing."""
+        return DataFormatError(
+            self.reason,
+            file=self.file if self.file is not None else file,
+            record=self.record if self.record is not None else record,
+            field=self.field,
+        )
+
+
+class DatasetNotFoundError(LeanDojoError, FileNotFoundError):
+    """A path that should hold a dataset (split file or LeanDojo directory) does not."""
+
+
+class SplitError(LeanDojoError, ValueError):
+    """Split sizes or ratios that cannot be satisfied."""
+
+
+class CorpusError(LeanDojoError, ValueError):
+    """An inconsistent premise corpus (unknown import, cycle, unknown premise)."""
