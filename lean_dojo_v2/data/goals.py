@@ -12,6 +12,7 @@ hypotheses ``names : type`` (long ones wrap onto indented continuation lines) an
 from __future__ import annotations
 
 import re
+import textwrap
 from dataclasses import dataclass
 
 from .marks import remove_marks
@@ -49,7 +50,7 @@ class Goal:
 
 def is_no_goals(state: str) -> bool:
     """True for every printed form of a finished proof."""
-    return _strip_count(remove_marks(state).strip()) in _NO_GOALS_FORMS
+    return _strip_count(_unwrap_comment(remove_marks(state)).strip()) in _NO_GOALS_FORMS
 
 
 def _strip_count(text: str) -> str:
@@ -57,12 +58,27 @@ def _strip_count(text: str) -> str:
     return _COUNT_PREFIX.sub("", text, count=1) if text[:1].isdigit() else text
 
 
+_COMMENT_BLOCK = re.compile(r"/-(.*?)-/", re.DOTALL)
+
+
+def _unwrap_comment(text: str) -> str:
+    # miniCTX prints states inside Lean comments, indented: "/-\n  ⊢ …\n-/". Where several goals
+    # are open it prints one block per goal, finished ones as "🎉 no goals"; those are dropped.
+    stripped = text.strip()
+    if not (stripped.startswith("/-") and stripped.endswith("-/") and len(stripped) >= 4):
+        return text
+    blocks = [textwrap.dedent(b.strip("\n")).strip() for b in _COMMENT_BLOCK.findall(stripped)]
+    open_goals = [b for b in blocks if b not in _NO_GOALS_FORMS]
+    return "\n\n".join(open_goals) if open_goals else NO_GOALS
+
+
 def clean_state(state: str) -> str:
-    """Marks removed, ``N goals`` header dropped, trailing spaces cut, every finished form → ``no goals``.
+    """Marks removed, ``N goals`` header and comment wrapping dropped, trailing spaces cut, every
+    finished form → ``no goals``.
 
     Line breaks and indentation are kept: this is the text a model sees.
     """
-    text = _strip_count(remove_marks(state).strip("\n"))
+    text = _strip_count(_unwrap_comment(remove_marks(state)).strip("\n"))
     if text.strip() in _NO_GOALS_FORMS:
         return NO_GOALS
     if " \n" in text or text.endswith(" "):

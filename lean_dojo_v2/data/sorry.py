@@ -73,6 +73,8 @@ COMMANDS = frozenset(
     mutual export notation infix infixl infixr prefix postfix macro macro_rules
     syntax elab elab_rules initialize deriving omit include""".split()
 )
+_STARTERS = DECL_KINDS | MODIFIERS | COMMANDS
+_HEADER_KINDS = frozenset({"doc", "moddoc", "attr", "hash"})  # always start a command at column 1
 
 
 class _Token(NamedTuple):
@@ -194,69 +196,65 @@ def file_has_sorry(source: str) -> bool:
     return any(_is_sorry(t, source) for t in _tokens(source))
 
 
-def _at_line_start(token: _Token, source: str) -> bool:
-    return token.start == 0 or source[token.start - 1] == "\n"
-
-
 def _is_command_start(token: _Token, source: str) -> bool:
-    """Whether a column-1 token begins a new top-level command."""
-    if not _at_line_start(token, source):
+    """Whether ``token`` begins a top-level command (only at column 1)."""
+    if token.start and source[token.start - 1] != "\n":
         return False
-    if token.kind in ("doc", "moddoc", "attr", "hash"):
-        return True
-    return token.kind == "ident" and token.text in DECL_KINDS | MODIFIERS | COMMANDS
+    return token.kind in _HEADER_KINDS or (
+        token.kind == "ident" and token.text in _STARTERS
+    )
 
 
-def _skip_group(code: list[_Token], k: int, opener: str, closer: str) -> int:
+def _skip_group(code: list[_Token], k: int, openers: tuple[str, ...], closer: str) -> int:
     """Skip a bracketed group starting at ``code[k]``; return the index after it."""
     depth = 0
     while k < len(code):
-        text = code[k].text
-        depth += (text in opener) - (text == closer)
+        depth += (code[k].text in openers) - (code[k].text == closer)
         k += 1
-        if depth == 0:
+        if depth <= 0:
             break
     return k
 
 
 def _skip_header(code: list[_Token], k: int) -> int:
-    """Skip doc comment, ``@[...]`` attributes and modifiers; return next index."""
+    """Skip ``... in`` prefixes, doc comment, attributes and modifiers."""
     while k < len(code):
         token = code[k]
         if token.kind == "doc" or (token.kind == "ident" and token.text in MODIFIERS):
             k += 1
         elif token.kind == "attr":
             k = _skip_group(code, k, ("@[", "["), "]")
+        elif token.text in ("open", "set_option") and (after := _after_in(code, k)):
+            k = after
         else:
             break
     return k
 
 
-def _is_in_prefix(segment: list[_Token]) -> bool:
-    """Whether a segment is ``open ... in`` / ``set_option ... in``."""
-    return segment[0].text in ("open", "set_option") and segment[-1].text == "in"
+def _after_in(code: list[_Token], k: int) -> int | None:
+    """Index after the ``in`` of an ``open``/``set_option`` prefix on its line."""
+    for j in range(k + 1, min(len(code), k + 64)):
+        if code[j].kind == "ident" and code[j].text == "in":
+            return j + 1
+        if code[j].kind in _HEADER_KINDS or (code[j].kind == "ident" and code[j].text in _STARTERS):
+            return None
+    return None
 
 
-def _segments(code: list[_Token], source: str) -> list[tuple[list[_Token], int]]:
-    """Split code tokens into commands, merging prefixes into what follows.
-
-    Returns ``(tokens, main)`` pairs where ``tokens[main:]`` is the command
-    proper, after any ``... in`` prefixes (header tokens are skipped later).
-    """
+def _commands(code: list[_Token], source: str) -> list[list[_Token]]:
+    """Split code tokens into commands; header-only or ``... in`` segments
+    (doc comment, ``@[simp]``, ``open Foo in`` on their own lines) are merged
+    into the command that follows, as Lean parses them."""
     starts = [i for i, t in enumerate(code) if _is_command_start(t, source)]
-    commands: list[tuple[list[_Token], int]] = []
+    commands: list[list[_Token]] = []
     pending: list[_Token] = []
-    main = 0
-    for i, begin in enumerate(starts):
-        segment = code[begin : starts[i + 1] if i + 1 < len(starts) else len(code)]
-        pending += segment
-        if _is_in_prefix(segment):
-            main = len(pending)
-        elif _skip_header(segment, 0) < len(segment):
-            commands.append((pending, main))
-            pending, main = [], 0
+    for begin, stop in zip(starts, starts[1:] + [len(code)]):
+        pending += code[begin:stop]
+        if _skip_header(pending, 0) < len(pending):
+            commands.append(pending)
+            pending = []
     if pending:
-        commands.append((pending, main))
+        commands.append(pending)
     return commands
 
 
@@ -269,23 +267,32 @@ def _declaration_name(code: list[_Token], k: int, kind: str) -> str | None:
     return code[k].text
 
 
-def _full_name(name: str | None, scopes: list[str | None]) -> str | None:
+def _full_name(name: str | None, scopes: list[tuple[str | None, int]]) -> str | None:
     """Prefix ``name`` with the enclosing namespaces (``_root_.`` opts out)."""
     if name is None:
         return None
     if name.startswith("_root_."):
         return name[len("_root_.") :]
-    return ".".join([s for s in scopes if s] + [name])
+    return ".".join([s for s, _ in scopes if s] + [name])
 
 
-def _update_scopes(keyword: str, code: list[_Token], k: int, scopes: list[str | None]) -> None:
-    """Track ``namespace``/``section``/``mutual`` ... ``end`` nesting."""
-    if keyword == "namespace" and k + 1 < len(code) and code[k + 1].kind == "ident":
-        scopes.append(code[k + 1].text)
+def _update_scopes(command: list[_Token], k: int, scopes: list[tuple[str | None, int]]) -> None:
+    """Track ``namespace``/``section``/``mutual`` ... ``end`` nesting.
+
+    Entries are ``(namespace or None, number of name components)`` so that
+    ``end A.B`` closes both ``namespace A`` and ``namespace B``.
+    """
+    keyword = command[k].text
+    arg = command[k + 1].text if k + 1 < len(command) and command[k + 1].kind == "ident" else None
+    if keyword == "namespace" and arg:
+        scopes.append((arg, arg.count(".") + 1))
     elif keyword in ("section", "mutual"):
-        scopes.append(None)
-    elif keyword == "end" and scopes:
-        scopes.pop()
+        scopes.append((None, arg.count(".") + 1 if arg else 0))
+    elif keyword == "end":
+        to_close = arg.count(".") + 1 if arg else 0
+        closed = 0
+        while scopes and (closed < to_close or not closed):
+            closed += max(scopes.pop()[1], 1)
 
 
 def find_declarations(source: str) -> list[Declaration]:
@@ -294,25 +301,22 @@ def find_declarations(source: str) -> list[Declaration]:
     code = [t for t in tokens if t.kind not in ("line", "block")]
     sorry_starts = [t.start for t in tokens if _is_sorry(t, source)]
     position = _Positions(source)
-    scopes: list[str | None] = []
+    scopes: list[tuple[str | None, int]] = []
     declarations: list[Declaration] = []
-    for command, main in _segments(code, source):
-        k = _skip_header(command, main)
-        if k >= len(command):
+    for command in _commands(code, source):
+        k = _skip_header(command, 0)
+        if k >= len(command) or command[k].text not in DECL_KINDS:
+            if k < len(command):
+                _update_scopes(command, k, scopes)
             continue
-        keyword = command[k].text
-        if keyword not in DECL_KINDS:
-            _update_scopes(keyword, command, k, scopes)
-            continue
-        if keyword == "class" and k + 1 < len(command) and command[k + 1].text == "inductive":
-            keyword, k = "class inductive", k + 1
-        name = _full_name(_declaration_name(command, k + 1, keyword), scopes)
+        kind = command[k].text
+        if kind == "class" and k + 1 < len(command) and command[k + 1].text == "inductive":
+            kind, k = "class inductive", k + 1
+        name = _full_name(_declaration_name(command, k + 1, kind), scopes)
         first, last = command[0].start, command[-1].end - 1
         lo, hi = bisect.bisect_left(sorry_starts, first), bisect.bisect_right(sorry_starts, last)
         sorries = [position(s) for s in sorry_starts[lo:hi]]
-        declarations.append(
-            Declaration(keyword, name, position(first), position(last), bool(sorries), sorries)
-        )
+        declarations.append(Declaration(kind, name, position(first), position(last), bool(sorries), sorries))
     return declarations
 
 
