@@ -34,14 +34,12 @@ import re
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+# fmt: off
 __all__ = [
-    "Declaration",
-    "file_has_sorry",
-    "find_declarations",
-    "find_sorry_tokens",
-    "sorry_declarations",
-    "strip_comments",
+    "Declaration", "file_has_sorry", "find_declarations", "find_sorry_tokens",
+    "sorry_declarations", "strip_comments",
 ]
+# fmt: on
 
 # One identifier component: «quoted» or a letter/underscore followed by word
 # characters, primes, ``!`` and ``?``.  λ, Π and Σ are binder tokens in Lean.
@@ -64,17 +62,23 @@ _TOKEN_RE = re.compile(
     re.VERBOSE | re.DOTALL,
 )
 
-DECL_KINDS = frozenset(
-    "theorem lemma def abbrev instance example opaque axiom structure inductive class".split()
-)
-MODIFIERS = frozenset("private protected noncomputable unsafe partial nonrec scoped local".split())
-COMMANDS = frozenset(
-    """namespace section end open variable universe set_option import attribute
-    mutual export notation infix infixl infixr prefix postfix macro macro_rules
-    syntax elab elab_rules initialize deriving omit include""".split()
-)
+# fmt: off
+DECL_KINDS = frozenset({
+    "theorem", "lemma", "def", "abbrev", "instance", "example", "opaque", "axiom",
+    "structure", "inductive", "class",
+})
+MODIFIERS = frozenset({
+    "private", "protected", "noncomputable", "unsafe", "partial", "nonrec", "scoped", "local",
+})
+COMMANDS = frozenset({
+    "namespace", "section", "end", "open", "variable", "universe", "set_option", "import",
+    "attribute", "mutual", "export", "notation", "infix", "infixl", "infixr", "prefix",
+    "postfix", "macro", "macro_rules", "syntax", "elab", "elab_rules", "initialize", "deriving",
+    "omit", "include",
+})
+# fmt: on
 _STARTERS = DECL_KINDS | MODIFIERS | COMMANDS
-_HEADER_KINDS = frozenset({"doc", "moddoc", "attr", "hash"})  # always start a command at column 1
+_COMMAND_KINDS = frozenset({"doc", "moddoc", "attr", "hash"})  # start a command at column 1
 
 
 class _Token(NamedTuple):
@@ -155,7 +159,11 @@ _COMMENT_KINDS = frozenset({"line", "block", "doc", "moddoc"})
 
 def _is_sorry(token: _Token, source: str) -> bool:
     """``sorry`` as a term: the bare identifier, not ``x.sorry`` / ``.sorry``."""
-    return token.kind == "ident" and token.text == "sorry" and source[token.start - 1 : token.start] != "."
+    return (
+        token.kind == "ident"
+        and token.text == "sorry"
+        and source[token.start - 1 : token.start] != "."
+    )
 
 
 class _Positions:
@@ -200,9 +208,7 @@ def _is_command_start(token: _Token, source: str) -> bool:
     """Whether ``token`` begins a top-level command (only at column 1)."""
     if token.start and source[token.start - 1] != "\n":
         return False
-    return token.kind in _HEADER_KINDS or (
-        token.kind == "ident" and token.text in _STARTERS
-    )
+    return token.kind in _COMMAND_KINDS or (token.kind == "ident" and token.text in _STARTERS)
 
 
 def _skip_group(code: list[_Token], k: int, openers: tuple[str, ...], closer: str) -> int:
@@ -232,11 +238,16 @@ def _skip_header(code: list[_Token], k: int) -> int:
 
 
 def _after_in(code: list[_Token], k: int) -> int | None:
-    """Index after the ``in`` of an ``open``/``set_option`` prefix on its line."""
+    """Index after the ``in`` of an ``open``/``set_option`` prefix, or None.
+
+    The search stops at the next command so ``open Foo`` alone is not a prefix.
+    """
     for j in range(k + 1, min(len(code), k + 64)):
         if code[j].kind == "ident" and code[j].text == "in":
             return j + 1
-        if code[j].kind in _HEADER_KINDS or (code[j].kind == "ident" and code[j].text in _STARTERS):
+        if code[j].kind in _COMMAND_KINDS or (
+            code[j].kind == "ident" and code[j].text in _STARTERS
+        ):
             return None
     return None
 
@@ -316,7 +327,9 @@ def find_declarations(source: str) -> list[Declaration]:
         first, last = command[0].start, command[-1].end - 1
         lo, hi = bisect.bisect_left(sorry_starts, first), bisect.bisect_right(sorry_starts, last)
         sorries = [position(s) for s in sorry_starts[lo:hi]]
-        declarations.append(Declaration(kind, name, position(first), position(last), bool(sorries), sorries))
+        declarations.append(
+            Declaration(kind, name, position(first), position(last), bool(sorries), sorries)
+        )
     return declarations
 
 

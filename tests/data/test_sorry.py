@@ -32,11 +32,11 @@ from lean_dojo_v2.data.sorry import (
 )
 
 # Independent oracle for PutnamBench answers: the one-line solution abbrev.
-SOLUTION_RE = re.compile(r"^(?:noncomputable )?abbrev (\S+)_solution\b[^\n]*:= sorry", re.M)
+SOLUTION_RE = re.compile(r"^(?:noncomputable )?abbrev (\S+)_solution\b[^\n]*:= sorry", re.MULTILINE)
 # Independent oracle for theorem/lemma commands at column 1.
 THEOREM_LINE_RE = re.compile(
     r"^(?:@\[[^\]\n]*\]\s*)?(?:(?:private|protected|noncomputable|nonrec)\s+)*(theorem|lemma)\s",
-    re.M,
+    re.MULTILINE,
 )
 # ``sorry`` as a whole word (for files where no comment/string mentions it).
 SORRY_WORD_RE = re.compile(r"(?<![\w.'])sorry(?![\w'!?])")
@@ -271,7 +271,9 @@ def test_minictx_theorem_names_with_namespaces(minictx: dict[str, list[dict]]) -
 
 
 def test_minictx_namespace_prefix_from_statement(minictx: dict[str, list[dict]]) -> None:
-    record = next(r for r in minictx["scilean"] if r["theoremName"] == "SciLean.Rand.reparameterize")
+    record = next(
+        r for r in minictx["scilean"] if r["theoremName"] == "SciLean.Rand.reparameterize"
+    )
     assert record["theoremStatement"].startswith("theorem reparameterize ")
     source = record["srcContext"] + record["theoremStatement"] + " := sorry\n"
     assert find_declarations(source)[-1].name == "SciLean.Rand.reparameterize"
@@ -299,7 +301,7 @@ def test_minictx_theorem_counts(minictx: dict[str, list[dict]]) -> None:
 def test_scilean_sorry_proof_and_commented_sorry(minictx: dict[str, list[dict]]) -> None:
     contexts = [r["srcContext"] for r in minictx["scilean"]]
     assert any("sorry_proof" in c for c in contexts)
-    commented = [c for c in contexts if re.search(r"^--.*\(sorry :", c, re.M)]
+    commented = [c for c in contexts if re.search(r"^--.*\(sorry :", c, re.MULTILINE)]
     assert commented
     for source in contexts:
         # Oracle: whole-word ``sorry`` not preceded by ``--`` on its line.
