@@ -61,13 +61,13 @@ def measured(src: Path, dst: Path) -> dict[str, float]:
     theorems = list(DatasetDir(src).all_theorems("random"))
     t1 = time.perf_counter()
     n_states = 0
-    distinct: set[int] = set()
+    distinct: set[str] = set()
     for thm in theorems:
         for tac in thm.traced_tactics:
             tac.state_before = clean_state(tac.state_before)
             tac.state_after = clean_state(tac.state_after)
-            distinct.add(hash(canonical_state(tac.state_before)))
-            distinct.add(hash(canonical_state(tac.state_after)))
+            distinct.add(canonical_state(tac.state_before))
+            distinct.add(canonical_state(tac.state_after))
             n_states += 2
     t2 = time.perf_counter()
     write_split_dataset(dst, theorems, SplitSpec(0.02, 0.02))

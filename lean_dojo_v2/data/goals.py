@@ -31,7 +31,7 @@ class Hypothesis:
     value: str | None = None  # let-bound hypotheses print as ``x : T := v``
 
     def render(self) -> str:
-        text = f"{' '.join(self.names)} : {self.type}"
+        text = f"{' '.join(self.names)} : {self.type}" if self.names else self.type
         return text if self.value is None else f"{text} := {self.value}"
 
 
@@ -108,17 +108,18 @@ def _parse_hypothesis(line: str) -> Hypothesis:
         return Hypothesis((), _WS.sub(" ", line))
     value = None
     type_text = rest
-    # Only a top-level " := " marks a let value; a lambda body inside the type cannot start there
-    # because Lean prints ":=" inside structures with braces, which we skip.
-    depth = 0
-    for i, ch in enumerate(rest):
-        if ch in "([{⟨":
-            depth += 1
-        elif ch in ")]}⟩":
-            depth -= 1
-        elif depth == 0 and rest.startswith(" := ", i):
-            type_text, value = rest[:i], rest[i + 4 :]
-            break
+    if " := " in rest:
+        # Only a top-level " := " marks a let value; ":=" inside structure instances
+        # ({ toFun := … }) sits within brackets.
+        depth = 0
+        for i, ch in enumerate(rest):
+            if ch in "([{⟨":
+                depth += 1
+            elif ch in ")]}⟩":
+                depth -= 1
+            elif depth == 0 and rest.startswith(" := ", i):
+                type_text, value = rest[:i], rest[i + 4 :]
+                break
     return Hypothesis(
         tuple(names.split()),
         _WS.sub(" ", type_text).strip(),
@@ -153,9 +154,38 @@ def split_goals(state: str) -> list[Goal]:
     return [parse_goal(block) for block in _split_goal_blocks(text)]
 
 
+_CONTINUATION = re.compile(r"\n[ \t]+")
+_SPACES = re.compile(r"[ \t]{2,}|\t")
+
+
+def _canonical_goal(block: str) -> str:
+    # Fast path, same result as parse_goal(block).render() when the target is the last logical
+    # line: join wrapped lines, collapse runs of blanks, strip each line.
+    # The substitutions are skipped when there is nothing to replace: most goals have neither.
+    joined = block.strip("\n")
+    if "\n " in joined or "\n\t" in joined:
+        joined = _CONTINUATION.sub(" ", joined)
+    if "  " in joined or "\t" in joined:
+        joined = _SPACES.sub(" ", joined)
+    lines = [line.strip() for line in joined.split("\n")]
+    last = lines[-1] if lines else ""
+    if (
+        last.startswith(TURNSTILE)
+        and TURNSTILE not in "".join(lines[:-1])
+        and all(lines)
+        and not (lines[0] == "case" or lines[0].startswith("case  "))
+    ):
+        if last.startswith(TURNSTILE + " ") or last == TURNSTILE:
+            return "\n".join(lines) if last != TURNSTILE else "\n".join([*lines[:-1], TURNSTILE + " "])
+    return parse_goal(block).render()
+
+
 def goal_texts(state: str) -> list[str]:
     """Each goal's canonical text (see :func:`canonical_state`), in order."""
-    return [g.render() for g in split_goals(state)]
+    text = clean_state(state)
+    if text == NO_GOALS:
+        return []
+    return [_canonical_goal(block) for block in _split_goal_blocks(text)]
 
 
 def canonical_state(state: str) -> str:

@@ -14,6 +14,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any, Callable, Iterable, Iterator, TypeVar
 
+import orjson
+
 from ..errors import DataFormatError, DatasetNotFoundError
 
 T = TypeVar("T")
@@ -94,18 +96,22 @@ def write_json(path: str | Path, obj: Any) -> None:
         fh.write(_ENCODER.encode(obj))
 
 
-def _open_text(path: Path) -> str:
+def read_json(path: str | Path) -> Any:
+    """Parse a JSON file. orjson does the common case (about twice as fast as ``json`` on large
+    split files); on any failure the standard parser runs, so error messages and leniency
+    (lone surrogates, which Python's json accepts) are those of ``json``."""
+    path = Path(path)
     if not path.is_file():
         raise DatasetNotFoundError(f"no such file: {path}")
+    data = path.read_bytes()
     try:
-        return path.read_text(encoding="utf-8")
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        pass
+    try:
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise DataFormatError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", file=path) from exc
-
-
-def read_json(path: str | Path) -> Any:
-    path = Path(path)
-    text = _open_text(path)
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:

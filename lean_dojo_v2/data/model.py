@@ -9,17 +9,20 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterator, Mapping, NamedTuple
 
 from ..errors import DataFormatError
 from .marks import remove_marks
 
 _POS_STRING = re.compile(r"^\s*\(\s*(\d+)\s*,\s*(\d+)\s*\)\s*$")
+_MISSING: Any = object()
 
 
-@dataclass(frozen=True, order=True, slots=True)
-class Pos:
-    """A 1-based (line, column) position in a Lean file."""
+class Pos(NamedTuple):
+    """A 1-based (line, column) position in a Lean file.
+
+    A named tuple: cheap to create (datasets hold millions), ordered, hashable.
+    """
 
     line_nb: int
     column_nb: int
@@ -28,6 +31,10 @@ class Pos:
     def parse(cls, value: Any, field_name: str = "pos") -> "Pos":
         """Accepts ``[l, c]`` (the dataset form), ``(l, c)`` tuples, ``"(l, c)"`` strings
         (the upstream dynamic-database form) and ``Pos`` itself."""
+        if type(value) is list and len(value) == 2:
+            a, b = value
+            if type(a) is int and type(b) is int:
+                return cls(a, b)
         if isinstance(value, Pos):
             return value
         if isinstance(value, str):
@@ -53,6 +60,11 @@ class Pos:
 
 
 def _require(d: Mapping[str, Any], key: str, kind: type | tuple[type, ...], prefix: str = "") -> Any:
+    # Fast path: the common, well-formed case costs one lookup and one type check.
+    if type(d) is dict:
+        value = d.get(key, _MISSING)
+        if type(value) is kind:
+            return value
     if not isinstance(d, Mapping):
         raise DataFormatError(f"expected an object, got {type(d).__name__}", field=prefix or None)
     if key not in d:
@@ -67,12 +79,13 @@ def _require(d: Mapping[str, Any], key: str, kind: type | tuple[type, ...], pref
 
 
 def _pos(d: Mapping[str, Any], key: str, prefix: str = "") -> Pos:
-    if key not in d:
+    value = d.get(key, _MISSING)
+    if value is _MISSING:
         raise DataFormatError("missing field", field=prefix + key)
-    return Pos.parse(d[key], prefix + key)
+    return Pos.parse(value, prefix + key)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Annotation:
     """One premise use inside a tactic: which constant, and where it is defined."""
 
@@ -167,7 +180,6 @@ class TracedTactic:
         return remove_marks(self.annotated_tactic)
 
 
-_MISSING = object()
 _THEOREM_KEYS = (
     "url",
     "commit",

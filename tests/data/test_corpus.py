@@ -9,16 +9,12 @@ text). The bundled sample's ``corpus.jsonl`` was built from the same provenances
 from __future__ import annotations
 
 import json
-import os
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
 from lean_dojo_v2.data import Corpus, Pos, Premise, PremiseFile, Theorem, sample_dataset_path
 from lean_dojo_v2.errors import CorpusError
-
-RECORDS = "leandojo_b4/random_test_records_1_100.json"
 
 PRELUDE = ".lake/packages/lean4/src/lean/Init/Prelude.lean"
 CORE = ".lake/packages/lean4/src/lean/Init/Core.lean"
@@ -39,17 +35,10 @@ IMPORTS = {
 }
 
 
-def _shared_data_dir() -> Path:
-    env = os.environ.get("LEAN_DOJO_V2_SHARED_DATA")
-    root = Path(env) if env else Path(__file__).resolve().parents[2].parent / "shared" / "data"
-    if not (root / RECORDS).is_file():
-        pytest.skip(f"real LeanDojo records not found under {root}")
-    return root
-
-
 @pytest.fixture(scope="module")
-def theorems() -> list[Theorem]:
-    records = json.loads((_shared_data_dir() / RECORDS).read_text(encoding="utf-8"))
+def theorems(b4_records_path) -> list[Theorem]:
+    """The 100 real records (``b4_records_path`` comes from tests/conftest.py; skips without data)."""
+    records = json.loads(b4_records_path.read_text(encoding="utf-8"))
     return [Theorem.from_dict(r) for r in records]
 
 
@@ -173,7 +162,9 @@ def test_accessible_own_premises_by_position(corpus, real_premises):
     imported = premises_of(real_premises, ASSOC, GROUP, CORE, PRELUDE)
 
     def own_names(pos):
-        return [name for path, name in keys(corpus.accessible_premises(IDEAL, pos)) if path == IDEAL]
+        return [
+            name for path, name in keys(corpus.accessible_premises(IDEAL, pos)) if path == IDEAL
+        ]
 
     assert own_names(Pos(1, 1)) == []
     assert own_names(Pos(41, 8)) == []
@@ -191,9 +182,7 @@ def test_accessible_excludes_files_not_imported(corpus, real_premises):
     assert got == premises_of(real_premises, CORE, PRELUDE)
     got = set(keys(corpus.accessible_premises(IMAGE, None)))
     assert got == premises_of(real_premises, IMAGE, PRELUDE)
-    assert set(keys(corpus.accessible_premises(PRELUDE, Pos(300, 1)))) == {
-        (PRELUDE, "rfl")
-    }
+    assert set(keys(corpus.accessible_premises(PRELUDE, Pos(300, 1)))) == {(PRELUDE, "rfl")}
 
 
 def test_accessible_on_the_sample_corpus(sample_corpus, real_premises):

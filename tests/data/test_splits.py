@@ -2,8 +2,9 @@
 
 Every theorem here is a real record from ``shared/data/leandojo_b4``. Larger data sets are made by
 replicating real records under fresh identities (``full_name``/``file_path`` changed, proofs and
-goal states untouched); sorry theorems are real records whose tactics were replaced by a single
-``sorry`` tactic. No goal state is invented.
+goal states untouched) or as sub-proofs (a real proof's tactics from the k-th on); sorry theorems
+are real records whose tactics were replaced by a single ``sorry`` tactic. No goal state is
+invented.
 """
 
 from __future__ import annotations
@@ -11,11 +12,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import os
 import random
 from collections import Counter
 from fractions import Fraction
-from pathlib import Path
 
 import pytest
 
@@ -23,20 +22,11 @@ from lean_dojo_v2.data import SplitSpec, Theorem, split_novel_premises, split_ra
 from lean_dojo_v2.data.splits import SPLIT_NAMES, split_theorems
 from lean_dojo_v2.errors import SplitError
 
-RECORDS = "leandojo_b4/random_test_records_1_100.json"
-
-
-def _shared_data_dir() -> Path:
-    env = os.environ.get("LEAN_DOJO_V2_SHARED_DATA")
-    root = Path(env) if env else Path(__file__).resolve().parents[2].parent / "shared" / "data"
-    if not (root / RECORDS).is_file():
-        pytest.skip(f"real LeanDojo records not found under {root}")
-    return root
-
 
 @pytest.fixture(scope="module")
-def records() -> list[dict]:
-    return json.loads((_shared_data_dir() / RECORDS).read_text(encoding="utf-8"))
+def records(b4_records_path) -> list[dict]:
+    """The 100 real records (``b4_records_path`` comes from tests/conftest.py; skips without data)."""
+    return json.loads(b4_records_path.read_text(encoding="utf-8"))
 
 
 @pytest.fixture(scope="module")
@@ -140,7 +130,9 @@ def test_random_keeps_input_order_within_splits(theorems):
             assert idx == sorted(idx)
 
 
-@pytest.mark.parametrize("spec", [SplitSpec(), SplitSpec(0.1, 0.15), SplitSpec(0.3, 0.05)], ids=repr)
+@pytest.mark.parametrize(
+    "spec", [SplitSpec(), SplitSpec(0.1, 0.15), SplitSpec(0.3, 0.05)], ids=repr
+)
 def test_random_is_hash_stable_when_theorems_are_added(theorems, spec):
     before = split_names(split_random(theorems, spec))
     newcomers = replicate(theorems, 10, tag="added")
@@ -200,7 +192,11 @@ def assert_novel(splits) -> None:
     provenance full names of ``annotated_tactic`` (not from ``Theorem.premises``)."""
 
     def used(t: Theorem) -> set[str]:
-        return {p["full_name"] for tac in t.to_dict()["traced_tactics"] for p in tac["annotated_tactic"][1]}
+        return {
+            p["full_name"]
+            for tac in t.to_dict()["traced_tactics"]
+            for p in tac["annotated_tactic"][1]
+        }
 
     train_premises = set().union(*(used(t) for t in splits["train"]))
     for name in ("val", "test"):
@@ -268,6 +264,35 @@ def test_novel_premises_on_replicated_records(theorems):
         assert not {t.full_name.split(".replica")[0] for t in splits[name]} & base
 
 
+def tails(theorems: list[Theorem]) -> list[Theorem]:
+    """Sub-proofs of real records: the tactics from the k-th on (k >= 1) under a fresh name. Real
+    tactics and goal states, nothing invented; each shares only part of its original's premises,
+    so premise groups overlap unevenly (unlike whole replicas)."""
+    return [
+        dataclasses.replace(
+            t, full_name=f"{t.full_name}.tail{k}", traced_tactics=t.traced_tactics[k:]
+        )
+        for t in theorems
+        for k in range(1, len(t.traced_tactics))
+        if any(tac.annotations for tac in t.traced_tactics[k:])
+    ]
+
+
+@pytest.mark.parametrize(
+    "spec", [SplitSpec(), SplitSpec(0.05, 0.05), SplitSpec(3, 7), SplitSpec(30, 30)], ids=repr
+)
+def test_novel_premises_with_overlapping_premise_groups(theorems, spec):
+    data = theorems + tails(theorems)
+    assert len(data) > 180
+    splits = split_novel_premises(data, spec)
+    assert_partition(splits, data)
+    assert_novel(splits)
+    held = len(splits["val"]) + len(splits["test"])
+    want = requested(spec, len(data))
+    assert want <= held < want + largest_group(data)
+    assert split_names(split_novel_premises(shuffled(data, 7), spec)) == split_names(splits)
+
+
 def test_novel_premises_val_test_proportion(theorems):
     big = theorems + replicate(theorems, 2)
     splits = split_novel_premises(big, SplitSpec(10, 30))
@@ -322,7 +347,9 @@ def test_sorry_theorems_go_to_test(theorems, sorry_theorems, split, spec):
 
 
 @pytest.mark.parametrize("split", [split_random, split_novel_premises])
-@pytest.mark.parametrize("spec", [SplitSpec(sorry="drop"), SplitSpec(10, 10, sorry="drop")], ids=repr)
+@pytest.mark.parametrize(
+    "spec", [SplitSpec(sorry="drop"), SplitSpec(10, 10, sorry="drop")], ids=repr
+)
 def test_sorry_theorems_dropped(theorems, sorry_theorems, split, spec):
     splits = split(theorems + sorry_theorems, spec)
     assert not any(t.has_sorry for part in splits.values() for t in part)
@@ -392,7 +419,13 @@ def test_spec_parse():
     assert type(spec.val) is int and type(spec.test) is int and not spec.uses_ratios
     spec = SplitSpec.parse("0.02", "0.05", "drop")
     assert (spec.val, spec.test, spec.sorry) == (0.02, 0.05, "drop") and spec.uses_ratios
-    for val, test in [("0.02", "2000"), ("2000", "0.02"), ("1.5", "0.1"), ("0.1", "abc"), ("", "1")]:
+    for val, test in [
+        ("0.02", "2000"),
+        ("2000", "0.02"),
+        ("1.5", "0.1"),
+        ("0.1", "abc"),
+        ("", "1"),
+    ]:
         with pytest.raises(SplitError):
             SplitSpec.parse(val, test)
     with pytest.raises(SplitError):
