@@ -55,7 +55,13 @@ def make_dataset(shared: Path, n: int, dst: Path) -> dict[str, int]:
 
 def measured(src: Path, dst: Path) -> dict[str, float]:
     """The work under test; runs in a fresh process."""
-    from lean_dojo_v2.data import DatasetDir, SplitSpec, canonical_state, clean_state, write_split_dataset
+    from lean_dojo_v2.data import (
+        DatasetDir,
+        SplitSpec,
+        canonical_state,
+        clean_state,
+        write_split_dataset,
+    )
 
     t0 = time.perf_counter()
     theorems = list(DatasetDir(src).all_theorems("random"))

@@ -10,8 +10,8 @@ import argparse
 import json
 import logging
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, Sequence
 
 from .errors import LeanDojoError
 

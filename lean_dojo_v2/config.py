@@ -51,7 +51,7 @@ class Settings:
         return self.raid_dir / "models"
 
     @classmethod
-    def from_env(cls) -> "Settings":
+    def from_env(cls) -> Settings:
         raid = _env("RAID_DIR") or _env(_ENV_PREFIX + "RAID_DIR") or "raid"
         xdg = _env("XDG_CACHE_HOME")
         default_cache = (Path(xdg) if xdg else Path.home() / ".cache") / "lean_dojo_v2"

@@ -49,7 +49,7 @@ class DataFormatError(LeanDojoError, ValueError):
 
     def located(
         self, *, file: str | Path | None = None, record: int | None = None
-    ) -> "DataFormatError":
+    ) -> DataFormatError:
         """A copy of this error with the file and/or record index filled in where missing."""
         return DataFormatError(
             self.reason,

@@ -15,7 +15,14 @@ import json
 import shutil
 from pathlib import Path
 
-from lean_dojo_v2.data import Pos, Premise, PremiseFile, SplitSpec, read_theorems, write_split_dataset
+from lean_dojo_v2.data import (
+    Pos,
+    Premise,
+    PremiseFile,
+    SplitSpec,
+    read_theorems,
+    write_split_dataset,
+)
 from lean_dojo_v2.data.sample import sample_dataset_path
 
 PROVENANCE = """\

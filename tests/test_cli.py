@@ -55,7 +55,18 @@ def test_stats_of_dataset_dir_count_each_theorem_once(capsys, tmp_path, b4_recor
         records.append(rec)
     src = tmp_path / "all.json"
     src.write_text(json.dumps(records))
-    code, out, _ = _run(capsys, "data", "split", str(src), str(tmp_path / "ds"), "--val", "5", "--test", "5", "--json")
+    code, out, _ = _run(
+        capsys,
+        "data",
+        "split",
+        str(src),
+        str(tmp_path / "ds"),
+        "--val",
+        "5",
+        "--test",
+        "5",
+        "--json",
+    )
     assert code == 0
     sizes = json.loads(out)
     assert sizes["random"] == {"train": 90, "val": 5, "test": 7}
@@ -63,14 +74,26 @@ def test_stats_of_dataset_dir_count_each_theorem_once(capsys, tmp_path, b4_recor
     stats = json.loads(out)
     assert stats == _independent_counts(records)
     assert stats["sorry_theorems"] == 2
-    code, out, _ = _run(capsys, "data", "stats", str(tmp_path / "ds"), "--strategy", "novel_premises", "--json")
+    code, out, _ = _run(
+        capsys, "data", "stats", str(tmp_path / "ds"), "--strategy", "novel_premises", "--json"
+    )
     assert json.loads(out) == stats
     ds = read_dataset(tmp_path / "ds")
     assert not any(t.has_sorry for t in ds.splits["random"]["train"])
 
 
 def test_split_keeps_corpus_and_metadata_of_a_directory(capsys, tmp_path):
-    code, _, _ = _run(capsys, "data", "split", str(sample_dataset_path()), str(tmp_path / "re"), "--val", "0.1", "--test", "0.1")
+    code, _, _ = _run(
+        capsys,
+        "data",
+        "split",
+        str(sample_dataset_path()),
+        str(tmp_path / "re"),
+        "--val",
+        "0.1",
+        "--test",
+        "0.1",
+    )
     assert code == 0
     src, dst = read_dataset(sample_dataset_path()), read_dataset(tmp_path / "re")
     assert dst.metadata == src.metadata
@@ -96,9 +119,21 @@ def test_errors_are_messages_not_tracebacks(capsys, argv, message):
 
 
 def test_bad_split_sizes(capsys, b4_records_path, tmp_path):
-    code, _, err = _run(capsys, "data", "split", str(b4_records_path), str(tmp_path / "o"), "--val", "abc")
+    code, _, err = _run(
+        capsys, "data", "split", str(b4_records_path), str(tmp_path / "o"), "--val", "abc"
+    )
     assert code == 1 and "not a ratio or a count" in err
-    code, _, err = _run(capsys, "data", "split", str(b4_records_path), str(tmp_path / "o"), "--val", "60", "--test", "60")
+    code, _, err = _run(
+        capsys,
+        "data",
+        "split",
+        str(b4_records_path),
+        str(tmp_path / "o"),
+        "--val",
+        "60",
+        "--test",
+        "60",
+    )
     assert code == 1 and "only 100" in err
     assert not (tmp_path / "o").exists()
 

@@ -62,6 +62,8 @@ def test_importing_every_module_has_no_side_effects(tmp_path):
     env = {k: v for k, v in os.environ.items() if "TOKEN" not in k}
     env["HOME"] = str(tmp_path / "home")
     env["PYTHONPATH"] = str(Path(lean_dojo_v2.__file__).resolve().parents[1])
-    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
     assert proc.returncode == 0, proc.stderr
     assert list(tmp_path.iterdir()) == [], "import created files"

@@ -8,8 +8,8 @@ that Lean would let the proof use.
 from __future__ import annotations
 
 import bisect
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Iterable, Iterator
 
 import networkx as nx
 
@@ -56,7 +56,7 @@ class Corpus:
         self._closure: dict[str, frozenset[str]] = {}
 
     @classmethod
-    def from_jsonl(cls, path: str | Path) -> "Corpus":
+    def from_jsonl(cls, path: str | Path) -> Corpus:
         return cls(iter_jsonl(path, PremiseFile.from_dict))
 
     def __len__(self) -> int:
@@ -69,7 +69,9 @@ class Corpus:
     def files(self) -> list[PremiseFile]:
         """Files in dependency order (imports first); ties keep corpus order."""
         position = {p: i for i, p in enumerate(self._files)}
-        order = nx.lexicographical_topological_sort(self.graph.reverse(copy=False), key=position.get)
+        order = nx.lexicographical_topological_sort(
+            self.graph.reverse(copy=False), key=position.get
+        )
         return [self._files[p] for p in order]
 
     @property

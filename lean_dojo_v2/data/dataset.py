@@ -16,13 +16,22 @@ from __future__ import annotations
 import datetime as _dt
 import shutil
 import tempfile
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any
 
 from ..errors import DataFormatError, DatasetNotFoundError
 from .corpus import Corpus
-from .jsonio import fix_mode, iter_jsonl, read_json, read_json_list, write_json, write_json_list, write_jsonl
+from .jsonio import (
+    fix_mode,
+    iter_jsonl,
+    read_json,
+    read_json_list,
+    write_json,
+    write_json_list,
+    write_jsonl,
+)
 from .model import PremiseFile, Theorem
 from .splits import SPLIT_NAMES, STRATEGIES, SplitSpec, split_theorems
 
@@ -34,7 +43,7 @@ DATASET_NAME = "lean-dojo-v2 dataset"
 
 def _traced_file_from_dict(d: Any) -> str:
     if not isinstance(d, Mapping) or not isinstance(d.get("traced_file_path"), str):
-        raise DataFormatError("expected {\"traced_file_path\": <path>}", field="traced_file_path")
+        raise DataFormatError('expected {"traced_file_path": <path>}', field="traced_file_path")
     return d["traced_file_path"]
 
 
@@ -174,7 +183,9 @@ def write_dataset(
     try:
         for strategy, by_split in splits.items():
             if strategy not in STRATEGIES:
-                raise ValueError(f"unknown split strategy {strategy!r}; expected one of {STRATEGIES}")
+                raise ValueError(
+                    f"unknown split strategy {strategy!r}; expected one of {STRATEGIES}"
+                )
             for split, theorems in by_split.items():
                 if split not in SPLIT_NAMES:
                     raise ValueError(f"unknown split {split!r}; expected one of {SPLIT_NAMES}")
@@ -183,7 +194,9 @@ def write_dataset(
         ordered = Corpus(files).files if files else []
         write_jsonl(tmp / CORPUS_FILE, ordered, PremiseFile.to_dict)
         write_jsonl(tmp / TRACED_FILES_FILE, traced_files, lambda p: {"traced_file_path": p})
-        write_json(tmp / METADATA_FILE, dict(metadata) if metadata is not None else default_metadata())
+        write_json(
+            tmp / METADATA_FILE, dict(metadata) if metadata is not None else default_metadata()
+        )
         fix_mode(tmp, directory=True)
         _replace_dir(tmp, path)
     except BaseException:

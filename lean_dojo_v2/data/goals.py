@@ -18,7 +18,9 @@ from dataclasses import dataclass
 from .marks import remove_marks
 
 NO_GOALS = "no goals"
-_NO_GOALS_FORMS = frozenset({"no goals", "🎉 no goals", "goals accomplished", "🎉 goals accomplished", ""})
+_NO_GOALS_FORMS = frozenset(
+    {"no goals", "🎉 no goals", "goals accomplished", "🎉 goals accomplished", ""}
+)
 _COUNT_PREFIX = re.compile(r"^\d+ goals?\n")
 _WS = re.compile(r"\s+")
 TURNSTILE = "⊢"
@@ -176,7 +178,9 @@ def _canonical_goal(block: str) -> str:
         and not (lines[0] == "case" or lines[0].startswith("case  "))
     ):
         if last.startswith(TURNSTILE + " ") or last == TURNSTILE:
-            return "\n".join(lines) if last != TURNSTILE else "\n".join([*lines[:-1], TURNSTILE + " "])
+            return (
+                "\n".join(lines) if last != TURNSTILE else "\n".join([*lines[:-1], TURNSTILE + " "])
+            )
     return parse_goal(block).render()
 
 

@@ -10,9 +10,10 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any, Callable, Iterable, Iterator, TypeVar
+from typing import IO, Any, TypeVar
 
 import orjson
 
@@ -30,6 +31,7 @@ def _umask() -> int:
 def fix_mode(path: str | Path, directory: bool = False) -> None:
     """Give a file made by ``tempfile`` (0600/0700) the permissions a plain ``open`` would."""
     os.chmod(path, (0o777 if directory else 0o666) & ~_umask())
+
 
 # Exactly json.dumps' defaults; kept as one encoder so the hot loop skips argument handling.
 _ENCODER = json.JSONEncoder()
@@ -65,7 +67,9 @@ def atomic_write(path: str | Path, mode: str = "w") -> Iterator[IO[Any]]:
         raise
 
 
-def write_json_list(path: str | Path, items: Iterable[Any], to_dict: Callable[[Any], Any] = lambda x: x) -> int:
+def write_json_list(
+    path: str | Path, items: Iterable[Any], to_dict: Callable[[Any], Any] = lambda x: x
+) -> int:
     """Stream a JSON list to ``path`` (same bytes as ``json.dumps(list)``) without building it in
     memory. Returns the number of items written."""
     n = 0
@@ -80,7 +84,9 @@ def write_json_list(path: str | Path, items: Iterable[Any], to_dict: Callable[[A
     return n
 
 
-def write_jsonl(path: str | Path, items: Iterable[Any], to_dict: Callable[[Any], Any] = lambda x: x) -> int:
+def write_jsonl(
+    path: str | Path, items: Iterable[Any], to_dict: Callable[[Any], Any] = lambda x: x
+) -> int:
     """Write one JSON object per line (LeanDojo's ``.jsonl``), atomically."""
     n = 0
     with atomic_write(path) as fh:
@@ -111,7 +117,9 @@ def read_json(path: str | Path) -> Any:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise DataFormatError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", file=path) from exc
+        raise DataFormatError(
+            f"not UTF-8 text ({exc.reason} at byte {exc.start})", file=path
+        ) from exc
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
@@ -129,7 +137,9 @@ def read_json_list(path: str | Path, parse: Callable[[Any], T]) -> list[T]:
     path = Path(path)
     records = read_json(path)
     if not isinstance(records, list):
-        raise DataFormatError(f"expected a JSON list of records, got {type(records).__name__}", file=path)
+        raise DataFormatError(
+            f"expected a JSON list of records, got {type(records).__name__}", file=path
+        )
     for i in range(len(records)):
         try:
             records[i] = parse(records[i])

@@ -8,8 +8,9 @@ written by this library are byte-compatible with LeanDojo's own files.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Mapping, NamedTuple
+from typing import Any, NamedTuple
 
 from ..errors import DataFormatError
 from .marks import remove_marks
@@ -28,7 +29,7 @@ class Pos(NamedTuple):
     column_nb: int
 
     @classmethod
-    def parse(cls, value: Any, field_name: str = "pos") -> "Pos":
+    def parse(cls, value: Any, field_name: str = "pos") -> Pos:
         """Accepts ``[l, c]`` (the dataset form), ``(l, c)`` tuples, ``"(l, c)"`` strings
         (the upstream dynamic-database form) and ``Pos`` itself."""
         if type(value) is list and len(value) == 2:
@@ -59,7 +60,9 @@ class Pos(NamedTuple):
         return f"({self.line_nb}, {self.column_nb})"
 
 
-def _require(d: Mapping[str, Any], key: str, kind: type | tuple[type, ...], prefix: str = "") -> Any:
+def _require(
+    d: Mapping[str, Any], key: str, kind: type | tuple[type, ...], prefix: str = ""
+) -> Any:
     # Fast path: the common, well-formed case costs one lookup and one type check.
     if type(d) is dict:
         value = d.get(key, _MISSING)
@@ -72,9 +75,7 @@ def _require(d: Mapping[str, Any], key: str, kind: type | tuple[type, ...], pref
     value = d[key]
     if not isinstance(value, kind):
         names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
-        raise DataFormatError(
-            f"expected {names}, got {type(value).__name__}", field=prefix + key
-        )
+        raise DataFormatError(f"expected {names}, got {type(value).__name__}", field=prefix + key)
     return value
 
 
@@ -95,7 +96,7 @@ class Annotation:
     def_end_pos: Pos
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any], prefix: str = "") -> "Annotation":
+    def from_dict(cls, d: Mapping[str, Any], prefix: str = "") -> Annotation:
         return cls(
             full_name=_require(d, "full_name", str, prefix),
             def_path=_require(d, "def_path", str, prefix),
@@ -139,7 +140,7 @@ class TracedTactic:
         return is_no_goals(self.state_after)
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any], prefix: str = "") -> "TracedTactic":
+    def from_dict(cls, d: Mapping[str, Any], prefix: str = "") -> TracedTactic:
         tactic = _require(d, "tactic", str, prefix)
         annotated = _require(d, "annotated_tactic", list, prefix)
         if (
@@ -171,7 +172,7 @@ class TracedTactic:
         }
 
     @classmethod
-    def unannotated(cls, tactic: str, state_before: str, state_after: str) -> "TracedTactic":
+    def unannotated(cls, tactic: str, state_before: str, state_after: str) -> TracedTactic:
         """A tactic without premise provenance (e.g. recorded by a prover rather than the tracer)."""
         return cls(tactic, tactic, [], state_before, state_after)
 
@@ -240,12 +241,10 @@ class Theorem:
         """True when a recorded tactic contains a ``sorry`` token (``sorry``, ``exact sorry``…)."""
         from .sorry import find_sorry_tokens
 
-        return any(
-            "sorry" in t.tactic and find_sorry_tokens(t.tactic) for t in self.traced_tactics
-        )
+        return any("sorry" in t.tactic and find_sorry_tokens(t.tactic) for t in self.traced_tactics)
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "Theorem":
+    def from_dict(cls, d: Mapping[str, Any]) -> Theorem:
         if not isinstance(d, Mapping):
             raise DataFormatError(f"expected a theorem object, got {type(d).__name__}")
         tactics_raw = _require(d, "traced_tactics", list)
@@ -300,7 +299,7 @@ class Premise:
     kind: str
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any], path: str, prefix: str = "") -> "Premise":
+    def from_dict(cls, d: Mapping[str, Any], path: str, prefix: str = "") -> Premise:
         return cls(
             path=path,
             full_name=_require(d, "full_name", str, prefix),
@@ -329,7 +328,7 @@ class PremiseFile:
     premises: list[Premise]
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "PremiseFile":
+    def from_dict(cls, d: Mapping[str, Any]) -> PremiseFile:
         path = _require(d, "path", str)
         imports = _require(d, "imports", list)
         for i, imp in enumerate(imports):

@@ -16,8 +16,9 @@ from __future__ import annotations
 import hashlib
 import math
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable, Literal
+from typing import Literal
 
 from ..errors import SplitError
 from .model import Theorem
@@ -61,7 +62,7 @@ class SplitSpec:
         return isinstance(self.val, float)
 
     @classmethod
-    def parse(cls, val: str, test: str, sorry: SorryPolicy = "test") -> "SplitSpec":
+    def parse(cls, val: str, test: str, sorry: SorryPolicy = "test") -> SplitSpec:
         """From command-line text: ``0.02`` is a ratio, ``2000`` a count."""
 
         def one(text: str) -> float | int:
@@ -129,7 +130,9 @@ def split_random(theorems: Iterable[Theorem], spec: SplitSpec | None = None) -> 
         ranked = sorted(range(len(regular)), key=lambda i: theorem_hash(regular[i]))
         role = {}
         for rank, i in enumerate(ranked):
-            role[i] = "val" if rank < spec.val else "test" if rank < spec.val + spec.test else "train"
+            role[i] = (
+                "val" if rank < spec.val else "test" if rank < spec.val + spec.test else "train"
+            )
         for i, t in enumerate(regular):  # keep input order inside each split
             splits[role[i]].append(t)
     return _finish(splits, sorry, spec)
@@ -173,9 +176,7 @@ def split_novel_premises(theorems: Iterable[Theorem], spec: SplitSpec | None = N
     return _finish(splits, sorry, spec)
 
 
-def split_theorems(
-    theorems: Iterable[Theorem], spec: SplitSpec | None = None
-) -> dict[str, Splits]:
+def split_theorems(theorems: Iterable[Theorem], spec: SplitSpec | None = None) -> dict[str, Splits]:
     """Both strategies at once: ``{"random": {...}, "novel_premises": {...}}``."""
     theorems = list(theorems)
     return {

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
 import pytest
 
@@ -59,7 +58,10 @@ def _umask() -> int:
 def test_write_then_read_gives_equal_objects(tmp_path, theorems):
     corpus = _corpus_from_provenance(theorems)
     traced = sorted({t.file_path for t in theorems})
-    meta = {"dataset_name": "x", "from_repo": {"url": theorems[0].url, "commit": theorems[0].commit}}
+    meta = {
+        "dataset_name": "x",
+        "from_repo": {"url": theorems[0].url, "commit": theorems[0].commit},
+    }
     sizes = write_split_dataset(tmp_path / "ds", theorems, SplitSpec(10, 10), corpus, traced, meta)
     assert sizes["random"] == {"train": 80, "val": 10, "test": 10}
     ds = read_dataset(tmp_path / "ds")
@@ -153,7 +155,9 @@ def test_broken_json_and_wrong_shapes(tmp_path):
 
 
 def test_broken_corpus_line_names_line(tmp_path, theorems):
-    write_split_dataset(tmp_path / "ds", theorems, SplitSpec(10, 10), _corpus_from_provenance(theorems))
+    write_split_dataset(
+        tmp_path / "ds", theorems, SplitSpec(10, 10), _corpus_from_provenance(theorems)
+    )
     corpus = tmp_path / "ds" / "corpus.jsonl"
     lines = corpus.read_text().splitlines()
     rec = json.loads(lines[2])

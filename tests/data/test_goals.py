@@ -105,7 +105,9 @@ def test_not_finished(states):
 
 
 def test_minictx_comment_wrapped_states_match_derived(minictx_rows, shared_data):
-    derived = json.loads((shared_data / "minictx" / "derived" / "minif2f_test_traced_tactics.json").read_text())
+    derived = json.loads(
+        (shared_data / "minictx" / "derived" / "minif2f_test_traced_tactics.json").read_text()
+    )
     by_name = {d["full_name"]: d for d in derived}
     checked = multi = 0
     for row in minictx_rows:

@@ -30,7 +30,7 @@ def test_every_record_round_trips_exactly(records):
         out = Theorem.from_dict(rec).to_dict()
         assert out == rec, f"record {i}"
         assert list(out) == list(rec), f"key order of record {i}"
-        for t_out, t_in in zip(out["traced_tactics"], rec["traced_tactics"]):
+        for t_out, t_in in zip(out["traced_tactics"], rec["traced_tactics"], strict=True):
             assert list(t_out) == list(t_in)
 
 
@@ -68,7 +68,8 @@ def test_theorem_properties_on_real_records(records):
     assert sum(t.has_tactic_proof for t in theorems) == 51
     assert sum(t.num_tactics for t in theorems) == 158
     rec = next(
-        r for r in records
+        r
+        for r in records
         for t in r["traced_tactics"]
         if len({p["full_name"] for p in t["annotated_tactic"][1]}) < len(t["annotated_tactic"][1])
     )
@@ -136,14 +137,21 @@ def test_pos_ordering():
             lambda r: r["traced_tactics"][0]["annotated_tactic"][1][0].pop("def_pos"),
             "traced_tactics[0].annotated_tactic[1][0].def_pos",
         ),
-        (lambda r: r["traced_tactics"][0].__setitem__("annotated_tactic", ["x"]), "traced_tactics[0].annotated_tactic"),
+        (
+            lambda r: r["traced_tactics"][0].__setitem__("annotated_tactic", ["x"]),
+            "traced_tactics[0].annotated_tactic",
+        ),
         (lambda r: r.__setitem__("full_name", 3), "full_name"),
         (lambda r: r.__setitem__("theorem_statement", 3), "theorem_statement"),
     ],
 )
 def test_malformed_record_names_the_field(records, mutate, field):
     rec = copy.deepcopy(
-        next(r for r in records if r["traced_tactics"] and r["traced_tactics"][0]["annotated_tactic"][1])
+        next(
+            r
+            for r in records
+            if r["traced_tactics"] and r["traced_tactics"][0]["annotated_tactic"][1]
+        )
     )
     mutate(rec)
     with pytest.raises(DataFormatError) as info:

@@ -152,7 +152,7 @@ def test_putnam_strip_comments_keeps_layout(putnam: dict[str, str]) -> None:
         stripped = strip_comments(source)
         raw_lines, new_lines = source.split("\n"), stripped.split("\n")
         assert [len(x) for x in raw_lines] == [len(x) for x in new_lines], stem
-        for raw, new in zip(raw_lines, new_lines):
+        for raw, new in zip(raw_lines, new_lines, strict=True):
             if raw.startswith("--"):  # e.g. the answer line after ``abbrev``
                 assert new.strip() == "", (stem, raw)
             elif raw.startswith(("theorem ", "abbrev ", "open ", "import ")):
