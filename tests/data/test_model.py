@@ -166,3 +166,21 @@ def test_unannotated_tactic_and_annotation_round_trip(records):
     assert t.to_dict()["annotated_tactic"] == [tac["tactic"], []]
     prov = next(p for x in _tactics(records) for p in x["annotated_tactic"][1])
     assert Annotation.from_dict(prov).to_dict() == prov
+
+
+def test_repository_views(records):
+    from lean_dojo_v2.data import Repository
+
+    theorems = [Theorem.from_dict(r) for r in records]
+    sorry = copy.deepcopy(records[next(i for i, r in enumerate(records) if r["traced_tactics"])])
+    sorry["full_name"] += "_sorry"
+    sorry["traced_tactics"][0]["tactic"] = "sorry"  # a real state, proof replaced by sorry
+    theorems.append(Theorem.from_dict(sorry))
+    repo = Repository(
+        url=records[0]["url"] + ".git", commit=records[0]["commit"], theorems=theorems
+    )
+    assert repo.name == "mathlib4"
+    assert len(repo.sorry_theorems) == 1
+    assert (
+        len(repo.proven_theorems) == 51 - 0
+    )  # the 51 real tactic proofs; the sorry copy is not proven
