@@ -47,7 +47,17 @@ def cmd_data_split(args: argparse.Namespace) -> int:
     if src.is_dir():
         d = DatasetDir(src)
         corpus, traced, meta = list(d.corpus_files()), d.traced_files(), d.metadata() or None
-    sizes = write_split_dataset(args.dst, theorems, spec, corpus, traced, meta)
+    previous = None
+    if args.previous:
+        old = DatasetDir(args.previous)
+        previous = {
+            "novel_premises": {
+                split: old.theorems("novel_premises", split)
+                for split in ("train", "val", "test")
+                if old.split_path("novel_premises", split).exists()
+            }
+        }
+    sizes = write_split_dataset(args.dst, theorems, spec, corpus, traced, meta, previous)
     if args.json:
         print(json.dumps(sizes))
     else:
@@ -132,6 +142,12 @@ def build_parser() -> argparse.ArgumentParser:
         default="test",
         choices=["test", "drop"],
         help="where theorems with sorry go (never train; default: test)",
+    )
+    sp.add_argument(
+        "--previous",
+        metavar="DIR",
+        help="an earlier dataset of (part of) these theorems: theorems already placed keep their "
+        "splits, so growing data never moves them (random splits with ratios are stable anyway)",
     )
     sp.add_argument("--json", action="store_true", help="print split sizes as JSON")
     sp.set_defaults(func=cmd_data_split)

@@ -162,3 +162,43 @@ def test_quickstart_reports_the_bundled_sample(capsys):
     assert code == 0
     data = json.loads(out)
     assert data["theorems"] == 100 and data["tactics"] == 158
+
+
+def test_split_with_previous_keeps_placed_theorems(capsys, tmp_path, b4_records_path):
+    records = json.loads(b4_records_path.read_text())
+    half = tmp_path / "half.json"
+    half.write_text(json.dumps(records[:50]))
+    assert (
+        _run(
+            capsys,
+            "data",
+            "split",
+            str(half),
+            str(tmp_path / "v1"),
+            "--val",
+            "0.1",
+            "--test",
+            "0.1",
+        )[0]
+        == 0
+    )
+    code, _, _ = _run(
+        capsys,
+        "data",
+        "split",
+        str(b4_records_path),
+        str(tmp_path / "v2"),
+        "--val",
+        "0.1",
+        "--test",
+        "0.1",
+        "--previous",
+        str(tmp_path / "v1"),
+    )
+    assert code == 0
+    v1, v2 = read_dataset(tmp_path / "v1"), read_dataset(tmp_path / "v2")
+    for strategy in ("random", "novel_premises"):
+        for split in ("train", "val", "test"):
+            old = {t.full_name for t in v1.splits[strategy][split]}
+            new = {t.full_name for t in v2.splits[strategy][split]}
+            assert old <= new, (strategy, split)

@@ -228,8 +228,13 @@ def write_split_dataset(
     corpus: Iterable[PremiseFile] = (),
     traced_files: Iterable[str] = (),
     metadata: Mapping[str, Any] | None = None,
+    previous: Mapping[str, Mapping[str, Iterable[Theorem]]] | None = None,
 ) -> dict[str, dict[str, int]]:
-    """Split theorems both ways and write the whole layout; returns the split sizes."""
-    splits = split_theorems(theorems, spec)
+    """Split theorems both ways and write the whole layout; returns the split sizes.
+
+    ``previous`` (e.g. ``DatasetDir(old).load().splits``) keeps already placed theorems where they
+    were (see :func:`~lean_dojo_v2.data.splits.split_novel_premises`).
+    """
+    splits = split_theorems(theorems, spec, previous)
     write_dataset(path, splits, corpus, traced_files, metadata)
     return {s: {k: len(v) for k, v in by.items()} for s, by in splits.items()}

@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -138,7 +138,28 @@ def split_random(theorems: Iterable[Theorem], spec: SplitSpec | None = None) -> 
     return _finish(splits, sorry, spec)
 
 
-def split_novel_premises(theorems: Iterable[Theorem], spec: SplitSpec | None = None) -> Splits:
+def _identity(t: Theorem) -> tuple[str, str, str]:
+    # The commit is left out, as in theorem_hash: a theorem keeps its split across commits.
+    return (t.url, t.file_path, t.full_name)
+
+
+def _premise_key(name: str) -> bytes:
+    return hashlib.blake2b(name.encode(), digest_size=8).digest()
+
+
+def split_novel_premises(
+    theorems: Iterable[Theorem],
+    spec: SplitSpec | None = None,
+    previous: Mapping[str, Iterable[Theorem]] | None = None,
+) -> Splits:
+    """Hold out the theorems that use premises rare in the data.
+
+    Premises are taken rarest first (ties by a hash of the name) and every theorem using one is held
+    out, until val + test is reached. With ``previous`` (an earlier result of this function), every
+    theorem already placed keeps its split, premises held out before stay held out, and only the
+    newcomers are placed: so adding theorems never moves existing ones, and val/test proofs still use
+    a premise that no training proof uses.
+    """
     spec = spec or SplitSpec()
     regular, sorry = _set_aside_sorry(theorems)
     n = len(regular)
@@ -146,40 +167,67 @@ def split_novel_premises(theorems: Iterable[Theorem], spec: SplitSpec | None = N
     if want > n:
         raise SplitError(f"asked for {want} val+test theorems but only {n} are available")
 
+    before: dict[tuple[str, str, str], str] = {}
+    for split, placed in (previous or {}).items():
+        if split not in SPLIT_NAMES:
+            raise SplitError(f"unknown split {split!r} in previous; expected one of {SPLIT_NAMES}")
+        for t in placed:
+            before[_identity(t)] = split
+    role: dict[int, str] = {}
+    for i, t in enumerate(regular):
+        old = before.get(_identity(t))
+        if old is not None:
+            role[i] = old
+
     users: dict[str, list[int]] = defaultdict(list)
     for i, t in enumerate(regular):
         for name in t.premises:
             users[name].append(i)
-    # Rarest premises first; equal counts break by a hash of the name (independent of input order).
-    order = sorted(
-        users,
-        key=lambda p: (len(users[p]), hashlib.blake2b(p.encode(), digest_size=8).digest()),
-    )
-    held: set[int] = set()
-    for premise in order:
+    in_train = {p for i, r in role.items() if r == "train" for p in regular[i].premises}
+    held_premises = {
+        p for i, r in role.items() if r != "train" for p in regular[i].premises if p not in in_train
+    }
+    # Newcomers that use a premise held out before must join val/test, or it would leak into train.
+    held = {i for i, r in role.items() if r != "train"}
+    newly_held = {
+        i for i, t in enumerate(regular) if i not in role and held_premises.intersection(t.premises)
+    }
+    held |= newly_held
+    # Top up with the rarest premises used by newcomers alone, so no placed theorem has to move.
+    placed_train = {i for i, r in role.items() if r == "train"}
+    candidates = [p for p, ids in users.items() if not placed_train.intersection(ids)]
+    candidates.sort(key=lambda p: (len(users[p]), _premise_key(p)))
+    for premise in candidates:
         if len(held) >= want:
             break
+        newly_held.update(i for i in users[premise] if i not in held)
         held.update(users[premise])
 
-    splits: Splits = {name: [] for name in SPLIT_NAMES}
-    # Within the held-out theorems, val/test by hash rank so the proportions follow the spec.
-    ranked = sorted(held, key=lambda i: theorem_hash(regular[i], "novel"))
+    # Newly held theorems: val/test by hash rank so the proportions follow the spec.
+    ranked = sorted(newly_held, key=lambda i: theorem_hash(regular[i], "novel"))
     n_val = round(len(ranked) * (_count(spec.val, n) / want)) if want else 0
-    val_ids = set(ranked[:n_val])
+    for rank, i in enumerate(ranked):
+        role[i] = "val" if rank < n_val else "test"
+    splits: Splits = {name: [] for name in SPLIT_NAMES}
     for i, t in enumerate(regular):
-        if i not in held:
-            splits["train"].append(t)
-        elif i in val_ids:
-            splits["val"].append(t)
-        else:
-            splits["test"].append(t)
+        splits[role.get(i, "train")].append(t)
     return _finish(splits, sorry, spec)
 
 
-def split_theorems(theorems: Iterable[Theorem], spec: SplitSpec | None = None) -> dict[str, Splits]:
-    """Both strategies at once: ``{"random": {...}, "novel_premises": {...}}``."""
+def split_theorems(
+    theorems: Iterable[Theorem],
+    spec: SplitSpec | None = None,
+    previous: Mapping[str, Mapping[str, Iterable[Theorem]]] | None = None,
+) -> dict[str, Splits]:
+    """Both strategies at once: ``{"random": {...}, "novel_premises": {...}}``.
+
+    ``previous`` (an earlier result, e.g. a dataset read back) keeps existing theorems in their
+    ``novel_premises`` splits; ``random`` needs no memory with ratio sizes.
+    """
     theorems = list(theorems)
     return {
         "random": split_random(theorems, spec),
-        "novel_premises": split_novel_premises(theorems, spec),
+        "novel_premises": split_novel_premises(
+            theorems, spec, (previous or {}).get("novel_premises")
+        ),
     }

@@ -293,6 +293,36 @@ def test_novel_premises_with_overlapping_premise_groups(theorems, spec):
     assert split_names(split_novel_premises(shuffled(data, 7), spec)) == split_names(splits)
 
 
+@pytest.mark.parametrize("spec", [SplitSpec(), SplitSpec(0.1, 0.1), SplitSpec(5, 5)], ids=repr)
+def test_novel_premises_with_previous_never_moves_placed_theorems(theorems, spec):
+    first = split_novel_premises(theorems, spec)
+    # Newcomers: sub-proofs (sharing some premises with placed theorems) and whole replicas.
+    grown = theorems + tails(theorems) + replicate(theorems, 3, "grown")
+    second = split_novel_premises(shuffled(grown, 3), spec, previous=first)
+    assert_partition(second, grown)
+    assert_novel(second)
+    before, after = split_names(first), split_names(second)
+    for name in SPLIT_NAMES:
+        assert before[name] <= after[name], f"a theorem left {name}"
+    # A newcomer that uses a premise held out before joins val/test (else it would leak to train).
+    held_before = {p for name in ("val", "test") for t in first[name] for p in t.premises}
+    train_before = {p for t in first["train"] for p in t.premises}
+    novel_before = held_before - train_before
+    for t in second["train"]:
+        assert not novel_before.intersection(t.premises), t.full_name
+    # Still at least what was asked of the grown data.
+    assert len(second["val"]) + len(second["test"]) >= requested(spec, len(grown))
+
+
+def test_novel_premises_previous_equals_fresh_when_empty(theorems):
+    spec = SplitSpec(0.1, 0.1)
+    assert split_names(split_novel_premises(theorems, spec, previous={})) == split_names(
+        split_novel_premises(theorems, spec)
+    )
+    with pytest.raises(SplitError):
+        split_novel_premises(theorems, spec, previous={"dev": theorems})
+
+
 def test_novel_premises_val_test_proportion(theorems):
     big = theorems + replicate(theorems, 2)
     splits = split_novel_premises(big, SplitSpec(10, 30))
