@@ -47,6 +47,12 @@ class DataFormatError(LeanDojoError, ValueError):
             where.append(f"field {self.field!r}")
         return f"{', '.join(where)}: {self.reason}" if where else self.reason
 
+    def nested(self, prefix: str) -> DataFormatError:
+        """The same error inside a container: ``prefix`` (e.g. ``traced_tactics[3]``) goes in
+        front of the field."""
+        field = f"{prefix}.{self.field}" if self.field else prefix
+        return DataFormatError(self.reason, file=self.file, record=self.record, field=field)
+
     def located(
         self, *, file: str | Path | None = None, record: int | None = None
     ) -> DataFormatError:

@@ -24,7 +24,9 @@ from typing import Any
 from ..errors import DataFormatError, DatasetNotFoundError
 from .corpus import Corpus
 from .jsonio import (
+    dumps,
     fix_mode,
+    gc_paused,
     iter_jsonl,
     read_json,
     read_json_list,
@@ -55,6 +57,22 @@ def read_theorems(path: str | Path) -> list[Theorem]:
 def write_theorems(path: str | Path, theorems: Iterable[Theorem]) -> int:
     """Write a split file atomically; returns how many theorems were written."""
     return write_json_list(path, theorems, Theorem.to_dict)
+
+
+class _EncodedTheorems:
+    """JSON text of theorems written more than once (each strategy writes every theorem), encoded
+    once. Keyed by identity; the theorem is kept with its text so an id cannot be reused."""
+
+    def __init__(self) -> None:
+        self._cache: dict[int, tuple[Theorem, str]] = {}
+
+    def __call__(self, theorem: Theorem) -> str:
+        hit = self._cache.get(id(theorem))
+        if hit is not None and hit[0] is theorem:
+            return hit[1]
+        text = dumps(theorem.to_dict())
+        self._cache[id(theorem)] = (theorem, text)
+        return text
 
 
 @dataclass
@@ -181,28 +199,41 @@ def write_dataset(
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
     try:
-        for strategy, by_split in splits.items():
-            if strategy not in STRATEGIES:
-                raise ValueError(
-                    f"unknown split strategy {strategy!r}; expected one of {STRATEGIES}"
-                )
-            for split, theorems in by_split.items():
-                if split not in SPLIT_NAMES:
-                    raise ValueError(f"unknown split {split!r}; expected one of {SPLIT_NAMES}")
-                write_theorems(tmp / strategy / f"{split}.json", theorems)
-        files = list(corpus)
-        ordered = Corpus(files).files if files else []
-        write_jsonl(tmp / CORPUS_FILE, ordered, PremiseFile.to_dict)
-        write_jsonl(tmp / TRACED_FILES_FILE, traced_files, lambda p: {"traced_file_path": p})
-        write_json(
-            tmp / METADATA_FILE, dict(metadata) if metadata is not None else default_metadata()
-        )
+        with gc_paused():
+            _write_contents(tmp, splits, corpus, traced_files, metadata)
         fix_mode(tmp, directory=True)
         _replace_dir(tmp, path)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return path
+
+
+def _write_contents(
+    tmp: Path,
+    splits: Mapping[str, Mapping[str, Iterable[Theorem]]],
+    corpus: Iterable[PremiseFile],
+    traced_files: Iterable[str],
+    metadata: Mapping[str, Any] | None,
+) -> None:
+    # With several strategies the same theorems are written again; encode each once.
+    reuse = _EncodedTheorems() if len(splits) > 1 else None
+    for strategy, by_split in splits.items():
+        if strategy not in STRATEGIES:
+            raise ValueError(f"unknown split strategy {strategy!r}; expected one of {STRATEGIES}")
+        for split, theorems in by_split.items():
+            if split not in SPLIT_NAMES:
+                raise ValueError(f"unknown split {split!r}; expected one of {SPLIT_NAMES}")
+            out = tmp / strategy / f"{split}.json"
+            if reuse is not None and isinstance(theorems, (list, tuple)):
+                write_json_list(out, theorems, encode=reuse)
+            else:
+                write_theorems(out, theorems)
+    files = list(corpus)
+    ordered = Corpus(files).files if files else []
+    write_jsonl(tmp / CORPUS_FILE, ordered, PremiseFile.to_dict)
+    write_jsonl(tmp / TRACED_FILES_FILE, traced_files, lambda p: {"traced_file_path": p})
+    write_json(tmp / METADATA_FILE, dict(metadata) if metadata is not None else default_metadata())
 
 
 def _replace_dir(new: Path, dst: Path) -> None:

@@ -88,8 +88,13 @@ def clean_state(state: str) -> str:
     return text
 
 
+_BLANK_LINE = re.compile(r"\n[ \t]*\n")
+
+
 def _split_goal_blocks(text: str) -> list[str]:
-    return [block for block in re.split(r"\n[ \t]*\n", text) if block.strip()]
+    if "\n\n" not in text and "\n " not in text and "\n\t" not in text:
+        return [text] if text.strip() else []
+    return [block for block in _BLANK_LINE.split(text) if block.strip()]
 
 
 def _join_continuations(block: str) -> list[str]:
@@ -161,26 +166,24 @@ _SPACES = re.compile(r"[ \t]{2,}|\t")
 
 
 def _canonical_goal(block: str) -> str:
-    # Fast path, same result as parse_goal(block).render() when the target is the last logical
-    # line: join wrapped lines, collapse runs of blanks, strip each line.
-    # The substitutions are skipped when there is nothing to replace: most goals have neither.
+    # Fast path, same result as parse_goal(block).render() when the one turnstile starts the last
+    # logical line: join wrapped lines and collapse runs of blanks. Each step is skipped when there
+    # is nothing to change, which is the usual case; anything unusual takes the parser.
     joined = block.strip("\n")
     if "\n " in joined or "\n\t" in joined:
         joined = _CONTINUATION.sub(" ", joined)
     if "  " in joined or "\t" in joined:
         joined = _SPACES.sub(" ", joined)
-    lines = [line.strip() for line in joined.split("\n")]
-    last = lines[-1] if lines else ""
+    if " \n" in joined or joined[:1] == " " or joined[-1:] == " ":
+        joined = "\n".join(line.strip() for line in joined.split("\n"))
+    last_start = joined.rfind("\n") + 1
     if (
-        last.startswith(TURNSTILE)
-        and TURNSTILE not in "".join(lines[:-1])
-        and all(lines)
-        and not (lines[0] == "case" or lines[0].startswith("case  "))
+        joined.find(TURNSTILE) == last_start
+        and joined.startswith(TURNSTILE + " ", last_start)
+        and "\n\n" not in joined
+        and not joined.startswith("case\n")
     ):
-        if last.startswith(TURNSTILE + " ") or last == TURNSTILE:
-            return (
-                "\n".join(lines) if last != TURNSTILE else "\n".join([*lines[:-1], TURNSTILE + " "])
-            )
+        return joined
     return parse_goal(block).render()
 
 

@@ -7,6 +7,7 @@ the BMP appear as surrogate pairs; ``", "`` and ``": "`` separators; no trailing
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import tempfile
@@ -20,6 +21,23 @@ import orjson
 from ..errors import DataFormatError, DatasetNotFoundError
 
 T = TypeVar("T")
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector during bulk parsing or writing.
+
+    Records become millions of small acyclic objects; with the collector on, its repeated passes
+    over the growing heap cost more than the parsing itself (3x on a 100k-theorem split file).
+    Nothing created here forms cycles, so reference counting frees everything as usual.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def _umask() -> int:
@@ -68,17 +86,24 @@ def atomic_write(path: str | Path, mode: str = "w") -> Iterator[IO[Any]]:
 
 
 def write_json_list(
-    path: str | Path, items: Iterable[Any], to_dict: Callable[[Any], Any] = lambda x: x
+    path: str | Path,
+    items: Iterable[Any],
+    to_dict: Callable[[Any], Any] = lambda x: x,
+    *,
+    encode: Callable[[Any], str] | None = None,
 ) -> int:
     """Stream a JSON list to ``path`` (same bytes as ``json.dumps(list)``) without building it in
-    memory. Returns the number of items written."""
+    memory. ``encode`` (item → JSON text) replaces ``to_dict`` + encoding, e.g. to reuse text
+    already encoded. Returns the number of items written."""
+    if encode is None:
+        encode = lambda item: _ENCODER.encode(to_dict(item))  # noqa: E731
     n = 0
     with atomic_write(path) as fh:
         fh.write("[")
         for item in items:
             if n:
                 fh.write(", ")
-            fh.write(_ENCODER.encode(to_dict(item)))
+            fh.write(encode(item))
             n += 1
         fh.write("]")
     return n
@@ -135,7 +160,11 @@ def read_json_list(path: str | Path, parse: Callable[[Any], T]) -> list[T]:
     stays near that of the parsed objects). Errors name the file, the record index and the field.
     """
     path = Path(path)
-    records = read_json(path)
+    with gc_paused():
+        return _parse_records(path, read_json(path), parse)
+
+
+def _parse_records(path: Path, records: Any, parse: Callable[[Any], T]) -> list[T]:
     if not isinstance(records, list):
         raise DataFormatError(
             f"expected a JSON list of records, got {type(records).__name__}", file=path

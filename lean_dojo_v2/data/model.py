@@ -60,30 +60,46 @@ class Pos(NamedTuple):
         return f"({self.line_nb}, {self.column_nb})"
 
 
-def _require(
-    d: Mapping[str, Any], key: str, kind: type | tuple[type, ...], prefix: str = ""
-) -> Any:
+def _require(d: Mapping[str, Any], key: str, kind: type | tuple[type, ...]) -> Any:
     # Fast path: the common, well-formed case costs one lookup and one type check.
     if type(d) is dict:
         value = d.get(key, _MISSING)
         if type(value) is kind:
             return value
     if not isinstance(d, Mapping):
-        raise DataFormatError(f"expected an object, got {type(d).__name__}", field=prefix or None)
+        raise DataFormatError(f"expected an object, got {type(d).__name__}")
     if key not in d:
-        raise DataFormatError("missing field", field=prefix + key)
+        raise DataFormatError("missing field", field=key)
     value = d[key]
     if not isinstance(value, kind):
         names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
-        raise DataFormatError(f"expected {names}, got {type(value).__name__}", field=prefix + key)
+        raise DataFormatError(f"expected {names}, got {type(value).__name__}", field=key)
     return value
 
 
-def _pos(d: Mapping[str, Any], key: str, prefix: str = "") -> Pos:
+_new_tuple = tuple.__new__
+
+
+def _pos(d: Mapping[str, Any], key: str) -> Pos:
     value = d.get(key, _MISSING)
+    if type(value) is list and len(value) == 2:
+        a, b = value
+        if type(a) is int and type(b) is int:
+            return _new_tuple(Pos, (a, b))
     if value is _MISSING:
-        raise DataFormatError("missing field", field=prefix + key)
-    return Pos.parse(value, prefix + key)
+        raise DataFormatError("missing field", field=key)
+    return Pos.parse(value, key)
+
+
+def _parse_list(items: list[Any], parse: Any, prefix: str) -> list[Any]:
+    """``[parse(x) for x in items]``; an error's field gets ``prefix[i].`` in front."""
+    out = []
+    for i, item in enumerate(items):
+        try:
+            out.append(parse(item))
+        except DataFormatError as exc:
+            raise exc.nested(f"{prefix}[{i}]") from None
+    return out
 
 
 @dataclass(slots=True)
@@ -96,12 +112,12 @@ class Annotation:
     def_end_pos: Pos
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any], prefix: str = "") -> Annotation:
+    def from_dict(cls, d: Mapping[str, Any]) -> Annotation:
         return cls(
-            full_name=_require(d, "full_name", str, prefix),
-            def_path=_require(d, "def_path", str, prefix),
-            def_pos=_pos(d, "def_pos", prefix),
-            def_end_pos=_pos(d, "def_end_pos", prefix),
+            _require(d, "full_name", str),
+            _require(d, "def_path", str),
+            _pos(d, "def_pos"),
+            _pos(d, "def_end_pos"),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -140,27 +156,21 @@ class TracedTactic:
         return is_no_goals(self.state_after)
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any], prefix: str = "") -> TracedTactic:
-        tactic = _require(d, "tactic", str, prefix)
-        annotated = _require(d, "annotated_tactic", list, prefix)
+    def from_dict(cls, d: Mapping[str, Any]) -> TracedTactic:
+        tactic = _require(d, "tactic", str)
+        annotated = _require(d, "annotated_tactic", list)
         if (
             len(annotated) != 2
             or not isinstance(annotated[0], str)
             or not isinstance(annotated[1], list)
         ):
-            raise DataFormatError(
-                "expected [marked_text, provenances]", field=prefix + "annotated_tactic"
-            )
-        annotations = [
-            Annotation.from_dict(p, f"{prefix}annotated_tactic[1][{i}].")
-            for i, p in enumerate(annotated[1])
-        ]
+            raise DataFormatError("expected [marked_text, provenances]", field="annotated_tactic")
         return cls(
-            tactic=tactic,
-            annotated_tactic=annotated[0],
-            annotations=annotations,
-            state_before=_require(d, "state_before", str, prefix),
-            state_after=_require(d, "state_after", str, prefix),
+            tactic,
+            annotated[0],
+            _parse_list(annotated[1], Annotation.from_dict, "annotated_tactic[1]"),
+            _require(d, "state_before", str),
+            _require(d, "state_after", str),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -247,10 +257,9 @@ class Theorem:
     def from_dict(cls, d: Mapping[str, Any]) -> Theorem:
         if not isinstance(d, Mapping):
             raise DataFormatError(f"expected a theorem object, got {type(d).__name__}")
-        tactics_raw = _require(d, "traced_tactics", list)
-        tactics = [
-            TracedTactic.from_dict(t, f"traced_tactics[{i}].") for i, t in enumerate(tactics_raw)
-        ]
+        tactics = _parse_list(
+            _require(d, "traced_tactics", list), TracedTactic.from_dict, "traced_tactics"
+        )
         statement = d.get("theorem_statement", _MISSING)
         if statement is not _MISSING and statement is not None and not isinstance(statement, str):
             raise DataFormatError(
@@ -299,14 +308,14 @@ class Premise:
     kind: str
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any], path: str, prefix: str = "") -> Premise:
+    def from_dict(cls, d: Mapping[str, Any], path: str) -> Premise:
         return cls(
-            path=path,
-            full_name=_require(d, "full_name", str, prefix),
-            code=_require(d, "code", str, prefix),
-            start=_pos(d, "start", prefix),
-            end=_pos(d, "end", prefix),
-            kind=_require(d, "kind", str, prefix),
+            path,
+            _require(d, "full_name", str),
+            _require(d, "code", str),
+            _pos(d, "start"),
+            _pos(d, "end"),
+            _require(d, "kind", str),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -336,10 +345,9 @@ class PremiseFile:
                 raise DataFormatError(
                     f"expected a file path, got {type(imp).__name__}", field=f"imports[{i}]"
                 )
-        premises = [
-            Premise.from_dict(p, path, f"premises[{i}].")
-            for i, p in enumerate(_require(d, "premises", list))
-        ]
+        premises = _parse_list(
+            _require(d, "premises", list), lambda p: Premise.from_dict(p, path), "premises"
+        )
         return cls(path=path, imports=list(imports), premises=premises)
 
     def to_dict(self) -> dict[str, Any]:

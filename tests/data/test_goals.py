@@ -140,3 +140,20 @@ def test_let_bound_hypothesis_value_is_split():
     assert g.hypotheses[0].value == "3"
     assert g.hypotheses[1].type == "ℕ → ℕ" and g.hypotheses[1].value == "fun x => x + n"
     assert g.render() == "n : ℕ := 3\nf : ℕ → ℕ := fun x => x + n\n⊢ f 1 = 4"
+
+
+def test_fast_canonical_path_agrees_with_the_parser(states, minictx_rows):
+    """canonical_state takes a shortcut for ordinary goals; it must render exactly what the full
+    parser renders, on every real state and on re-spaced variants of them."""
+    from lean_dojo_v2.data.goals import _canonical_goal, _split_goal_blocks, parse_goal
+
+    real = states + [r["response"] for r in minictx_rows]
+    variants = [s.replace("\n", "  \n") for s in real] + [s.replace(" : ", "  :\t") for s in real]
+    checked = 0
+    for s in real + variants:
+        for block in _split_goal_blocks(clean_state(s)):
+            if clean_state(s) == NO_GOALS:
+                continue
+            assert _canonical_goal(block) == parse_goal(block).render(), block
+            checked += 1
+    assert checked > 1000
