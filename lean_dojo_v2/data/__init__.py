@@ -36,6 +36,14 @@ from .model import (
     TracedTactic,
 )
 from .sample import sample_dataset_path
+from .sorry import (
+    Declaration,
+    file_has_sorry,
+    find_declarations,
+    find_sorry_tokens,
+    sorry_declarations,
+    strip_comments,
+)
 from .splits import SplitSpec, split_novel_premises, split_random, split_theorems
 from .stats import DatasetStats, compute_stats, stats_of_path
 
@@ -45,6 +53,7 @@ __all__ = [
     "Dataset",
     "DatasetDir",
     "DatasetStats",
+    "Declaration",
     "Goal",
     "Hypothesis",
     "NO_GOALS",
@@ -58,6 +67,9 @@ __all__ = [
     "canonical_state",
     "clean_state",
     "compute_stats",
+    "file_has_sorry",
+    "find_declarations",
+    "find_sorry_tokens",
     "goal_texts",
     "is_no_goals",
     "load_theorems",
@@ -67,11 +79,13 @@ __all__ = [
     "read_theorems",
     "remove_marks",
     "sample_dataset_path",
+    "sorry_declarations",
     "split_goals",
     "split_novel_premises",
     "split_random",
     "split_theorems",
     "stats_of_path",
+    "strip_comments",
     "write_dataset",
     "write_split_dataset",
     "write_theorems",

@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from ..errors import DataFormatError
+from .goals import is_no_goals
 from .marks import remove_marks
+from .sorry import find_sorry_tokens
 
 _POS_STRING = re.compile(r"^\s*\(\s*(\d+)\s*,\s*(\d+)\s*\)\s*$")
 _MISSING: Any = object()
@@ -151,8 +153,6 @@ class TracedTactic:
 
     @property
     def is_finishing(self) -> bool:
-        from .goals import is_no_goals
-
         return is_no_goals(self.state_after)
 
     @classmethod
@@ -249,8 +249,6 @@ class Theorem:
     @property
     def has_sorry(self) -> bool:
         """True when a recorded tactic contains a ``sorry`` token (``sorry``, ``exact sorry``…)."""
-        from .sorry import find_sorry_tokens
-
         return any("sorry" in t.tactic and find_sorry_tokens(t.tactic) for t in self.traced_tactics)
 
     @classmethod
