@@ -1,0 +1,45 @@
+"""Layer 1: the Lean boundary.
+
+Everything above this layer talks to Lean through :class:`ProofEnv` / :class:`AsyncProofEnv`:
+``PantographEnv`` (a real Lean via the Pantograph REPL) or ``ReplayEnv`` (transitions recorded by
+real Lean runs).
+"""
+
+from .base import AsyncProofEnv, ProofEnv
+from .replay import AsyncReplayEnv, ReplayEnv, TransitionTable, normalize_tactic, split_tactics
+from .types import (
+    EnvCrashed,
+    InteractionError,
+    LeanNotFoundError,
+    ProofFinished,
+    ProofState,
+    StaleStateError,
+    TacticError,
+    TacticResult,
+    TacticTimeout,
+    UnknownTheoremError,
+    Verdict,
+    VersionMismatchError,
+)
+
+__all__ = [
+    "AsyncProofEnv",
+    "AsyncReplayEnv",
+    "EnvCrashed",
+    "InteractionError",
+    "LeanNotFoundError",
+    "ProofEnv",
+    "ProofFinished",
+    "ProofState",
+    "ReplayEnv",
+    "StaleStateError",
+    "TacticError",
+    "TacticResult",
+    "TacticTimeout",
+    "TransitionTable",
+    "UnknownTheoremError",
+    "Verdict",
+    "VersionMismatchError",
+    "normalize_tactic",
+    "split_tactics",
+]

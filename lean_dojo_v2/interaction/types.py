@@ -1,0 +1,120 @@
+"""Results and errors of the Lean boundary, shared by every backend.
+
+A search talks to Lean only through these: ``run_tactic`` returns a :class:`ProofState` (goals
+remain), :class:`ProofFinished` (no goals left) or a :class:`TacticError` (Lean rejected the
+tactic; :class:`TacticTimeout` is the case where it ran out of time). A backend that dies raises
+:class:`EnvCrashed`. Every result says which backend produced it, so a report can never pass off
+a replayed result as one checked by Lean.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..data.goals import NO_GOALS
+from ..errors import LeanDojoError
+
+
+@dataclass(frozen=True)
+class ProofState:
+    """Open goals after some tactics.
+
+    ``goals`` holds each goal's canonical text (:func:`lean_dojo_v2.data.canonical_state` form), in
+    order; ``text`` is the whole state as a model sees it. ``handle`` is the backend's own reference
+    (a Pantograph state id, a replay position); callers pass the state back unchanged.
+    """
+
+    goals: tuple[str, ...]
+    backend: str
+    handle: Any = field(default=None, compare=False)
+    theorem: Any = field(default=None, compare=False, repr=False)
+
+    @property
+    def text(self) -> str:
+        return "\n\n".join(self.goals) if self.goals else NO_GOALS
+
+    @property
+    def num_goals(self) -> int:
+        return len(self.goals)
+
+    def __str__(self) -> str:
+        return self.text
+
+
+@dataclass(frozen=True)
+class ProofFinished:
+    """The tactic closed every goal."""
+
+    backend: str
+    handle: Any = field(default=None, compare=False)
+    messages: tuple[str, ...] = ()
+
+    @property
+    def text(self) -> str:
+        return NO_GOALS
+
+
+@dataclass(frozen=True)
+class TacticError:
+    """Lean rejected the tactic. ``kind`` is ``"tactic"`` (it failed), ``"parse"`` (it did not
+    parse), ``"sorry"`` (it closed goals with ``sorry``/unsafe code, which a proof may not do),
+    ``"not_recorded"`` (replay: no recorded transition) or ``"timeout"``."""
+
+    message: str
+    backend: str
+    kind: str = "tactic"
+
+
+@dataclass(frozen=True)
+class TacticTimeout(TacticError):
+    """The tactic ran longer than its time limit; the environment is usable afterwards."""
+
+    kind: str = "timeout"
+    timeout: float | None = None
+
+
+TacticResult = ProofState | ProofFinished | TacticError
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Result of re-checking a whole proof.
+
+    ``ok`` is true only when the checker accepted the proof with no error and no ``sorry``.
+    ``checked_by`` says what did the checking: ``"lean"`` (a real Lean frontend) or ``"replay"``
+    (only recorded transitions, which proves nothing new and says so).
+    """
+
+    ok: bool
+    backend: str
+    checked_by: str
+    messages: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+
+class InteractionError(LeanDojoError):
+    """Base of errors raised by the Lean boundary."""
+
+
+class EnvCrashed(InteractionError):
+    """The backend process died or answered garbage. States it handed out are invalid; the
+    environment restarts itself on the next call where it can."""
+
+
+class LeanNotFoundError(InteractionError):
+    """No Lean toolchain / Pantograph binary was found; the message says what to install."""
+
+
+class VersionMismatchError(InteractionError):
+    """The Pantograph binary was built for a different Lean version than the project uses."""
+
+
+class StaleStateError(InteractionError):
+    """A state from before a restart (or from another environment) was passed back."""
+
+
+class UnknownTheoremError(InteractionError):
+    """The environment cannot start this theorem (not in the project, or no recorded proof)."""
