@@ -20,9 +20,9 @@ from lean_dojo_v2.interaction import (
     split_tactics,
 )
 
-# A record whose proof LeanDojo could not record completely: `constructor <;> · exact …` contains a
-# bullet, so LeanDojo dropped it (it drops every tactic whose text contains `·`), and with it the
-# only step out of the `case h` state. No replay can finish it.
+# A record whose proof LeanDojo did not record completely: the step that splits `case h` into
+# `h.mp` / `h.mpr` is missing (LeanDojo drops, among others, every tactic whose text contains `·`),
+# so no recorded transition leaves the `case h` state. No replay can finish it.
 INCOMPLETE_RECORDS = {"NFA.toDFA_correct"}
 
 
