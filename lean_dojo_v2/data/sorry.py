@@ -259,7 +259,8 @@ def _commands(code: list[_Token], source: str) -> list[list[_Token]]:
     starts = [i for i, t in enumerate(code) if _is_command_start(t, source)]
     commands: list[list[_Token]] = []
     pending: list[_Token] = []
-    for begin, stop in zip(starts, starts[1:] + [len(code)], strict=True):
+    # With no command start the second list still has one element: not strict on purpose.
+    for begin, stop in zip(starts, starts[1:] + [len(code)], strict=False):
         pending += code[begin:stop]
         if _skip_header(pending, 0) < len(pending):
             commands.append(pending)

@@ -434,3 +434,9 @@ def test_declaration_headers_and_scopes() -> None:
         ("class inductive", "Foo", (18, 1)),
     ]
     assert [d.name for d in sorry_declarations(source)] == ["A.B.C.x", None]
+
+
+@pytest.mark.parametrize("text", ["", "x", "-- only a comment", "/- block -/", "\n\n"])
+def test_text_without_commands_has_no_declarations(text):
+    assert find_declarations(text) == []
+    assert not file_has_sorry(text)
