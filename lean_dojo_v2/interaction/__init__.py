@@ -6,6 +6,7 @@ real Lean runs).
 """
 
 from .base import AsyncProofEnv, ProofEnv
+from .pantograph import AsyncPantographEnv, PantographConfig, PantographEnv, PantographPool
 from .replay import AsyncReplayEnv, ReplayEnv, TransitionTable, normalize_tactic, split_tactics
 from .types import (
     EnvCrashed,
@@ -23,11 +24,15 @@ from .types import (
 )
 
 __all__ = [
+    "AsyncPantographEnv",
     "AsyncProofEnv",
     "AsyncReplayEnv",
     "EnvCrashed",
     "InteractionError",
     "LeanNotFoundError",
+    "PantographConfig",
+    "PantographEnv",
+    "PantographPool",
     "ProofEnv",
     "ProofFinished",
     "ProofState",

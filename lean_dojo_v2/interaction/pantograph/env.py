@@ -1,0 +1,658 @@
+"""``AsyncPantographEnv`` / ``PantographEnv``: the :class:`ProofEnv` contract over a Pantograph REPL.
+
+- ``start(theorem)`` → ``goal.start {"copyFrom": full_name}`` then ``goal.print`` for the goals;
+- ``run_tactic`` → ``goal.tactic``: goals left → :class:`ProofState`, none → :class:`ProofFinished`,
+  ``hasSorry``/``hasUnsafe`` → the state is deleted and ``TacticError(kind="sorry")``, a failure or
+  parse error → ``TacticError(kind="tactic"|"parse")`` with Lean's text, the REPL's ``interrupt``
+  → :class:`TacticTimeout` (process kept), the client watchdog → :class:`TacticTimeout` (process
+  killed and relaunched, earlier states stale), a crash → :class:`EnvCrashed`;
+- ``verify`` → ``frontend.process`` of the statement plus ``:= by`` and the proof.
+
+Goal text is rendered as Lean's ``ppGoal`` prints it and made canonical, so it compares equal to
+traced LeanDojo states. A state's ``handle`` is a :class:`StateHandle` naming the environment,
+the process generation and the REPL state id; a state from before a restart (or from another
+environment) raises :class:`StaleStateError`. Dropped states are freed with batched
+``goal.delete`` (a weakref finalizer on the handle queues them).
+
+``PantographEnv`` (blocking) runs the async core on a private event loop in a daemon thread, so it
+also works where an event loop is already running (Jupyter).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import os
+import queue
+import re
+import textwrap
+import threading
+from collections.abc import Coroutine, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+from ...data.model import Theorem
+from ..base import AsyncProofEnv, ProofEnv
+from ..types import (
+    EnvCrashed,
+    InteractionError,
+    ProofFinished,
+    ProofState,
+    StaleStateError,
+    TacticError,
+    TacticResult,
+    TacticTimeout,
+    UnknownTheoremError,
+    Verdict,
+)
+from .client import AsyncPantographClient
+from .config import PantographConfig
+from .locate import module_name
+from .process import ReplTimeout
+from .protocol import GoalInfo, Message, PantographError, canonical_goals, parse_goals
+
+logger = logging.getLogger("lean_dojo_v2.interaction.pantograph")
+
+BACKEND = "pantograph"
+_ids = itertools.count(1)
+T = TypeVar("T")
+
+
+class StateHandle:
+    """What a :class:`ProofState` from Pantograph carries: which environment made it
+    (``env_id``), in which process generation, its REPL ``state_id`` and the goals' mvar names
+    (``goal_names``; ``goals`` gives the structured goals). Treat it as immutable; while it is
+    alive the REPL keeps the state, once it is garbage-collected the state is freed."""
+
+    __slots__ = ("env_id", "generation", "state_id", "goal_names", "_goals", "__weakref__")
+
+    def __init__(
+        self,
+        env_id: str,
+        generation: int,
+        state_id: int,
+        goal_names: tuple[str, ...],
+        goals: Sequence[GoalInfo | dict[str, Any]] = (),
+    ) -> None:
+        self.env_id = env_id
+        self.generation = generation
+        self.state_id = state_id
+        self.goal_names = goal_names
+        self._goals = goals
+
+    @property
+    def goals(self) -> tuple[GoalInfo, ...]:
+        goals = self._goals
+        if not isinstance(goals, tuple) or (goals and not isinstance(goals[0], GoalInfo)):
+            goals = self._goals = parse_goals(goals)
+        return goals  # type: ignore[return-value]
+
+    def __repr__(self) -> str:
+        return (
+            f"StateHandle(env_id={self.env_id!r}, generation={self.generation}, "
+            f"state_id={self.state_id}, goal_names={self.goal_names!r})"
+        )
+
+
+# ------------------------------------------------------------------------------ verify helpers
+
+
+def _find_top_level_assign(text: str) -> int:
+    """Index of the first ``:=`` outside brackets, comments and strings; -1 when none."""
+    depth = 0
+    i = 0
+    n = len(text)
+    while i < n:
+        c = text[i]
+        if c == "-" and text.startswith("--", i):
+            j = text.find("\n", i)
+            i = n if j < 0 else j
+            continue
+        if c == "/" and text.startswith("/-", i):
+            level = 1
+            i += 2
+            while i < n and level:
+                if text.startswith("/-", i):
+                    level += 1
+                    i += 2
+                elif text.startswith("-/", i):
+                    level -= 1
+                    i += 2
+                else:
+                    i += 1
+            continue
+        if c == '"':
+            i += 1
+            while i < n and text[i] != '"':
+                i += 2 if text[i] == "\\" else 1
+            i += 1
+            continue
+        if c in "([{⟨⦃":
+            depth += 1
+        elif c in ")]}⟩⦄":
+            depth -= 1
+        elif c == ":" and depth == 0 and text.startswith(":=", i):
+            return i
+        i += 1
+    return -1
+
+
+def statement_from_source(text: str, start_line: int, start_column: int) -> str:
+    """The declaration text from LeanDojo's 1-based ``(line, column)`` start up to (not
+    including) the ``:=`` that begins its proof."""
+    lines = text.split("\n")
+    if not 1 <= start_line <= len(lines):
+        raise InteractionError(f"line {start_line} is outside the file ({len(lines)} lines)")
+    first = lines[start_line - 1]
+    body = "\n".join([first[max(0, start_column - 1) :], *lines[start_line:]])
+    cut = _find_top_level_assign(body)
+    if cut < 0:
+        raise InteractionError(
+            f"no ':=' after line {start_line}, column {start_column}: the declaration there has "
+            "no term/tactic proof to replace (pattern-matching or `where` definitions are not "
+            "supported)"
+        )
+    return body[:cut].rstrip()
+
+
+def _normalize_statement(statement: str) -> str:
+    """``theorem foo … : P`` text without a trailing ``:=``/``:= by``; a bare ``foo (x : α) : P``
+    (miniF2F style) gets ``theorem`` in front."""
+    s = statement.strip()
+    cut = _find_top_level_assign(s)
+    if cut >= 0:
+        s = s[:cut].rstrip()
+    if not _DECL_RE.search(s.split(":", 1)[0]):
+        s = "theorem " + s
+    return s
+
+
+_DECL_RE = re.compile(r"(?<![\w.'])(theorem|lemma|example|def|abbrev|instance|opaque)(?![\w'])")
+_NAMED_DECL_RE = re.compile(r"(?<![\w.'])(?:theorem|lemma)\s+(«[^»]*»|[^\s(\[{⦃⟨:]+)")
+RENAME_SUFFIX = "_ldv2_check"
+
+
+def _declared_name(statement: str) -> re.Match[str] | None:
+    return _NAMED_DECL_RE.search(statement)
+
+
+def proof_file(
+    statement: str, proof: str, full_name: str | None = None, rename: bool = False
+) -> str:
+    """The file that checks ``proof`` of ``statement``: ``statement := by`` and the proof
+    indented under it.
+
+    With ``full_name`` ``A.B.c`` and a statement that declares ``c``, the declaration is put in
+    ``namespace A.B`` (as in its source file, so names resolve alike). ``rename`` appends
+    ``_ldv2_check`` to the declared name: a theorem that is already in the REPL's environment
+    (its module is imported) cannot be declared again under its own name.
+    """
+    body = proof.strip("\n")
+    stripped = body.lstrip()
+    if stripped.startswith("by") and (len(stripped) == 2 or stripped[2] in " \n\t"):
+        body = stripped[2:].strip("\n")
+        if body.startswith(" "):
+            body = body.lstrip(" ")
+    body = textwrap.dedent(body)
+    indented = "\n".join(("  " + line) if line.strip() else "" for line in body.split("\n"))
+    decl = _normalize_statement(statement)
+    namespace = None
+    m = _declared_name(decl)
+    if m is not None:
+        name = m.group(1)
+        if full_name and not name.startswith("_root_.") and full_name.endswith("." + name):
+            namespace = full_name[: -len(name) - 1]
+        if rename:
+            new = name[:-1] + RENAME_SUFFIX + "»" if name.endswith("»") else name + RENAME_SUFFIX
+            decl = decl[: m.start(1)] + new + decl[m.end(1) :]
+    text = f"{decl} := by\n{indented}\n"
+    if namespace:
+        text = f"namespace {namespace}\n\n{text}\nend {namespace}\n"
+    return text
+
+
+# ---------------------------------------------------------------------------------- async env
+
+
+class AsyncPantographEnv(AsyncProofEnv):
+    """:class:`AsyncProofEnv` over one Pantograph REPL (see the module docstring)."""
+
+    backend = BACKEND
+
+    def __init__(
+        self,
+        config: PantographConfig | None = None,
+        *,
+        env_id: str | None = None,
+        **overrides: Any,
+    ) -> None:
+        self.client = AsyncPantographClient(config, **overrides)
+        self.config = self.client.config
+        self.env_id = env_id or f"pantograph-{os.getpid()}-{next(_ids)}"
+
+    # ------------------------------------------------------------------------- plumbing
+    async def open(self) -> AsyncPantographEnv:
+        """Launch the REPL now (otherwise the first call does)."""
+        await self.client.start()
+        return self
+
+    async def __aenter__(self) -> AsyncPantographEnv:
+        return await self.open()
+
+    async def close(self) -> None:
+        await self.client.close()
+
+    @property
+    def generation(self) -> int:
+        return self.client.generation
+
+    def _make_state(
+        self, state_id: int, goals: Sequence[GoalInfo | dict[str, Any]], theorem: Any
+    ) -> ProofState:
+        client = self.client
+        names = tuple(g["name"] if type(g) is dict else g.name for g in goals)  # type: ignore[index,union-attr]
+        handle = StateHandle(self.env_id, client.generation, state_id, names, goals)
+        client.track(handle, state_id)
+        return ProofState(canonical_goals(goals), BACKEND, handle=handle, theorem=theorem)
+
+    def _finished(self, state_id: int | None, messages: tuple[Message, ...]) -> ProofFinished:
+        handle = None
+        if state_id is not None:
+            client = self.client
+            handle = StateHandle(self.env_id, client.generation, state_id, ())
+            client.track(handle, state_id)
+        return ProofFinished(BACKEND, handle, tuple(m.data for m in messages))
+
+    def _check(self, state: ProofState | ProofFinished | StateHandle) -> StateHandle:
+        handle = state if isinstance(state, StateHandle) else getattr(state, "handle", None)
+        if not isinstance(handle, StateHandle):
+            raise StaleStateError(
+                f"this state was not made by a Pantograph environment (handle {handle!r})"
+            )
+        if handle.env_id != self.env_id:
+            raise StaleStateError(
+                f"this state belongs to environment {handle.env_id}, not {self.env_id}"
+            )
+        if handle.generation != self.client.generation:
+            raise StaleStateError(
+                f"this state (REPL state {handle.state_id}) is from process generation "
+                f"{handle.generation}; the REPL was restarted since (now generation "
+                f"{self.client.generation}) and its states are gone"
+            )
+        return handle
+
+    def owns(self, state: ProofState | ProofFinished) -> bool:
+        handle = getattr(state, "handle", None)
+        return isinstance(handle, StateHandle) and handle.env_id == self.env_id
+
+    # ---------------------------------------------------------------------------- start
+    async def start(self, theorem: Theorem | str, *, recycle: bool = True) -> ProofState:
+        """Root goals of ``theorem`` (a :class:`Theorem` or a full name) via
+        ``goal.start {"copyFrom": name}``. With ``recycle`` the memory guard may restart the REPL
+        first (states of other theorems become stale)."""
+        if recycle:
+            await self.client.recycle_if_needed()
+        name = theorem if isinstance(theorem, str) else theorem.full_name
+        try:
+            started, printed = await self.client.goal_start_print(
+                copy_from=name, timeout=self.config.tactic_timeout
+            )
+        except PantographError as exc:
+            if exc.is_unknown_symbol or exc.kind == "index":
+                raise UnknownTheoremError(self._unknown_message(theorem, exc)) from exc
+            raise
+        return self._make_state(
+            started.state_id, printed.goals, theorem if isinstance(theorem, Theorem) else None
+        )
+
+    def _unknown_message(self, theorem: Theorem | str, exc: PantographError) -> str:
+        name = theorem if isinstance(theorem, str) else theorem.full_name
+        imports = ", ".join(self.config.imports) or "(none)"
+        msg = (
+            f"{name} is not in the Pantograph REPL's environment ({exc.desc}); imports: {imports}."
+        )
+        if isinstance(theorem, Theorem) and theorem.file_path:
+            mod = module_name(theorem.file_path)
+            msg += (
+                f" It is defined in {theorem.file_path}: add the module {mod!r} to "
+                "PantographConfig.imports (modules must be imported when the REPL starts)."
+            )
+        return msg
+
+    async def start_expr(
+        self, expr: str, levels: list[str] | None = None, *, recycle: bool = True
+    ) -> ProofState:
+        """Root goal of the type ``expr`` (``goal.start {"expr": ...}``)."""
+        if recycle:
+            await self.client.recycle_if_needed()
+        started, printed = await self.client.goal_start_print(
+            expr, levels=levels, timeout=self.config.tactic_timeout
+        )
+        return self._make_state(started.state_id, printed.goals, None)
+
+    async def start_from_source(
+        self, file_text: str, *, binder_name: str | None = None, recycle: bool = True
+    ) -> list[ProofState]:
+        """One state per ``sorry`` of ``file_text`` (its file context included), via
+        ``frontend.distil`` (≥ 0.3.6) or, on older REPLs, ``frontend.process`` with ``sorrys``."""
+        if recycle:
+            await self.client.recycle_if_needed()
+        try:
+            targets = await self.client.frontend_distil(
+                file_text, binder_name=binder_name, timeout=self.config.verify_timeout
+            )
+            return [self._make_state(t.state_id, t.goals, None) for t in targets]
+        except PantographError as exc:
+            if "frontend.distil" not in exc.desc:
+                raise
+        units = await self.client.frontend_process(
+            file_text, sorrys=True, timeout=self.config.verify_timeout
+        )
+        return [
+            self._make_state(u.goal_state_id, u.goals, None)
+            for u in units
+            if u.goal_state_id is not None
+        ]
+
+    # ------------------------------------------------------------------------ tactics
+    async def run_tactic(
+        self, state: ProofState, tactic: str, timeout: float | None = None
+    ) -> TacticResult:
+        handle = self._check(state)
+        limit = timeout if timeout is not None else self.config.tactic_timeout
+        try:
+            out = await self.client.goal_tactic(
+                handle.state_id, tactic, timeout=limit, generation=handle.generation
+            )
+        except ReplTimeout as exc:
+            return TacticTimeout(str(exc), BACKEND, timeout=limit)
+        return await self._result(
+            handle, out, state.theorem if isinstance(state, ProofState) else None, limit
+        )
+
+    async def run_tactic_raw(
+        self, state: ProofState, timeout: float | None = None, **fields: Any
+    ) -> TacticResult:
+        """Like :meth:`run_tactic` with the other ``goal.tactic`` fields (``mode``, ``expr``,
+        ``have``, ``let``, ``draft``, ``binder_name``, ``goal_id``, ``auto_resume``)."""
+        handle = self._check(state)
+        limit = timeout if timeout is not None else self.config.tactic_timeout
+        try:
+            out = await self.client.goal_tactic(
+                handle.state_id, timeout=limit, generation=handle.generation, **fields
+            )
+        except ReplTimeout as exc:
+            return TacticTimeout(str(exc), BACKEND, timeout=limit)
+        return await self._result(handle, out, state.theorem, limit)
+
+    async def _result(
+        self, handle: StateHandle, out: Any, theorem: Any, limit: float | None
+    ) -> TacticResult:
+        shape = out.shape
+        if shape == "success":
+            if out.has_sorry or out.has_unsafe:
+                if out.next_state_id is not None:
+                    try:
+                        await self.client.goal_delete(
+                            [out.next_state_id], generation=handle.generation
+                        )
+                    except (PantographError, StaleStateError):
+                        pass
+                what = "sorry" if out.has_sorry else "unsafe code"
+                return TacticError(f"the tactic closed goals with {what}", BACKEND, "sorry")
+            if not out.raw_goals:
+                return self._finished(out.next_state_id, out.messages)
+            return self._make_state(out.next_state_id, out.raw_goals, theorem)
+        if shape == "parse":
+            return TacticError(out.error_text(), BACKEND, "parse")
+        if shape == "failure":
+            return TacticError(out.error_text(), BACKEND, "tactic")
+        # a protocol error object
+        if out.interrupted:
+            return TacticTimeout(
+                f"the tactic ran longer than {limit:g} s (interrupted by the REPL)"
+                if limit is not None
+                else "the tactic was interrupted by the REPL",
+                BACKEND,
+                timeout=limit,
+            )
+        if out.error_kind == "index":
+            raise StaleStateError(
+                f"the REPL does not know state {handle.state_id} ({out.error_desc}); it was "
+                "deleted or belongs to another REPL"
+            )
+        if out.error_kind in ("command", "arguments"):
+            raise PantographError(out.error_kind or "", out.error_desc or "", "goal.tactic")
+        return TacticError(out.error_text(), BACKEND, "tactic")
+
+    async def release(self, state: ProofState | ProofFinished) -> None:
+        """Free ``state`` in the REPL now (search calls this for states it drops; otherwise
+        states are freed in batches once garbage-collected)."""
+        handle = getattr(state, "handle", None)
+        if (
+            isinstance(handle, StateHandle)
+            and handle.env_id == self.env_id
+            and handle.generation == self.client.generation
+        ):
+            try:
+                await self.client.goal_delete([handle.state_id], generation=handle.generation)
+            except StaleStateError:
+                pass  # restarted meanwhile: the state is gone anyway
+
+    async def goal_root(self, state: ProofState | ProofFinished) -> str | None:
+        """The proof term assembled so far (``goal.print {"rootExpr": true}``)."""
+        handle = self._check(state)
+        printed = await self.client.goal_print(
+            handle.state_id, goals=False, root_expr=True, generation=handle.generation
+        )
+        return printed.root
+
+    # ------------------------------------------------------------------------- verify
+    def statement_of(self, theorem: Theorem) -> str:
+        """The theorem's statement: ``theorem_statement`` if present, else read from
+        ``project_dir / file_path`` at ``theorem.start`` up to the proof's ``:=``."""
+        if theorem.theorem_statement:
+            return theorem.theorem_statement
+        project = self.config.project_path
+        if project is None:
+            raise InteractionError(
+                f"cannot verify {theorem.full_name}: it has no theorem_statement and no "
+                "PantographConfig.project_dir to read its file from"
+            )
+        path = Path(project) / theorem.file_path
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise InteractionError(
+                f"cannot verify {theorem.full_name}: reading its statement from {path} failed: "
+                f"{exc}"
+            ) from exc
+        return statement_from_source(text, theorem.start.line_nb, theorem.start.column_nb)
+
+    async def verify(self, theorem: Theorem, proof: str, timeout: float | None = None) -> Verdict:
+        """Re-check ``proof`` (tactic text after ``by``) of ``theorem`` with Lean's frontend.
+
+        The declaration is checked under its own name first; when Lean answers that the name is
+        already declared (its module is imported), it is checked again renamed (see
+        :func:`proof_file`)."""
+        statement = self.statement_of(theorem)
+        verdict = await self.check_source(
+            proof_file(statement, proof, theorem.full_name), timeout=timeout
+        )
+        if not verdict.ok and any("has already been declared" in m for m in verdict.messages):
+            verdict = await self.check_source(
+                proof_file(statement, proof, theorem.full_name, rename=True), timeout=timeout
+            )
+        return verdict
+
+    async def check_source(self, file_text: str, timeout: float | None = None) -> Verdict:
+        """``frontend.process`` of ``file_text`` in the REPL's environment (no header, nothing
+        kept): ok when Lean reports no error and no ``declaration uses 'sorry'``."""
+        limit = timeout if timeout is not None else self.config.verify_timeout
+        try:
+            units = await self.client.frontend_process(
+                file_text,
+                read_header=False,
+                inherit_env=False,
+                new_constants=False,
+                timeout=limit,
+            )
+        except ReplTimeout as exc:
+            return Verdict(False, BACKEND, "lean", (f"timeout: {exc}",))
+        except PantographError as exc:
+            if exc.is_interrupt:
+                return Verdict(False, BACKEND, "lean", (f"timeout after {limit} s",))
+            raise
+        messages = [m for u in units for m in u.messages]
+        bad = [m for m in messages if m.is_error or m.is_sorry_warning]
+        return Verdict(not bad, BACKEND, "lean", tuple(str(m) for m in messages))
+
+
+# ----------------------------------------------------------------------------- sync wrapper
+
+
+class _LoopThread:
+    """A private event loop running in a daemon thread."""
+
+    def __init__(self, name: str) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._ready = threading.Event()
+        self.thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self.thread.start()
+        self._ready.wait()
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.call_soon(self._ready.set)
+        self.loop.run_forever()
+        # Drain what is left (cancelled tasks) before closing.
+        pending = asyncio.all_tasks(self.loop)
+        for task in pending:
+            task.cancel()
+        if pending:
+            self.loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+        self.loop.run_until_complete(self.loop.shutdown_asyncgens())
+        self.loop.close()
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run ``coro`` on the private loop and wait for it (a SimpleQueue hand-off: cheaper than
+        ``run_coroutine_threadsafe``). An interrupt while waiting cancels the coroutine."""
+        if threading.current_thread() is self.thread:
+            coro.close()
+            raise RuntimeError("blocking PantographEnv call from inside its own event loop")
+        loop = self.loop
+        done: queue.SimpleQueue[asyncio.Task[T]] = queue.SimpleQueue()
+        holder: list[asyncio.Task[T]] = []
+
+        def start() -> None:
+            task = loop.create_task(coro)
+            holder.append(task)
+            task.add_done_callback(done.put)
+
+        loop.call_soon_threadsafe(start)
+        try:
+            task = done.get()
+        except BaseException:
+            loop.call_soon_threadsafe(lambda: holder and holder[0].cancel())
+            raise
+        return task.result()
+
+    def stop(self) -> None:
+        if self.loop.is_running():
+            self.loop.call_soon_threadsafe(self.loop.stop)
+        if threading.current_thread() is not self.thread:
+            self.thread.join(10)
+
+
+class PantographEnv(ProofEnv):
+    """Blocking :class:`ProofEnv` over a Pantograph REPL; the async core runs on a private event
+    loop in a background thread (safe inside Jupyter's running loop). ``close()`` stops both."""
+
+    backend = BACKEND
+
+    def __init__(self, config: PantographConfig | None = None, **overrides: Any) -> None:
+        self._thread = _LoopThread("pantograph-env")
+        self.aenv = AsyncPantographEnv(config, **overrides)
+        self.config = self.aenv.config
+        self._closed = False
+
+    @property
+    def client(self) -> AsyncPantographClient:
+        """The async client (call its coroutines through :meth:`run_async`)."""
+        return self.aenv.client
+
+    def run_async(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run a coroutine of this environment (or its client) on the private loop."""
+        if self._closed:
+            coro.close()
+            raise InteractionError("this PantographEnv is closed")
+        return self._thread.run(coro)
+
+    def open(self) -> PantographEnv:
+        self.run_async(self.aenv.open())
+        return self
+
+    def __enter__(self) -> PantographEnv:
+        return self.open()
+
+    def start(self, theorem: Theorem | str) -> ProofState:
+        return self.run_async(self.aenv.start(theorem))
+
+    def start_expr(self, expr: str, levels: list[str] | None = None) -> ProofState:
+        return self.run_async(self.aenv.start_expr(expr, levels))
+
+    def start_from_source(
+        self, file_text: str, *, binder_name: str | None = None
+    ) -> list[ProofState]:
+        return self.run_async(self.aenv.start_from_source(file_text, binder_name=binder_name))
+
+    def run_tactic(
+        self, state: ProofState, tactic: str, timeout: float | None = None
+    ) -> TacticResult:
+        return self.run_async(self.aenv.run_tactic(state, tactic, timeout))
+
+    def run_tactic_raw(
+        self, state: ProofState, timeout: float | None = None, **fields: Any
+    ) -> TacticResult:
+        return self.run_async(self.aenv.run_tactic_raw(state, timeout, **fields))
+
+    def release(self, state: ProofState | ProofFinished) -> None:
+        self.run_async(self.aenv.release(state))
+
+    def goal_root(self, state: ProofState | ProofFinished) -> str | None:
+        return self.run_async(self.aenv.goal_root(state))
+
+    def verify(self, theorem: Theorem, proof: str, timeout: float | None = None) -> Verdict:
+        return self.run_async(self.aenv.verify(theorem, proof, timeout))
+
+    def check_source(self, file_text: str, timeout: float | None = None) -> Verdict:
+        return self.run_async(self.aenv.check_source(file_text, timeout))
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        try:
+            self._thread.run(self.aenv.close())
+        except Exception as exc:  # noqa: BLE001 - closing must not raise
+            logger.warning("closing the Pantograph REPL failed: %s", exc)
+        finally:
+            self._closed = True
+            self._thread.stop()
+
+    def __del__(self) -> None:
+        try:
+            if not self._closed:
+                self.close()
+        except Exception:  # noqa: BLE001
+            pass
+
+
+__all__ = [
+    "AsyncPantographEnv",
+    "EnvCrashed",
+    "PantographEnv",
+    "StateHandle",
+    "proof_file",
+    "statement_from_source",
+]

@@ -1,0 +1,451 @@
+"""``PantographEnv`` / ``AsyncPantographEnv`` (the ProofEnv layer) against the fake REPL: recorded
+proofs step by step, every result kind, and every failure mode (hang, crash, garbage, huge line,
+stderr flood, slow/hung/failed start), restarts and stale states, the memory guard, LEAN_PATH,
+versions, and the blocking wrapper inside a running event loop."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import os
+import time
+
+import pytest
+
+from lean_dojo_v2.data import Pos, goal_texts
+from lean_dojo_v2.interaction import (
+    AsyncPantographEnv,
+    EnvCrashed,
+    PantographEnv,
+    ProofEnv,
+    ProofFinished,
+    ProofState,
+    StaleStateError,
+    TacticError,
+    TacticTimeout,
+    UnknownTheoremError,
+    VersionMismatchError,
+)
+from lean_dojo_v2.interaction.pantograph import (
+    ReplDied,
+    ReplProtocolError,
+    ReplStartError,
+    StateHandle,
+    module_name,
+)
+
+from .conftest import fake_config, fake_wrapper, first_step, goals_of, write_script
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture(scope="module")
+def env():
+    with PantographEnv(fake_config(env={"FAKE_PANTOGRAPH_SHUFFLE_KEYS": "1"})) as e:
+        yield e
+
+
+def replay_chain(env: ProofEnv, thm):
+    """Apply a linear recorded proof (miniF2F: each state_before is the previous state_after) in
+    order, checking every intermediate state against the recorded one."""
+    state = env.start(thm)
+    for t in thm.traced_tactics:
+        assert isinstance(state, ProofState), (thm.full_name, state)
+        assert state.goals == tuple(goal_texts(t.state_before)), thm.full_name
+        state = env.run_tactic(state, t.tactic)
+    return state
+
+
+def test_start_gives_recorded_goals_of_every_theorem(env, sample_proofs, minif2f_theorems):
+    for thm in [*sample_proofs, *minif2f_theorems]:
+        before, _, _ = first_step(thm)
+        state = env.start(thm)
+        assert state.goals == before, thm.full_name
+        assert state.backend == "pantograph" and state.theorem is thm
+        h = state.handle
+        assert isinstance(h, StateHandle) and h.env_id == env.aenv.env_id
+        assert h.generation == env.client.generation and len(h.goal_names) == len(before)
+
+
+def test_first_steps_match_recorded_after_states(env, sample_proofs, minif2f_theorems):
+    for thm in [*sample_proofs, *minif2f_theorems]:
+        _, tactic, after = first_step(thm)
+        result = env.run_tactic(env.start(thm), tactic)
+        if after:
+            assert isinstance(result, ProofState) and result.goals == after, thm.full_name
+        else:
+            assert isinstance(result, ProofFinished), thm.full_name
+
+
+def test_recorded_proofs_replay_to_proof_finished(env, minif2f_theorems):
+    for thm in minif2f_theorems:
+        assert isinstance(replay_chain(env, thm), ProofFinished), thm.full_name
+
+
+def test_tactic_errors(env, sample_proofs):
+    state = env.start(sample_proofs[0])
+    bad = env.run_tactic(state, "exact this_is_not_recorded")
+    assert type(bad) is TacticError and bad.kind == "tactic"
+    assert "this_is_not_recorded" in bad.message
+    parse = env.run_tactic(state, "simp [foo")
+    assert type(parse) is TacticError and parse.kind == "parse"
+    n = env.run_async(env.client.stat())
+    sorry = env.run_tactic(state, "fake_sorry")
+    assert type(sorry) is TacticError and sorry.kind == "sorry"
+    assert env.run_async(env.client.stat()) == n  # the sorry state was deleted
+    # the original state is still usable after all that
+    _, tactic, after = first_step(sample_proofs[0])
+    again = env.run_tactic(state, tactic)
+    assert goals_of(again) == after
+
+
+def test_unknown_theorem_names_the_module(env, sample_proofs):
+    from dataclasses import replace
+
+    thm = replace(sample_proofs[0], full_name="Not.a.recorded.theorem")
+    with pytest.raises(UnknownTheoremError) as err:
+        env.start(thm)
+    msg = str(err.value)
+    module = module_name(thm.file_path)
+    assert "." in module and "/" not in module
+    assert "Symbol not found" in msg and repr(module) in msg and "imports" in msg
+
+
+def test_states_of_another_env_or_kind_are_refused(env, sample_proofs):
+    with pytest.raises(StaleStateError):
+        env.run_tactic(ProofState(("⊢ True",), "replay", handle=("⊢ True",)), "trivial")
+    state = env.start(sample_proofs[0])
+    foreign = ProofState(
+        state.goals,
+        "pantograph",
+        handle=StateHandle("someone-else", state.handle.generation, state.handle.state_id, ()),
+    )
+    with pytest.raises(StaleStateError, match="belongs to environment"):
+        env.run_tactic(foreign, "simp")
+
+
+def test_dropped_states_are_freed_in_batches(sample_proofs):
+    with PantographEnv(fake_config(gc_batch=8)) as env:
+        c = env.client
+        keep = env.start(sample_proofs[0])
+        states = [env.start(sample_proofs[1]) for _ in range(20)]
+        assert env.run_async(c.stat()) == 21 and c.live_states == 21
+        del states
+        gc.collect()
+        assert c.live_states == 1
+        env.run_async(c.stat())  # the next request carries one pipelined goal.delete
+        assert env.run_async(c.stat()) == 1
+        env.release(keep)
+        assert env.run_async(c.stat()) == 0 and c.live_states == 0
+
+
+def test_verify(env, minif2f_theorems):
+    thm = minif2f_theorems[0]
+    proof = "\n".join(t.tactic for t in thm.traced_tactics)
+    ok = env.verify(thm, proof)
+    assert ok.ok and ok.checked_by == "lean" and ok.backend == "pantograph"
+    assert env.verify(thm, "by\n  " + proof.replace("\n", "\n  ")).ok  # leading `by` accepted
+    short = env.verify(thm, "\n".join(t.tactic for t in thm.traced_tactics[:-1]))
+    assert not short.ok and any("unsolved goals" in m for m in short.messages)
+    wrong = env.verify(thm, "exact not_recorded")
+    assert not wrong.ok
+    sorry = env.verify(thm, "sorry")
+    assert not sorry.ok and any("declaration uses 'sorry'" in m for m in sorry.messages)
+
+
+def test_verify_reads_statement_from_project_file(tmp_path, minif2f_theorems):
+    from dataclasses import replace
+
+    thm = minif2f_theorems[1]
+    stmt = thm.theorem_statement
+    text = "import Mathlib\n\nopen Real\n\n" + "theorem " + stmt + "\n  sorry\n"
+    src = tmp_path / "MiniF2F" / "Test.lean"
+    src.parent.mkdir()
+    src.write_text(text, encoding="utf-8")
+    line = text[: text.index("theorem")].count("\n") + 1
+    located = replace(thm, theorem_statement=None, has_statement_field=False, start=Pos(line, 1))
+    proof = "\n".join(t.tactic for t in thm.traced_tactics)
+    with PantographEnv(fake_config(project_dir=tmp_path, lean_path="")) as penv:
+        assert penv.verify(located, proof).ok
+        assert not penv.verify(located, "norm_num [nothing]").ok
+    with PantographEnv(fake_config()) as penv, pytest.raises(Exception, match="project_dir"):
+        penv.verify(located, proof)
+
+
+def test_start_from_source(env, minif2f_theorems):
+    thm = minif2f_theorems[2]
+    stmt = thm.theorem_statement
+    head = stmt[: stmt.rindex(":=")].rstrip()
+    first = thm.traced_tactics[0]
+    text = f"theorem {head} := by\n  {first.tactic}\n  sorry\n"
+    states = env.start_from_source(text)
+    assert len(states) == 1
+    assert states[0].goals == tuple(goal_texts(first.state_after))
+
+
+# ----------------------------------------------------------------------------- failure modes
+
+
+def test_hang_becomes_timeout_within_limit_then_restart(sample_proofs):
+    with PantographEnv(fake_config(tactic_timeout=1.0, timeout_grace=0.4)) as env:
+        state = env.start(sample_proofs[0])
+        pid, gen = env.client.pid, env.client.generation
+        t0 = time.monotonic()
+        result = env.run_tactic(state, "fake_hang")
+        elapsed = time.monotonic() - t0
+        assert isinstance(result, TacticTimeout) and result.kind == "timeout"
+        assert result.timeout == 1.0 and elapsed < 1.0 + 1.0, elapsed
+        # killed and relaunched: old states are stale, new ones work
+        with pytest.raises(StaleStateError):
+            env.run_tactic(state, "simp")
+        fresh = env.start(sample_proofs[0])
+        assert env.client.pid != pid and env.client.generation > gen
+        _, tactic, after = first_step(sample_proofs[0])
+        assert getattr(env.run_tactic(fresh, tactic), "goals", ()) == after
+
+
+def test_repl_interrupt_is_timeout_and_process_kept(sample_proofs):
+    with PantographEnv(fake_config()) as env:
+        state = env.start(sample_proofs[0])
+        pid, gen = env.client.pid, env.client.generation
+        t0 = time.monotonic()
+        result = env.run_tactic(state, "fake_sleep 5000", timeout=0.3)
+        assert isinstance(result, TacticTimeout) and time.monotonic() - t0 < 2.0
+        assert "interrupted by the REPL" in result.message
+        assert (env.client.pid, env.client.generation) == (pid, gen)
+        _, tactic, after = first_step(sample_proofs[0])
+        assert getattr(env.run_tactic(state, tactic), "goals", ()) == after  # state still valid
+
+
+def test_crash_gives_env_crashed_then_restart(sample_proofs):
+    with PantographEnv(fake_config()) as env:
+        state = env.start(sample_proofs[0])
+        gen = env.client.generation
+        with pytest.raises(EnvCrashed) as err:
+            env.run_tactic(state, "fake_crash")
+        assert isinstance(err.value, ReplDied)
+        assert "134" in str(err.value) and "Stack overflow detected" in str(err.value)
+        with pytest.raises(StaleStateError):
+            env.run_tactic(state, "simp")
+        fresh = env.start(sample_proofs[1])
+        assert fresh.goals == first_step(sample_proofs[1])[0]
+        assert env.client.generation > gen and env.client.restarts == 1
+
+
+def test_garbage_line_gives_typed_error_and_restart(sample_proofs):
+    with PantographEnv(fake_config()) as env:
+        state = env.start(sample_proofs[0])
+        pid = env.client.pid
+        with pytest.raises(ReplProtocolError, match="PANIC"):
+            env.run_tactic(state, "fake_garbage")
+        with pytest.raises(StaleStateError):
+            env.run_tactic(state, "simp")
+        assert env.start(sample_proofs[0]).goals == first_step(sample_proofs[0])[0]
+        assert env.client.pid != pid
+
+
+def test_ten_megabyte_line_is_read(sample_proofs):
+    with PantographEnv(fake_config()) as env:
+        state = env.start(sample_proofs[0])
+        result = env.run_tactic(state, "fake_huge")
+        assert type(result) is TacticError and len(result.message) > 10 * 1024 * 1024
+        assert env.run_tactic(state, "simp [").kind == "parse"  # still in step
+
+
+def test_stderr_flood_does_not_block(sample_proofs):
+    with PantographEnv(fake_config(stderr_lines=50, tactic_timeout=20)) as env:
+        state = env.start(sample_proofs[0])
+        t0 = time.monotonic()
+        result = env.run_tactic(state, "fake_flood")
+        assert type(result) is TacticError and time.monotonic() - t0 < 15
+        pipes = env.client.process.pipes
+        assert pipes.err_bytes >= 10 * 1024 * 1024 and len(pipes.stderr) == 50
+        assert "fake flood" in env.client.stderr_tail(1)
+
+
+def test_slow_start_within_ready_timeout(sample_proofs):
+    cfg = fake_config(env={"FAKE_PANTOGRAPH_READY_DELAY": "1.5"}, ready_timeout=15)
+    with PantographEnv(cfg) as env:
+        assert env.start(sample_proofs[0]).goals == first_step(sample_proofs[0])[0]
+
+
+def test_hang_at_start_is_typed_error_with_stderr_within_ready_timeout(tmp_path):
+    wrapper = fake_wrapper(tmp_path / "repl", "echo 'importing Mathlib (fake), please wait' >&2")
+    cfg = fake_config(
+        command=str(wrapper), env={"FAKE_PANTOGRAPH_HANG_START": "1"}, ready_timeout=1.5
+    )
+    env = AsyncPantographEnv(cfg)
+    t0 = time.monotonic()
+    with pytest.raises(ReplStartError) as err:
+        asyncio.run(env.open())
+    elapsed = time.monotonic() - t0
+    assert elapsed < 1.5 + 1.5, elapsed  # (includes running `--version` first)
+    msg = str(err.value)
+    assert "did not print 'ready.' within 1.5 s" in msg and "importing Mathlib (fake)" in msg
+    asyncio.run(env.close())
+
+
+def test_exit_without_ready_reports_stderr():
+    cfg = fake_config(env={"FAKE_PANTOGRAPH_NO_READY": "1"})
+
+    async def main():
+        async with AsyncPantographEnv(cfg):
+            pass
+
+    with pytest.raises(ReplStartError) as err:
+        asyncio.run(main())
+    msg = str(err.value)
+    assert "exited with code 1" in msg and "invalid header" in msg and "Mathlib.olean" in msg
+
+
+def test_bad_core_option_fails_start_with_stderr():
+    with pytest.raises(ReplStartError, match="invalid configuration option"):
+        with PantographEnv(fake_config(core_options=["bogus"])):
+            pass
+
+
+# -------------------------------------------------------------------------------- guards
+
+
+def test_memory_guard_restarts_after_n_requests_between_theorems(sample_proofs):
+    with PantographEnv(fake_config(max_requests=6)) as env:
+        state = env.start(sample_proofs[0])
+        pid = env.client.pid
+        for _ in range(8):  # mid-search: never restarted, even past the limit
+            env.run_tactic(state, "exact not_recorded")
+        assert env.client.pid == pid and env.client.requests_since_start > 6
+        new = env.start(sample_proofs[1])  # between theorems: restarted
+        assert env.client.pid != pid and new.goals == first_step(sample_proofs[1])[0]
+        with pytest.raises(StaleStateError):
+            env.run_tactic(state, "simp")
+        # options (the tactic timeout) are restored on the new process
+        assert env.run_async(env.client.options_print())["timeout"] == 10000
+
+
+def test_memory_guard_rss_limit(sample_proofs):
+    with PantographEnv(fake_config(max_rss_mb=1)) as env:  # any process is above 1 MB
+        env.start(sample_proofs[0])
+        pid = env.client.pid
+        assert env.client.process.rss_bytes() > 1024 * 1024
+        env.start(sample_proofs[1])
+        assert env.client.pid != pid
+
+
+# --------------------------------------------------------------------------- launch details
+
+
+def test_lean_path_from_mock_lake(tmp_path, monkeypatch, sample_proofs):
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    calls = tmp_path / "lake-calls"
+    write_script(
+        bindir / "lake",
+        f'echo "$PWD $*" >> {calls}\nprintf "/proj/.lake/build/lib/lean:/deps/lib/lean\\n\\n"',
+    )
+    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "lean-toolchain").write_text("leanprover/lean4:v4.29.1\n")
+    seen = tmp_path / "seen"
+    wrapper = fake_wrapper(tmp_path / "repl", f'echo "$LEAN_PATH|$PWD" >> {seen}')
+    with PantographEnv(fake_config(command=str(wrapper), project_dir=project)) as env:
+        env.start(sample_proofs[0])
+    assert calls.read_text().split("\n")[0] == f"{project} env printenv LEAN_PATH"
+    # stripped and decoded; the REPL ran in the project directory (--version too)
+    assert (
+        seen.read_text().split("\n")[-2] == f"/proj/.lake/build/lib/lean:/deps/lib/lean|{project}"
+    )
+
+    # an explicit lean_path skips lake
+    calls.unlink()
+    with PantographEnv(
+        fake_config(command=str(wrapper), project_dir=project, lean_path="/explicit")
+    ) as env:
+        env.open()
+    assert not calls.exists()
+    assert seen.read_text().split("\n")[-2] == f"/explicit|{project}"
+
+
+def test_version_mismatch_is_refused_at_launch(tmp_path):
+    from fake_pantograph.launcher import write_fake_binary
+
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "lean-toolchain").write_text("leanprover/lean4:v4.29.1\n")
+    old = write_fake_binary(
+        tmp_path / "old",
+        lean_toolchain="leanprover/lean4:v4.21.0",
+        env={"FAKE_PANTOGRAPH_VERSION": "0.3.4"},
+    )
+    with pytest.raises(VersionMismatchError, match="v4.21.0"):
+        with PantographEnv(fake_config(command=str(old), project_dir=project, lean_path="")):
+            pass
+    good = write_fake_binary(tmp_path / "good")  # 0.3.15/v4.29.1 + matching lean-toolchain
+    with PantographEnv(fake_config(command=str(good), project_dir=project, lean_path="")) as env:
+        env.open()
+        assert env.client.version.pantograph == "0.3.15" and env.client.lean_version == "4.29.1"
+
+
+# ------------------------------------------------------------------------------ sync/async
+
+
+def test_sync_env_inside_running_event_loop(sample_proofs):
+    async def notebook_cell():
+        # Jupyter runs cells inside a live loop: the blocking env must still work there.
+        asyncio.get_running_loop()
+        with PantographEnv(fake_config()) as env:
+            state = env.start(sample_proofs[0])
+            _, tactic, after = first_step(sample_proofs[0])
+            return state.goals, env.run_tactic(state, tactic)
+
+    goals, result = asyncio.run(notebook_cell())
+    assert goals == first_step(sample_proofs[0])[0]
+    assert goals_of(result) == first_step(sample_proofs[0])[2]
+
+
+def test_async_env_context_manager_and_close(sample_proofs):
+    async def main():
+        async with AsyncPantographEnv(fake_config()) as env:
+            state = await env.start(sample_proofs[0])
+            proc = env.client.process
+            _, tactic, after = first_step(sample_proofs[0])
+            result = await env.run_tactic(state, tactic)
+            assert goals_of(result) == after
+        assert env.client.closed and not proc.alive
+        return proc
+
+    proc = asyncio.run(main())
+    assert proc.transport.get_returncode() is not None
+
+
+def test_sync_close_stops_thread(sample_proofs):
+    env = PantographEnv(fake_config())
+    env.start(sample_proofs[0])
+    thread = env._thread.thread
+    env.close()
+    assert not thread.is_alive()
+    with pytest.raises(Exception, match="closed"):
+        env.start(sample_proofs[0])
+
+
+def test_missing_lake_for_project_is_lean_not_found(tmp_path, monkeypatch):
+    from lean_dojo_v2.interaction import LeanNotFoundError
+
+    monkeypatch.setenv("PATH", str(tmp_path))  # no lake anywhere
+    env = AsyncPantographEnv(fake_config(project_dir=tmp_path))
+    with pytest.raises(LeanNotFoundError) as err:
+        asyncio.run(env.open())
+    assert "lake" in str(err.value) and "elan" in str(err.value) and "lean_path" in str(err.value)
+
+
+def test_goal_root_after_finishing_and_contract(env, minif2f_theorems):
+    from lean_dojo_v2.interaction import AsyncProofEnv
+
+    assert isinstance(env, ProofEnv) and isinstance(env.aenv, AsyncProofEnv)
+    thm = minif2f_theorems[0]
+    state = env.start(thm)
+    assert env.goal_root(state) is None  # nothing assigned yet
+    done = replay_chain(env, thm)
+    assert isinstance(done, ProofFinished) and done.handle is not None
+    root = env.goal_root(done)
+    assert root and thm.traced_tactics[-1].tactic.split()[0] in root

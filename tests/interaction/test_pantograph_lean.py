@@ -1,0 +1,105 @@
+"""Integration tests against a real Lean toolchain and Pantograph binary.
+
+They run only where ``lean``/``lake`` are on PATH (the shared conftest skips ``lean``-marked tests
+otherwise) and a Pantograph REPL is found (``LEAN_DOJO_V2_PANTOGRAPH``, PyPantograph, or
+``LEAN_DOJO_V2_PANTOGRAPH_CHECKOUT``). Only ``Init`` is imported, so no project is needed; the
+Lean version check is skipped (no project ``lean-toolchain`` to compare with).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from lean_dojo_v2.data import Pos, Theorem
+from lean_dojo_v2.interaction import (
+    LeanNotFoundError,
+    PantographConfig,
+    PantographEnv,
+    ProofFinished,
+    ProofState,
+    TacticError,
+    TacticTimeout,
+)
+from lean_dojo_v2.interaction.pantograph import locate_repl
+
+pytestmark = [pytest.mark.lean, pytest.mark.timeout(600)]
+
+
+@pytest.fixture(scope="module")
+def lean_env():
+    try:
+        locate_repl()
+    except LeanNotFoundError as exc:
+        pytest.skip(f"no Pantograph binary: {exc}")
+    with PantographEnv(PantographConfig(imports=("Init",), ready_timeout=300)) as env:
+        yield env
+
+
+def test_expr_start_intro_omega(lean_env):
+    state = lean_env.start_expr("∀ (a b : Nat), a + b = b + a")
+    assert state.goals == ("⊢ ∀ (a b : Nat), a + b = b + a",)
+    after = lean_env.run_tactic(state, "intro a b")
+    assert isinstance(after, ProofState) and len(after.goals) == 1
+    lines = after.goals[0].split("\n")
+    assert lines[0] == "a b : Nat" and lines[-1] == "⊢ a + b = b + a"  # grouped like ppGoal
+    assert isinstance(lean_env.run_tactic(after, "omega"), ProofFinished)
+    bad = lean_env.run_tactic(after, "exact rfl")
+    assert isinstance(bad, TacticError) and bad.kind == "tactic" and bad.message
+    parse = lean_env.run_tactic(after, "rw [Nat.add_comm")
+    assert parse.kind == "parse"
+    sorry = lean_env.run_tactic(after, "sorry")
+    assert sorry.kind == "sorry"
+
+
+def test_copy_from_named_theorem(lean_env):
+    thm = Theorem(
+        "https://github.com/leanprover/lean4",
+        "",
+        "src/Init/Core.lean",
+        "Nat.add_comm",
+        Pos(1, 1),
+        Pos(1, 1),
+    )
+    state = lean_env.start(thm)
+    assert len(state.goals) == 1 and state.goals[0].startswith("⊢ ∀ (n m : Nat)")
+
+
+def test_repl_timeout_keeps_process(lean_env):
+    state = lean_env.start_expr("True")
+    pid = lean_env.client.pid
+    result = lean_env.run_tactic(state, "sleep 5000; trivial", timeout=0.5)
+    assert isinstance(result, TacticTimeout)
+    assert lean_env.client.pid == pid
+    assert isinstance(lean_env.run_tactic(state, "trivial"), ProofFinished)
+
+
+def test_check_and_verify_tiny_file(lean_env):
+    ok = lean_env.check_source("theorem ldv2_t (a b : Nat) : a + b = b + a := by\n  omega\n")
+    assert ok.ok and ok.checked_by == "lean"
+    bad = lean_env.check_source("theorem ldv2_u : 1 = 2 := by\n  decide\n")
+    assert not bad.ok
+    sorry = lean_env.check_source("theorem ldv2_v : 1 = 1 := by\n  sorry\n")
+    assert not sorry.ok
+    thm = Theorem(
+        "local",
+        "",
+        "Scratch.lean",
+        "ldv2_w",
+        Pos(1, 1),
+        Pos(1, 1),
+        theorem_statement="theorem ldv2_w (a b : Nat) : a + b = b + a := by",
+        has_statement_field=True,
+    )
+    assert lean_env.verify(thm, "omega").ok
+    # a theorem that is already in the environment is re-checked under a fresh name
+    core = Theorem(
+        "local",
+        "",
+        "Init/Core.lean",
+        "Nat.add_comm",
+        Pos(1, 1),
+        Pos(1, 1),
+        theorem_statement="theorem Nat.add_comm (n m : Nat) : n + m = m + n",
+        has_statement_field=True,
+    )
+    assert lean_env.verify(core, "omega").ok
