@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import json
 
 import pytest
 
-from lean_dojo_v2.data import Theorem, TracedTactic, goal_texts, load_theorems, sample_dataset_path
-from lean_dojo_v2.data.model import Pos
+from lean_dojo_v2.data import Theorem, goal_texts, load_theorems, sample_dataset_path
 from lean_dojo_v2.interaction import (
     ProofEnv,
     ProofFinished,
@@ -184,29 +182,9 @@ def test_multi_line_tactic_round_trips_through_split_tactics(env, theorems):
     assert not isinstance(env.run_tactic(state, split_tactics(proof)[0]), TacticError)
 
 
-def test_minif2f_proofs_recorded_by_minictx(shared_data):
+def test_minif2f_proofs_recorded_by_minictx(minif2f_theorems):
     """A second source of real transitions (miniF2F, Lean 4 + Mathlib): whole proofs from the start."""
-    rows = json.loads(
-        (shared_data / "minictx" / "derived" / "minif2f_test_traced_tactics.json").read_text()
-    )
-    theorems = [
-        Theorem(
-            url="https://github.com/rah4927/lean-dojo-mew",
-            commit="d00c776260c77de7e70125ef0cd119de6c0ff1de",
-            file_path="MiniF2F/Test.lean",
-            full_name=row["full_name"],
-            start=Pos(1, 1),
-            end=Pos(1, 1),
-            traced_tactics=[
-                TracedTactic.unannotated(t["tactic"], t["state_before"], t["state_after"])
-                for t in row["traced_tactics"]
-            ],
-        )
-        for row in rows
-        # Skip the source's malformed rows: comment markers left in a state, or an empty state.
-        if not any("-/" in t["state_after"] + t["state_before"] for t in row["traced_tactics"])
-        and all(t["state_before"].strip() for t in row["traced_tactics"])
-    ]
+    theorems = minif2f_theorems
     env = ReplayEnv.from_theorems(theorems)
     ok = 0
     for thm in theorems:
