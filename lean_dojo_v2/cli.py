@@ -151,6 +151,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sp.add_argument("--json", action="store_true", help="print split sizes as JSON")
     sp.set_defaults(func=cmd_data_split)
+
+    from .database.cli import add_db_parser
+
+    add_db_parser(sub)
     return parser
 
 

@@ -148,7 +148,20 @@ def test_malformed_input_names_record(capsys, tmp_path, b4_records_path):
 
 
 @pytest.mark.parametrize(
-    "argv", [[], ["quickstart"], ["data"], ["data", "stats"], ["data", "split"]]
+    "argv",
+    [
+        [],
+        ["quickstart"],
+        ["data"],
+        ["data", "stats"],
+        ["data", "split"],
+        ["db"],
+        ["db", "add"],
+        ["db", "list"],
+        ["db", "stats"],
+        ["db", "export"],
+        ["db", "import-json"],
+    ],
 )
 def test_every_command_has_help(argv):
     proc = subprocess.run(

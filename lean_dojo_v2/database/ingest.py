@@ -1,0 +1,627 @@
+"""Turning theorems, premise files and traced files into rows, in batches, inside one transaction.
+
+The caller opens the write transaction; :class:`Ingest` assigns row ids itself (it holds the write
+lock, so ``max(id) + 1`` is stable) and sends rows with ``executemany`` a batch at a time, so memory
+stays at one batch whatever the size of the repository.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import sqlite3
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ..data import Pos, PremiseFile, Theorem, find_sorry_tokens
+from ..errors import DataFormatError
+
+BATCH_THEOREMS = 512
+_KNOWN = frozenset(
+    (
+        "url",
+        "commit",
+        "file_path",
+        "full_name",
+        "theorem_statement",
+        "start",
+        "end",
+        "traced_tactics",
+    )
+)
+
+_INSERT_FILE = "INSERT INTO files (id, repository_id, path, traced_ord) VALUES (?, ?, ?, ?)"
+_INSERT_THEOREM = (
+    "INSERT INTO theorems (id, repository_id, file_id, full_name, start_line, start_col, "
+    "end_line, end_col, num_tactics) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_INSERT_THEOREM_FULL = (
+    "INSERT INTO theorems (id, repository_id, file_id, full_name, start_line, start_col, "
+    "end_line, end_col, num_tactics, sorry_status, sorry_source, url, commit_hash, "
+    "theorem_statement, has_statement, extra, upstream_difficulty) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_INSERT_TACTIC = (
+    "INSERT INTO tactics (theorem_id, idx, tactic, annotated_tactic, state_before, state_after) "
+    "VALUES (?, ?, ?, ?, ?, ?)"
+)
+_INSERT_REF = (
+    "INSERT INTO premise_refs (id, repository_id, full_name, def_path, def_line, def_col, "
+    "def_end_line, def_end_col) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_INSERT_USE = "INSERT INTO premise_uses (theorem_id, tactic_idx, idx, ref_id) VALUES (?, ?, ?, ?)"
+_INSERT_PREMISE_FILE = (
+    "INSERT INTO premise_files (file_id, repository_id, corpus_ord, imports) VALUES (?, ?, ?, ?)"
+)
+_INSERT_PREMISE = (
+    "INSERT INTO premises (id, file_id, idx, full_name, code, start_line, start_col, end_line, "
+    "end_col, kind) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+def encode_json(value: object) -> str:
+    """JSON text for values kept verbatim (``extra`` keys, metadata); ``json.loads`` gives back an
+    equal value."""
+    return json.dumps(value, ensure_ascii=False, default=_json_default)
+
+
+def _json_default(value: object) -> object:
+    isoformat = getattr(value, "isoformat", None)
+    if callable(isoformat):
+        return isoformat()
+    if isinstance(value, Path):
+        return str(value)
+    raise TypeError(f"cannot store a {type(value).__name__} in the database: {value!r}")
+
+
+class SourceSorry:
+    """Finds ``sorry`` tokens in the Lean sources of a checkout (``root/<file_path>``).
+
+    A theorem counts as sorry when a real ``sorry`` token (not in a comment, string or identifier;
+    see :mod:`lean_dojo_v2.data.sorry`) lies between its start and end. Files are scanned once;
+    missing files (e.g. dependencies not checked out) have no sorry.
+    """
+
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root)
+        if not self.root.is_dir():
+            raise DataFormatError(f"source directory {self.root} does not exist")
+        self._cache: dict[str, list[tuple[int, int]]] = {}
+
+    def positions(self, file_path: str) -> list[tuple[int, int]]:
+        hit = self._cache.get(file_path)
+        if hit is None:
+            path = self.root / file_path
+            try:
+                text = path.read_text(encoding="utf-8")
+            except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+                hit = []
+            except UnicodeDecodeError as exc:
+                raise DataFormatError(f"not UTF-8 text: {exc.reason}", file=path) from exc
+            else:
+                hit = sorted(find_sorry_tokens(text)) if "sorry" in text else []
+            self._cache[file_path] = hit
+        return hit
+
+    def covers(self, file_path: str, start: Pos, end: Pos) -> bool:
+        positions = self.positions(file_path)
+        if not positions:
+            return False
+        i = bisect.bisect_left(positions, (start[0], start[1]))
+        return i < len(positions) and positions[i] <= (end[0], end[1])
+
+
+class Ingest:
+    """Rows of one repository version being added (the caller holds the write transaction)."""
+
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        repository_id: int,
+        url: str,
+        commit: str,
+        source: SourceSorry | None = None,
+    ) -> None:
+        self.conn = conn
+        self.repository_id = repository_id
+        self.url = url
+        self.commit = commit
+        self.source = source
+        self._files: dict[str, int] = {}
+        self._next_file = _next_id(conn, "files")
+        self._next_theorem = _next_id(conn, "theorems")
+        self._next_premise = _next_id(conn, "premises")
+        self._next_ref = _next_id(conn, "premise_refs")
+        self._refs: dict[tuple[str, str, int, int, int, int], int] = {}
+        self._ref_rows: list[tuple] = []
+        self._theorem_rows_full: list[tuple] = []
+        self._seen: dict[tuple[str, str, int, int], tuple[str | None, int | None]] = {}
+        self._file_rows: list[tuple] = []
+        self._theorem_rows: list[tuple] = []
+        self._tactic_rows: list[tuple] = []
+        self._use_rows: list[tuple] = []
+        self._corpus_ord = 0
+        self._corpus_paths: set[str] = set()
+        self._premise_file_rows: list[tuple] = []
+        self._premise_rows: list[tuple] = []
+        self.num_theorems = 0
+
+    # -- files ---------------------------------------------------------------------------------
+
+    def file_id(self, path: str, traced_ord: int | None = None) -> int:
+        fid = self._files.get(path)
+        if fid is None:
+            fid = self._next_file
+            self._next_file += 1
+            self._files[path] = fid
+            self._file_rows.append((fid, self.repository_id, path, traced_ord))
+        return fid
+
+    def add_traced_files(self, paths: Iterable[str], where: str | None = None) -> None:
+        seen: set[str] = set()
+        for i, path in enumerate(paths):
+            if not isinstance(path, str):
+                raise DataFormatError(
+                    f"expected a file path, got {type(path).__name__}", file=where, record=i
+                )
+            if path in seen:
+                continue
+            seen.add(path)
+            self.file_id(path, i)
+        self._flush_files()
+
+    def _flush_files(self) -> None:
+        if self._file_rows:
+            self.conn.executemany(_INSERT_FILE, self._file_rows)
+            self._file_rows.clear()
+
+    # -- corpus --------------------------------------------------------------------------------
+
+    def add_premise_files(self, files: Iterable[PremiseFile], where: str | None = None) -> int:
+        """Add corpus entries in order; returns how many. A path given twice is an error."""
+        n = 0
+        for i, pf in enumerate(files):
+            premises = [
+                (p.full_name, p.code, p.start[0], p.start[1], p.end[0], p.end[1], p.kind)
+                for p in pf.premises
+            ]
+            self._corpus_entry(pf.path, list(pf.imports), premises, where, i)
+            n += 1
+        self._flush_corpus()
+        return n
+
+    def add_corpus_file(self, path: str | Path) -> int:
+        """Add the entries of a ``corpus.jsonl``, line by line (well-formed lines go straight to
+        rows; others are parsed by :meth:`PremiseFile.from_dict` for a precise error)."""
+        n = 0
+        with open(path, "rb") as fh:
+            for i, line in enumerate(fh):
+                if not line.strip():
+                    continue
+                try:
+                    d = orjson.loads(line)
+                except orjson.JSONDecodeError:
+                    try:
+                        d = json.loads(line)
+                    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+                        raise DataFormatError(f"invalid JSON: {exc}", file=path, record=i) from None
+                entry = _raw_corpus_entry(d)
+                if entry is None:
+                    try:
+                        pf = PremiseFile.from_dict(d)
+                    except DataFormatError as exc:
+                        raise exc.located(file=path, record=i) from None
+                    entry = (
+                        pf.path,
+                        list(pf.imports),
+                        [
+                            (
+                                p.full_name,
+                                p.code,
+                                p.start[0],
+                                p.start[1],
+                                p.end[0],
+                                p.end[1],
+                                p.kind,
+                            )
+                            for p in pf.premises
+                        ],
+                    )
+                self._corpus_entry(*entry, str(path), i)
+                n += 1
+        self._flush_corpus()
+        return n
+
+    def _corpus_entry(
+        self,
+        path: str,
+        imports: list[str],
+        premises: list[tuple[str, str, int, int, int, int, str]],
+        where: str | None,
+        record: int,
+    ) -> None:
+        if path in self._corpus_paths:
+            raise DataFormatError(
+                f"file {path!r} appears twice in the corpus", file=where, record=record
+            )
+        self._corpus_paths.add(path)
+        fid = self.file_id(path)
+        self._premise_file_rows.append(
+            (fid, self.repository_id, self._corpus_ord, encode_json(imports))
+        )
+        self._corpus_ord += 1
+        pid = self._next_premise
+        rows = self._premise_rows
+        for j, p in enumerate(premises):
+            rows.append((pid, fid, j, *p))
+            pid += 1
+        self._next_premise = pid
+        if len(rows) >= 4096:
+            self._flush_corpus()
+
+    def _flush_corpus(self) -> None:
+        self._flush_files()
+        if self._premise_file_rows:
+            self.conn.executemany(_INSERT_PREMISE_FILE, self._premise_file_rows)
+            self._premise_file_rows.clear()
+        if self._premise_rows:
+            self.conn.executemany(_INSERT_PREMISE, self._premise_rows)
+            self._premise_rows.clear()
+
+    # -- theorems ------------------------------------------------------------------------------
+
+    def add_theorem(
+        self,
+        t: Theorem,
+        *,
+        file: str | None = None,
+        record: int | None = None,
+        status: str | None = None,
+        sorry_source: str | None = None,
+        upstream_difficulty: str | None = None,
+    ) -> None:
+        """Queue one theorem. ``status`` None means: detect (a tactic with a ``sorry`` token, or a
+        ``sorry`` in the source between the theorem's start and end)."""
+        key = (t.file_path, t.full_name, t.start[0], t.start[1])
+        first = self._seen.get(key)
+        if first is not None:
+            where = f" (first at file {first[0]}, record {first[1]})" if first[0] else ""
+            raise DataFormatError(
+                f"duplicate theorem {t.full_name!r} at {t.file_path}:{t.start[0]}:{t.start[1]}{where}",
+                file=file,
+                record=record,
+            )
+        self._seen[key] = (file, record)
+        tactics = t.traced_tactics
+        if status is None:
+            if t.has_sorry:
+                status, sorry_source = "sorry_unproved", "tactic"
+            elif self.source is not None and self.source.covers(t.file_path, t.start, t.end):
+                status, sorry_source = "sorry_unproved", "source"
+            else:
+                status, sorry_source = "proven", None
+        tid = self._next_theorem
+        self._next_theorem += 1
+        self._queue_theorem(
+            tid,
+            t.file_path,
+            t.full_name,
+            t.start,
+            t.end,
+            len(tactics),
+            status,
+            sorry_source,
+            t.url,
+            t.commit,
+            t.theorem_statement,
+            t.has_statement_field or t.theorem_statement is not None,
+            t.extra or None,
+            upstream_difficulty,
+        )
+        tactic_rows = self._tactic_rows
+        use_rows = self._use_rows
+        ref = self._ref
+        for i, tac in enumerate(tactics):
+            text = tac.tactic
+            annotated = tac.annotated_tactic
+            tactic_rows.append(
+                (
+                    tid,
+                    i,
+                    text,
+                    None if annotated == text else annotated,
+                    tac.state_before,
+                    tac.state_after,
+                )
+            )
+            for j, a in enumerate(tac.annotations):
+                p, e = a.def_pos, a.def_end_pos
+                use_rows.append((tid, i, j, ref(a.full_name, a.def_path, p[0], p[1], e[0], e[1])))
+        self.num_theorems += 1
+        if len(self._theorem_rows) + len(self._theorem_rows_full) >= BATCH_THEOREMS:
+            self.flush()
+
+    def _ref(self, name: str, path: str, l1: int, c1: int, l2: int, c2: int) -> int:
+        key = (name, path, l1, c1, l2, c2)
+        rid = self._refs.get(key)
+        if rid is None:
+            rid = self._refs[key] = self._next_ref
+            self._next_ref += 1
+            self._ref_rows.append((rid, self.repository_id, *key))
+        return rid
+
+    def _queue_theorem(
+        self,
+        tid: int,
+        file_path: str,
+        full_name: str,
+        start: Any,
+        end: Any,
+        num_tactics: int,
+        status: str,
+        sorry_source: str | None,
+        url: str,
+        commit: str,
+        statement: str | None,
+        has_statement: bool,
+        extra: dict[str, Any] | None,
+        upstream_difficulty: str | None,
+    ) -> None:
+        fid = self.file_id(file_path)
+        url_o = None if url == self.url else url
+        commit_o = None if commit == self.commit else commit
+        if (
+            status == "proven"
+            and url_o is None
+            and commit_o is None
+            and not has_statement
+            and extra is None
+            and upstream_difficulty is None
+        ):
+            # The common case binds 9 values instead of 17.
+            self._theorem_rows.append(
+                (
+                    tid,
+                    self.repository_id,
+                    fid,
+                    full_name,
+                    start[0],
+                    start[1],
+                    end[0],
+                    end[1],
+                    num_tactics,
+                )
+            )
+        else:
+            self._theorem_rows_full.append(
+                (
+                    tid,
+                    self.repository_id,
+                    fid,
+                    full_name,
+                    start[0],
+                    start[1],
+                    end[0],
+                    end[1],
+                    num_tactics,
+                    status,
+                    sorry_source,
+                    url_o,
+                    commit_o,
+                    statement,
+                    1 if has_statement else 0,
+                    encode_json(extra) if extra else None,
+                    upstream_difficulty,
+                )
+            )
+
+    def add_records(self, records: Any, file: str) -> None:
+        """Queue the raw records of one split file (a JSON list, as parsed).
+
+        Well-formed records (the LeanDojo shape with ``[line, column]`` lists) go straight to rows;
+        anything else is handed to :meth:`Theorem.from_dict`, which either accepts it (other
+        position forms) or raises the error naming the record and field.
+        """
+        if not isinstance(records, list):
+            raise DataFormatError(
+                f"expected a JSON list of records, got {type(records).__name__}", file=file
+            )
+        fast = self._add_raw
+        for i, d in enumerate(records):
+            if not fast(d, file, i):
+                try:
+                    t = Theorem.from_dict(d)
+                except DataFormatError as exc:
+                    raise exc.located(file=file, record=i) from None
+                self.add_theorem(t, file=file, record=i)
+
+    def _add_raw(self, d: Any, file: str, record: int) -> bool:
+        """Rows straight from a well-formed raw record; False (nothing queued) when the record
+        needs the careful path."""
+        if type(d) is not dict:
+            return False
+        url = d.get("url")
+        commit = d.get("commit")
+        file_path = d.get("file_path")
+        full_name = d.get("full_name")
+        start = d.get("start")
+        end = d.get("end")
+        tactics = d.get("traced_tactics")
+        if not (
+            type(url) is str
+            and type(commit) is str
+            and type(file_path) is str
+            and type(full_name) is str
+            and type(start) is list
+            and len(start) == 2
+            and type(start[0]) is int
+            and type(start[1]) is int
+            and type(end) is list
+            and len(end) == 2
+            and type(end[0]) is int
+            and type(end[1]) is int
+            and type(tactics) is list
+        ):
+            return False
+        has_statement = "theorem_statement" in d
+        statement = d["theorem_statement"] if has_statement else None
+        if statement is not None and type(statement) is not str:
+            return False
+        extra = None
+        if len(d) != 7 + has_statement:
+            extra = {k: v for k, v in d.items() if k not in _KNOWN}
+        # Tactics and premise uses: build locally, commit to the buffers only when all are valid.
+        tid = self._next_theorem
+        tactic_rows = []
+        use_rows = []
+        ref = self._ref
+        sorry = False
+        for i, tac in enumerate(tactics):
+            if type(tac) is not dict:
+                return False
+            text = tac.get("tactic")
+            annotated = tac.get("annotated_tactic")
+            before = tac.get("state_before")
+            after = tac.get("state_after")
+            if not (
+                type(text) is str
+                and type(annotated) is list
+                and len(annotated) == 2
+                and type(before) is str
+                and type(after) is str
+            ):
+                return False
+            marked, provenances = annotated
+            if type(marked) is not str or type(provenances) is not list:
+                return False
+            for j, a in enumerate(provenances):
+                if type(a) is not dict:
+                    return False
+                name = a.get("full_name")
+                path = a.get("def_path")
+                p = a.get("def_pos")
+                e = a.get("def_end_pos")
+                if not (
+                    type(name) is str
+                    and type(path) is str
+                    and type(p) is list
+                    and len(p) == 2
+                    and type(p[0]) is int
+                    and type(p[1]) is int
+                    and type(e) is list
+                    and len(e) == 2
+                    and type(e[0]) is int
+                    and type(e[1]) is int
+                ):
+                    return False
+                # A reference made here for a record that then takes the careful path is
+                # reused by it (same key), so nothing is left dangling.
+                use_rows.append((tid, i, j, ref(name, path, p[0], p[1], e[0], e[1])))
+            if not sorry and "sorry" in text and find_sorry_tokens(text):
+                sorry = True
+            tactic_rows.append((tid, i, text, None if marked == text else marked, before, after))
+        key = (file_path, full_name, start[0], start[1])
+        first = self._seen.get(key)
+        if first is not None:
+            where = f" (first at file {first[0]}, record {first[1]})" if first[0] else ""
+            raise DataFormatError(
+                f"duplicate theorem {full_name!r} at {file_path}:{start[0]}:{start[1]}{where}",
+                file=file,
+                record=record,
+            )
+        self._seen[key] = (file, record)
+        if sorry:
+            status, source = "sorry_unproved", "tactic"
+        elif self.source is not None and self.source.covers(file_path, start, end):
+            status, source = "sorry_unproved", "source"
+        else:
+            status, source = "proven", None
+        self._queue_theorem(
+            tid,
+            file_path,
+            full_name,
+            start,
+            end,
+            len(tactics),
+            status,
+            source,
+            url,
+            commit,
+            statement,
+            has_statement,
+            extra,
+            None,
+        )
+        self._tactic_rows += tactic_rows
+        self._use_rows += use_rows
+        self._next_theorem = tid + 1
+        self.num_theorems += 1
+        if len(self._theorem_rows) + len(self._theorem_rows_full) >= BATCH_THEOREMS:
+            self.flush()
+        return True
+
+    def flush(self) -> None:
+        self._flush_files()
+        conn = self.conn
+        if self._ref_rows:
+            conn.executemany(_INSERT_REF, self._ref_rows)
+            self._ref_rows.clear()
+        if self._theorem_rows:
+            conn.executemany(_INSERT_THEOREM, self._theorem_rows)
+            self._theorem_rows.clear()
+        if self._theorem_rows_full:
+            conn.executemany(_INSERT_THEOREM_FULL, self._theorem_rows_full)
+            self._theorem_rows_full.clear()
+        if self._tactic_rows:
+            conn.executemany(_INSERT_TACTIC, self._tactic_rows)
+            self._tactic_rows.clear()
+        if self._use_rows:
+            conn.executemany(_INSERT_USE, self._use_rows)
+            self._use_rows.clear()
+
+
+def _raw_corpus_entry(d: Any) -> tuple[str, list[str], list[tuple]] | None:
+    """(path, imports, premise rows) of a well-formed raw corpus line, else None."""
+    if type(d) is not dict:
+        return None
+    path = d.get("path")
+    imports = d.get("imports")
+    premises = d.get("premises")
+    if type(path) is not str or type(imports) is not list or type(premises) is not list:
+        return None
+    for imp in imports:
+        if type(imp) is not str:
+            return None
+    rows = []
+    for p in premises:
+        if type(p) is not dict:
+            return None
+        name = p.get("full_name")
+        code = p.get("code")
+        start = p.get("start")
+        end = p.get("end")
+        kind = p.get("kind")
+        if not (
+            type(name) is str
+            and type(code) is str
+            and type(kind) is str
+            and type(start) is list
+            and len(start) == 2
+            and type(start[0]) is int
+            and type(start[1]) is int
+            and type(end) is list
+            and len(end) == 2
+            and type(end[0]) is int
+            and type(end[1]) is int
+        ):
+            return None
+        rows.append((name, code, start[0], start[1], end[0], end[1], kind))
+    return path, imports, rows
+
+
+def _next_id(conn: sqlite3.Connection, table: str) -> int:
+    row = conn.execute(f"SELECT MAX(id) FROM {table}").fetchone()
+    return (row[0] or 0) + 1

@@ -1,0 +1,237 @@
+"""``export_merged_data``: exact round trip, dedup by newest version, splits, merged corpus."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from lean_dojo_v2.data import (
+    Corpus,
+    DatasetDir,
+    Pos,
+    Premise,
+    PremiseFile,
+    SplitSpec,
+    sample_dataset_path,
+    split_theorems,
+)
+from lean_dojo_v2.database import DynamicDatabase
+
+from .conftest import record_key, replicate
+
+
+def _all_records(path: Path, strategy: str = "random") -> list[dict]:
+    return [t.to_dict() for t in DatasetDir(path).all_theorems(strategy)]
+
+
+def test_round_trip_sample(db: DynamicDatabase, records: list[dict], tmp_path: Path) -> None:
+    db.add_repository(sample_dataset_path())
+    out = tmp_path / "out"
+    result = db.export_merged_data(None, out)
+    assert result["total_theorems"] == 100
+    for strategy in ("random", "novel_premises"):
+        got = _all_records(out, strategy)
+        assert len(got) == 100
+        assert sorted(got, key=record_key) == sorted(records, key=record_key)
+    # Byte-level: every exported record is the input record's JSON text.
+    texts = {json.dumps(r) for r in records}
+    raw = (out / "random" / "train.json").read_text()
+    assert raw.startswith("[") and all(json.dumps(r) in texts for r in json.loads(raw))
+    src = sample_dataset_path()
+    assert (out / "corpus.jsonl").read_bytes() == (src / "corpus.jsonl").read_bytes()
+    assert (out / "traced_files.jsonl").read_bytes() == (src / "traced_files.jsonl").read_bytes()
+    meta = json.loads((out / "metadata.json").read_text())
+    assert meta["from_repo"]["commit"] == "29dcec074de168ac2bf835a77ef68bbe069194c5"
+    assert meta["total_theorems"] == 100 and meta["num_premises"] == 185
+    assert meta["num_files_traced"] == 95 and meta["num_premise_files"] == 106
+    assert meta["repositories"][0]["url"] == "https://github.com/leanprover-community/mathlib4"
+
+
+def test_splits_are_the_foundations(db: DynamicDatabase, tmp_path: Path) -> None:
+    db.add_repository(sample_dataset_path())
+    out = tmp_path / "out"
+    spec = SplitSpec(0.1, 0.1)
+    result = db.export_merged_data(None, out, spec=spec)
+    theorems = list(db.theorems())
+    expected = split_theorems(theorems, spec)
+    d = DatasetDir(out)
+    for strategy, by_split in expected.items():
+        for split, ts in by_split.items():
+            got = [t.to_dict() for t in d.theorems(strategy, split)]
+            assert got == [t.to_dict() for t in ts], (strategy, split)
+            assert result["splits"][strategy][split] == len(ts)
+
+
+def test_round_trip_keeps_statement_extra_keys_and_own_url(
+    db: DynamicDatabase, records: list[dict], make_dataset, tmp_path: Path
+) -> None:
+    recs = replicate(records[:20], "https://x/r", "1" * 40)
+    with_stmt = dict(recs[0])
+    with_stmt = {k: with_stmt[k] for k in ("url", "commit", "file_path", "full_name")} | {
+        "theorem_statement": 'theorem foo : 𝔽 = 𝔽 ∧ "q"',
+        **{k: recs[0][k] for k in ("start", "end", "traced_tactics")},
+    }
+    recs[0] = with_stmt
+    recs[1] = {
+        **{k: recs[1][k] for k in ("url", "commit", "file_path", "full_name")},
+        "theorem_statement": None,
+        **{k: recs[1][k] for k in ("start", "end", "traced_tactics")},
+    }
+    recs[2] = dict(recs[2], extra_key={"nested": [1, 2.5, "é", None, True]}, another=7)
+    recs[3] = dict(recs[3], url="https://x/dependency", commit="9" * 40)  # a dependency theorem
+    if recs[4]["traced_tactics"]:
+        t0 = dict(recs[4]["traced_tactics"][0], state_before="x : 𝕜\n⊢ 🎉 goal")
+        recs[4]["traced_tactics"] = [t0] + recs[4]["traced_tactics"][1:]
+    db.add_repository(make_dataset(recs))
+    out = tmp_path / "out"
+    db.export_merged_data(None, out)
+    got = sorted(_all_records(out), key=record_key)
+    assert got == sorted(recs, key=record_key)
+    # key order too (to_dict writes theorem_statement after full_name, extra keys last)
+    by_name = {d["full_name"]: d for d in got}
+    assert list(by_name[recs[0]["full_name"]]) == list(recs[0])
+    assert list(by_name[recs[2]["full_name"]]) == list(recs[2])
+    assert "theorem_statement" in by_name[recs[1]["full_name"]]
+    assert "theorem_statement" not in by_name[recs[5]["full_name"]]
+
+
+def test_dedup_newest_version_wins(
+    db: DynamicDatabase, records: list[dict], make_dataset, tmp_path: Path
+) -> None:
+    old = replicate(records, "https://x/old", "1" * 40)
+    new = replicate(records[:60], "https://x/new", "2" * 40)
+    other = replicate(records[:10], "https://x/other", "3" * 40, tag="o")
+    a = db.add_repository(
+        make_dataset(
+            old,
+            metadata={
+                "from_repo": {"url": "https://x/old", "commit": "1" * 40},
+                "date_processed": "2024-01-01T00:00:00",
+            },
+        )
+    )
+    b = db.add_repository(
+        make_dataset(
+            new,
+            metadata={
+                "from_repo": {"url": "https://x/new", "commit": "2" * 40},
+                "date_processed": "2024-06-01T00:00:00",
+            },
+        )
+    )
+    c = db.add_repository(make_dataset(other))
+    out = tmp_path / "out"
+    # The order given does not matter for who wins.
+    result = db.export_merged_data([b, a, c], out)
+    got = _all_records(out)
+    assert len(got) == 110 and result["total_theorems"] == 110
+    urls = {}
+    for d in got:
+        urls.setdefault(d["url"], 0)
+        urls[d["url"]] += 1
+    assert urls == {"https://x/new": 60, "https://x/old": 40, "https://x/other": 10}
+    names_new = {r["full_name"] for r in new}
+    assert all(d["url"] == "https://x/new" for d in got if d["full_name"] in names_new)
+    # Two exports of the same data are identical.
+    db.export_merged_data([a, b, c], tmp_path / "out2")
+    for f in ("random/train.json", "novel_premises/test.json", "corpus.jsonl"):
+        assert (out / f).read_bytes() == (tmp_path / "out2" / f).read_bytes()
+
+
+def _pf(path: str, imports: list[str], names: list[str]) -> PremiseFile:
+    return PremiseFile(
+        path,
+        imports,
+        [
+            Premise(path, n, f"def {n} := 1", Pos(i + 1, 1), Pos(i + 1, 9), "def")
+            for i, n in enumerate(names)
+        ],
+    )
+
+
+def test_corpus_merged_by_path_in_dependency_order(
+    db: DynamicDatabase, records: list[dict], make_dataset, tmp_path: Path
+) -> None:
+    corpus_a = [_pf("X.lean", [], ["x1"]), _pf("Y.lean", ["X.lean"], ["y_old"])]
+    corpus_b = [
+        _pf("Z.lean", [], ["z1"]),
+        _pf("X.lean", [], ["x1"]),
+        _pf("Y.lean", ["Z.lean", "X.lean"], ["y_new", "y2"]),
+        _pf("W.lean", ["Y.lean"], ["w"]),
+    ]
+    a = db.add_repository(
+        make_dataset(
+            replicate(records[:5], "https://x/a", "1" * 40),
+            corpus=corpus_a,
+            metadata={
+                "from_repo": {"url": "https://x/a", "commit": "1" * 40},
+                "date_processed": "2024-01-01T00:00:00",
+            },
+        )
+    )
+    b = db.add_repository(
+        make_dataset(
+            replicate(records[:5], "https://x/b", "1" * 40, tag="b"),
+            corpus=corpus_b,
+            metadata={
+                "from_repo": {"url": "https://x/b", "commit": "1" * 40},
+                "date_processed": "2025-01-01T00:00:00",
+            },
+        )
+    )
+    out = tmp_path / "out"
+    result = db.export_merged_data([a, b], out)
+    lines = [json.loads(line) for line in (out / "corpus.jsonl").read_text().splitlines()]
+    paths = [d["path"] for d in lines]
+    assert sorted(paths) == ["W.lean", "X.lean", "Y.lean", "Z.lean"]
+    for i, d in enumerate(lines):
+        assert set(d["imports"]) <= set(paths[:i]), d
+    y = next(d for d in lines if d["path"] == "Y.lean")
+    assert [p["full_name"] for p in y["premises"]] == ["y_new", "y2"]
+    assert result["num_premise_files"] == 4 and result["num_premises"] == 5
+    Corpus.from_jsonl(out / "corpus.jsonl")  # the foundation's loader accepts it
+
+
+def test_sorry_theorems_never_train_and_found_proofs(
+    db: DynamicDatabase, records: list[dict], make_dataset, tmp_path: Path
+) -> None:
+    recs = replicate(records, "https://x/r", "1" * 40)
+    proved = [r for r in recs if r["traced_tactics"]][:6]
+    for r in proved:
+        first = dict(r["traced_tactics"][0], tactic="sorry", annotated_tactic=["sorry", []])
+        r["traced_tactics"] = [first]
+    db.add_repository(make_dataset(recs))
+    assert db.count_theorems(status="sorry_unproved") == 6
+    stored = list(db.stored_theorems(status="sorry_unproved"))
+    db.record_proof(stored[0], ["intro x", "simp"], backend="replay", verified=True)
+    out = tmp_path / "out"
+    db.export_merged_data(None, out)
+    d = DatasetDir(out)
+    for strategy in ("random", "novel_premises"):
+        train = {t.full_name for t in d.theorems(strategy, "train")}
+        assert not train & {r["full_name"] for r in proved}
+        test = {t.full_name for t in d.theorems(strategy, "test")}
+        assert {r["full_name"] for r in proved} <= test
+    # The original records come back by default...
+    assert sorted(_all_records(out), key=record_key) == sorted(recs, key=record_key)
+    # ...and with use_found_proofs the proved one carries its proof and may be trained on.
+    out2 = tmp_path / "out2"
+    db.export_merged_data(None, out2, use_found_proofs=True)
+    again = {t.full_name: t for t in DatasetDir(out2).all_theorems()}
+    thm = again[stored[0].theorem.full_name]
+    assert [t.tactic for t in thm.traced_tactics] == ["intro x", "simp"]
+    assert not thm.has_sorry
+
+
+def test_export_drop_sorry_and_counts(
+    db: DynamicDatabase, records: list[dict], make_dataset, tmp_path: Path
+) -> None:
+    recs = replicate(records, "https://x/r", "1" * 40)
+    with_tactics = [r for r in recs if r["traced_tactics"]]
+    with_tactics[0]["traced_tactics"] = [
+        dict(with_tactics[0]["traced_tactics"][0], tactic="exact sorry")
+    ]
+    db.add_repository(make_dataset(recs))
+    result = db.export_merged_data(None, tmp_path / "out", spec=SplitSpec(0.05, 0.05, sorry="drop"))
+    assert result["num_sorry_theorems_unproved"] == 1
+    assert sum(result["splits"]["random"].values()) == 99
