@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import os
 import shutil
 import sqlite3
 import tempfile
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -28,20 +29,17 @@ from ..config import get_settings
 from ..data import (
     Annotation,
     Corpus,
-    DatasetDir,
     Pos,
     PremiseFile,
     Repository,
     SplitSpec,
     Theorem,
     TracedTactic,
-    read_theorems,
 )
 from ..data.dataset import CORPUS_FILE
-from ..data.jsonio import gc_paused, read_json, write_jsonl
+from ..data.jsonio import gc_paused, write_jsonl
 from ..data.model import repo_name_from_url
-from ..data.splits import SPLIT_NAMES
-from ..errors import DataFormatError, DatasetNotFoundError
+from ..errors import DataFormatError
 from .difficulty import (
     CATEGORIES,
     Curriculum,
@@ -51,7 +49,18 @@ from .difficulty import (
     order_repositories,
 )
 from .errors import DatabaseError, NotFoundError
-from .ingest import Ingest, SourceSorry, encode_json
+from .ingest import (
+    Executor,
+    Ingest,
+    SourceSorry,
+    encode_json,
+    feed_dataset,
+    plan_dataset,
+    prepare_dataset,
+)
+from .ingest import (
+    unwrap_prepared as _unwrap,
+)
 from .records import ProofRecord, RepositoryInfo, StoredTheorem, TrainingRun
 from .schema import SCHEMA_VERSION, SORRY_STATUSES, migrate
 
@@ -137,11 +146,6 @@ class _Stub(Theorem):
     __slots__ = ("row_id",)
 
 
-class _AlreadyPresent(Exception):
-    def __init__(self, repository_id: int) -> None:
-        self.repository_id = repository_id
-
-
 _P0 = Pos(0, 0)
 _STUB_SORRY = "sorry"
 
@@ -218,7 +222,8 @@ class DynamicDatabase:
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        """A write transaction (``BEGIN IMMEDIATE``): all of it commits, or none of it."""
+        """A write transaction (``BEGIN IMMEDIATE``): all of it commits, or none of it. The body
+        may end it early with ``ROLLBACK``."""
         conn = self._conn
         if conn.in_transaction:
             raise DatabaseError("a transaction is already open on this connection")
@@ -230,7 +235,8 @@ class DynamicDatabase:
                 conn.execute("ROLLBACK")
             raise
         else:
-            conn.execute("COMMIT")
+            if conn.in_transaction:
+                conn.execute("COMMIT")
 
     @contextmanager
     def snapshot(self) -> Iterator[sqlite3.Connection]:
@@ -311,85 +317,119 @@ class DynamicDatabase:
         )
 
     def _add_dataset(self, path: Path, **kw: Any) -> RepositoryInfo:
-        d = DatasetDir(path)
-        meta = d.metadata()
-        strategy = "random" if (d.path / "random").is_dir() else "novel_premises"
-        split_files = [
-            d.split_path(strategy, s) for s in SPLIT_NAMES if d.split_path(strategy, s).exists()
-        ]
-        if not split_files:
-            raise DatasetNotFoundError(f"{path}/{strategy} has no train/val/test.json")
-        origin = meta.get("from_repo") if isinstance(meta.get("from_repo"), dict) else {}
-        url = kw.pop("url") or origin.get("url")
-        commit = kw.pop("commit") or origin.get("commit")
-        if not url or not commit:
-            first = next((t for f in split_files for t in read_theorems(f)), None)
-            if first is None:
-                raise DataFormatError(
-                    "cannot tell the repository: no url/commit given, none in metadata.json and "
-                    "no theorem records",
-                    file=path,
-                )
-            url, commit = url or first.url, commit or first.commit
-        lean_dojo_version = kw.pop("lean_dojo_version") or next(
-            (
-                meta[k]
-                for k in ("lean_dojo_version", "leandojo_version", "lean_dojo_v2_version")
-                if isinstance(meta.get(k), str)
-            ),
-            None,
-        )
-        lean_version = kw.pop("lean_version") or (
-            meta.get("lean_version") if isinstance(meta.get("lean_version"), str) else None
-        )
-        merged_meta = dict(meta)
-        merged_meta.update(kw.pop("metadata") or {})
-
-        def theorems(ingest: Ingest) -> None:
-            for f in split_files:
-                ingest.add_records(read_json(f), str(f))
-
-        corpus_path = d.path / "corpus.jsonl"
-        traced_path = d.path / "traced_files.jsonl"
+        replace = kw.pop("replace")
+        plan = plan_dataset(path, **kw)
         return self._ingest(
-            url=url,
-            commit=commit,
-            name=kw.pop("name"),
-            lean_version=lean_version,
-            lean_dojo_version=lean_dojo_version,
-            metadata=merged_meta,
-            source_dir=kw.pop("source_dir"),
-            replace=kw.pop("replace"),
-            theorems=theorems,
-            premise_files=corpus_path if corpus_path.exists() else (),
-            corpus_where=str(corpus_path),
-            traced_files=lambda: d.traced_files(),
-            traced_where=str(traced_path),
+            url=plan.url,
+            commit=plan.commit,
+            name=plan.name,
+            lean_version=plan.lean_version,
+            lean_dojo_version=plan.lean_dojo_version,
+            metadata=plan.metadata,
+            replace=replace,
+            write=lambda ex: feed_dataset(plan, Ingest(plan.url, plan.commit, ex, plan.source())),
         )
+
+    def add_repositories(
+        self,
+        sources: Iterable[str | Path | Repository],
+        *,
+        workers: int | None = None,
+        replace: bool = False,
+    ) -> list[RepositoryInfo]:
+        """Add several repository versions, each in its own transaction, in order.
+
+        Dataset directories are read and checked by ``workers`` helper processes (default: one
+        when the machine has more than one CPU) while this process writes the previous one, so
+        adding many repositories takes about the time of writing them. ``workers=0`` reads them
+        here, one after the other. The first bad input raises (as :meth:`add_repository`);
+        the repositories before it stay added.
+        """
+        items = list(sources)
+        if workers is None:
+            workers = 1 if (os.cpu_count() or 1) > 1 else 0
+        if workers <= 0 or sum(1 for x in items if not isinstance(x, Repository)) < 2:
+            return [self.add_repository(x, replace=replace) for x in items]
+        import multiprocessing
+        from concurrent.futures import Future, ProcessPoolExecutor
+
+        # Fork is cheapest where it exists; workers never touch this process's connection and end
+        # without running finalisers.
+        method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+        out: list[RepositoryInfo] = []
+        with ProcessPoolExecutor(
+            max_workers=workers, mp_context=multiprocessing.get_context(method)
+        ) as pool:
+            pending: list[tuple[Any, Future[Any] | None]] = []
+            queue = iter(items)
+
+            def submit_next() -> None:
+                for item in queue:
+                    if isinstance(item, Repository):
+                        pending.append((item, None))
+                        return
+                    plan = plan_dataset(Path(item))
+                    if not replace and self._find_repository(plan.url, plan.commit) is not None:
+                        pending.append((plan, None))  # already present: nothing to read
+                        return
+                    pending.append((plan, pool.submit(prepare_dataset, plan)))
+                    return
+
+            for _ in range(workers + 1):
+                submit_next()
+            while pending:
+                item, future = pending.pop(0)
+                submit_next()
+                if isinstance(item, Repository):
+                    out.append(self.add_repository(item, replace=replace))
+                    continue
+                if future is None:
+                    found = self._find_repository(item.url, item.commit)
+                    if found is not None:
+                        out.append(found)
+                        continue
+                    future = pool.submit(prepare_dataset, item)
+                batches = _unwrap(future.result())
+                out.append(
+                    self._ingest(
+                        url=item.url,
+                        commit=item.commit,
+                        name=item.name,
+                        lean_version=item.lean_version,
+                        lean_dojo_version=item.lean_dojo_version,
+                        metadata=item.metadata,
+                        replace=replace,
+                        write=lambda ex, b=batches: [ex(kind, rows) for kind, rows in b],
+                    )
+                )
+        return out
 
     def _add_traced(self, repo: Repository, **kw: Any) -> RepositoryInfo:
         metadata = dict(repo.metadata)
         metadata.update(kw.pop("metadata") or {})
         lean_dojo_version = kw.pop("lean_dojo_version") or metadata.get("lean_dojo_version")
 
-        def theorems(ingest: Ingest) -> None:
+        url = kw.pop("url") or repo.url
+        commit = kw.pop("commit") or repo.commit
+        source_dir = kw.pop("source_dir")
+
+        def write(ex: Executor) -> None:
+            ingest = Ingest(url, commit, ex, SourceSorry(source_dir) if source_dir else None)
+            ingest.add_traced_files(repo.traced_files)
+            ingest.add_premise_files(repo.premise_files)
             for i, t in enumerate(repo.theorems):
                 ingest.add_theorem(t, record=i)
+            ingest.flush()
 
         return self._ingest(
-            url=kw.pop("url") or repo.url,
-            commit=kw.pop("commit") or repo.commit,
+            url=url,
+            commit=commit,
             name=kw.pop("name") or repo.name,
             lean_version=kw.pop("lean_version") or repo.lean_version,
             lean_dojo_version=lean_dojo_version if isinstance(lean_dojo_version, str) else None,
             metadata=metadata,
-            source_dir=kw.pop("source_dir"),
             replace=kw.pop("replace"),
-            theorems=theorems,
-            premise_files=repo.premise_files,
-            corpus_where=None,
-            traced_files=lambda: repo.traced_files,
-            traced_where=None,
+            write=write,
         )
 
     def _ingest(
@@ -401,62 +441,16 @@ class DynamicDatabase:
         lean_version: str | None,
         lean_dojo_version: str | None,
         metadata: dict[str, Any],
-        source_dir: str | Path | None,
         replace: bool,
-        theorems: Any,
-        premise_files: Any,
-        corpus_where: str | None,
-        traced_files: Any,
-        traced_where: str | None,
+        write: Callable[[Executor], Any],
     ) -> RepositoryInfo:
-        try:
-            repo_id = self._ingest_new(
-                url=url,
-                commit=commit,
-                name=name,
-                lean_version=lean_version,
-                lean_dojo_version=lean_dojo_version,
-                metadata=metadata,
-                source_dir=source_dir,
-                replace=replace,
-                theorems=theorems,
-                premise_files=premise_files,
-                corpus_where=corpus_where,
-                traced_files=traced_files,
-                traced_where=traced_where,
-            )
-        except _AlreadyPresent as present:
-            repo_id = present.repository_id
-        info = self._repository_by_id(repo_id)
-        assert info is not None
-        return info
-
-    def _ingest_new(
-        self,
-        *,
-        url: str,
-        commit: str,
-        name: str | None,
-        lean_version: str | None,
-        lean_dojo_version: str | None,
-        metadata: dict[str, Any],
-        source_dir: str | Path | None,
-        replace: bool,
-        theorems: Any,
-        premise_files: Any,
-        corpus_where: str | None,
-        traced_files: Any,
-        traced_where: str | None,
-    ) -> int:
+        """Insert the repository row and let ``write`` add the rest, in one transaction."""
         if not isinstance(url, str) or not isinstance(commit, str):
             raise DataFormatError(f"repository url and commit must be text, got {url!r} {commit!r}")
         if not replace:
-            row = self._conn.execute(
-                "SELECT id FROM repositories WHERE url = ? AND commit_hash = ?", (url, commit)
-            ).fetchone()
-            if row is not None:
-                return row[0]
-        source = SourceSorry(source_dir) if source_dir is not None else None
+            found = self._find_repository(url, commit)
+            if found is not None:
+                return found
         with self.transaction() as conn, gc_paused():
             if replace:
                 conn.execute(
@@ -467,7 +461,11 @@ class DynamicDatabase:
                     "SELECT id FROM repositories WHERE url = ? AND commit_hash = ?", (url, commit)
                 ).fetchone()
                 if row is not None:
-                    raise _AlreadyPresent(row[0])
+                    repo_id = row[0]
+                    conn.execute("ROLLBACK")
+                    info = self._repository_by_id(repo_id)
+                    assert info is not None
+                    return info
             repo_id = self._insert_repository(
                 url=url,
                 commit=commit,
@@ -476,15 +474,10 @@ class DynamicDatabase:
                 lean_dojo_version=lean_dojo_version,
                 metadata=metadata,
             )
-            ingest = Ingest(conn, repo_id, url, commit, source)
-            ingest.add_traced_files(traced_files(), traced_where)
-            if isinstance(premise_files, Path):
-                ingest.add_corpus_file(premise_files)
-            else:
-                ingest.add_premise_files(premise_files, corpus_where)
-            theorems(ingest)
-            ingest.flush()
-        return repo_id
+            write(Executor(conn, repo_id))
+        info = self._repository_by_id(repo_id)
+        assert info is not None
+        return info
 
     def _insert_repository(
         self,
@@ -878,11 +871,15 @@ class DynamicDatabase:
                     uses[(tid, i)] = [ann]
                 else:
                     lst.append(ann)
+            prev_after = ""
             for tid, i, text, annotated, before, after in conn.execute(
                 "SELECT theorem_id, idx, tactic, annotated_tactic, state_before, state_after "
                 f"FROM tactics WHERE theorem_id IN ({m}) ORDER BY theorem_id, idx",
                 chunk,
             ):
+                if before is None:  # the same as the previous tactic's state_after
+                    before = prev_after
+                prev_after = after
                 tac = TracedTactic(
                     text,
                     text if annotated is None else annotated,

@@ -1,8 +1,12 @@
-"""Turning theorems, premise files and traced files into rows, in batches, inside one transaction.
+"""Turning theorems, premise files and traced files into rows, a batch at a time.
 
-The caller opens the write transaction; :class:`Ingest` assigns row ids itself (it holds the write
-lock, so ``max(id) + 1`` is stable) and sends rows with ``executemany`` a batch at a time, so memory
-stays at one batch whatever the size of the repository.
+:class:`Ingest` validates input and builds rows with *local* ids (0, 1, 2… within the repository
+being added) and hands each batch to a sink. :class:`Executor` is the sink that writes: inside the
+caller's write transaction it takes ``max(id) + 1`` of each table as the offset and inserts with the
+offsets and the repository id written into the statements as numbers, so no row has to be rebuilt.
+Because rows do not depend on the database, they can also be built in another process and written
+later (:meth:`DynamicDatabase.add_repositories`). Memory stays at one batch (or, when built
+elsewhere, at one repository).
 """
 
 from __future__ import annotations
@@ -10,14 +14,18 @@ from __future__ import annotations
 import bisect
 import json
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from ..data import Pos, PremiseFile, Theorem, find_sorry_tokens
-from ..errors import DataFormatError
+from ..data import DatasetDir, Pos, PremiseFile, Theorem, find_sorry_tokens, read_theorems
+from ..data.jsonio import gc_paused, read_json
+from ..data.splits import SPLIT_NAMES
+from ..errors import DataFormatError, DatasetNotFoundError, LeanDojoError
 
 BATCH_THEOREMS = 512
 _KNOWN = frozenset(
@@ -33,33 +41,90 @@ _KNOWN = frozenset(
     )
 )
 
-_INSERT_FILE = "INSERT INTO files (id, repository_id, path, traced_ord) VALUES (?, ?, ?, ?)"
-_INSERT_THEOREM = (
-    "INSERT INTO theorems (id, repository_id, file_id, full_name, start_line, start_col, "
-    "end_line, end_col, num_tactics) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
-)
-_INSERT_THEOREM_FULL = (
-    "INSERT INTO theorems (id, repository_id, file_id, full_name, start_line, start_col, "
-    "end_line, end_col, num_tactics, sorry_status, sorry_source, url, commit_hash, "
-    "theorem_statement, has_statement, extra, upstream_difficulty) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-)
-_INSERT_TACTIC = (
-    "INSERT INTO tactics (theorem_id, idx, tactic, annotated_tactic, state_before, state_after) "
-    "VALUES (?, ?, ?, ?, ?, ?)"
-)
-_INSERT_REF = (
-    "INSERT INTO premise_refs (id, repository_id, full_name, def_path, def_line, def_col, "
-    "def_end_line, def_end_col) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
-)
-_INSERT_USE = "INSERT INTO premise_uses (theorem_id, tactic_idx, idx, ref_id) VALUES (?, ?, ?, ?)"
-_INSERT_PREMISE_FILE = (
-    "INSERT INTO premise_files (file_id, repository_id, corpus_ord, imports) VALUES (?, ?, ?, ?)"
-)
-_INSERT_PREMISE = (
-    "INSERT INTO premises (id, file_id, idx, full_name, code, start_line, start_col, end_line, "
-    "end_col, kind) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-)
+# Statements with the repository id and the id offsets written in as numbers (``{repo}``,
+# ``{file}``, ``{theorem}``, ``{ref}``, ``{premise}``): fewer values to bind per row, and local ids
+# need no rewriting. Binding values dominates the cost of adding a repository.
+_SQL = {
+    "file": "INSERT INTO files (id, repository_id, path, traced_ord) VALUES (? + {file}, {repo}, ?, ?)",
+    "theorem": (
+        "INSERT INTO theorems (id, repository_id, file_id, full_name, start_line, start_col, "
+        "end_line, end_col, num_tactics) VALUES (? + {theorem}, {repo}, ? + {file}, ?, ?, ?, ?, ?, ?)"
+    ),
+    "theorem_full": (
+        "INSERT INTO theorems (id, repository_id, file_id, full_name, start_line, start_col, "
+        "end_line, end_col, num_tactics, sorry_status, sorry_source, url, commit_hash, "
+        "theorem_statement, has_statement, extra, upstream_difficulty) "
+        "VALUES (? + {theorem}, {repo}, ? + {file}, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    ),
+    "tactic": (
+        "INSERT INTO tactics (theorem_id, idx, tactic, annotated_tactic, state_before, state_after) "
+        "VALUES (? + {theorem}, ?, ?, ?, ?, ?)"
+    ),
+    "ref": (
+        "INSERT INTO premise_refs (id, repository_id, full_name, def_path, def_line, def_col, "
+        "def_end_line, def_end_col) VALUES (? + {ref}, {repo}, ?, ?, ?, ?, ?, ?)"
+    ),
+    "use": (
+        "INSERT INTO premise_uses (theorem_id, tactic_idx, idx, ref_id) "
+        "VALUES (? + {theorem}, ?, ?, ? + {ref})"
+    ),
+    "premise_file": (
+        "INSERT INTO premise_files (file_id, repository_id, corpus_ord, imports) "
+        "VALUES (? + {file}, {repo}, ?, ?)"
+    ),
+    "premise": (
+        "INSERT INTO premises (id, file_id, idx, full_name, code, start_line, start_col, "
+        "end_line, end_col, kind) VALUES (? + {premise}, ? + {file}, ?, ?, ?, ?, ?, ?, ?, ?)"
+    ),
+}
+# Order in which a batch is written (parents before children).
+KINDS = ("file", "ref", "premise_file", "premise", "theorem", "theorem_full", "tactic", "use")
+
+Batch = tuple[str, list[tuple]]
+Sink = Callable[[str, list[tuple]], None]
+
+
+class Executor:
+    """Writes batches of one repository inside the caller's open write transaction.
+
+    Rows go in as multi-row ``INSERT … VALUES (…), (…), …`` statements of up to 64 rows (standard
+    SQL): per statement, not per row, is where a driver spends its time.
+    """
+
+    ROWS_PER_STATEMENT = 64
+
+    def __init__(self, conn: sqlite3.Connection, repository_id: int) -> None:
+        self.conn = conn
+        offsets = {
+            "repo": int(repository_id),
+            "file": _next_id(conn, "files"),
+            "theorem": _next_id(conn, "theorems"),
+            "ref": _next_id(conn, "premise_refs"),
+            "premise": _next_id(conn, "premises"),
+        }
+        self._one: dict[str, str] = {}
+        self._many: dict[str, tuple[str, int]] = {}
+        for kind, sql in _SQL.items():
+            sql = sql.format(**offsets)
+            self._one[kind] = sql
+            head, values = sql.split(" VALUES ", 1)
+            per_row = values.count("?")
+            k = max(1, min(self.ROWS_PER_STATEMENT, 999 // per_row))
+            self._many[kind] = (head + " VALUES " + ", ".join([values] * k), k)
+
+    def __call__(self, kind: str, rows: list[tuple]) -> None:
+        n = len(rows)
+        if not n:
+            return
+        sql, k = self._many[kind]
+        execute = self.conn.execute
+        flat = chain.from_iterable
+        i = 0
+        while i + k <= n:
+            execute(sql, tuple(flat(rows[i : i + k])))
+            i += k
+        if i < n:
+            self.conn.executemany(self._one[kind], rows[i:])
 
 
 def encode_json(value: object) -> str:
@@ -115,26 +180,25 @@ class SourceSorry:
 
 
 class Ingest:
-    """Rows of one repository version being added (the caller holds the write transaction)."""
+    """Validates one repository version's input and builds its rows with local ids, handing them to
+    ``sink(kind, rows)`` a batch at a time (see :data:`KINDS`; parents before children)."""
 
     def __init__(
         self,
-        conn: sqlite3.Connection,
-        repository_id: int,
         url: str,
         commit: str,
+        sink: Sink,
         source: SourceSorry | None = None,
     ) -> None:
-        self.conn = conn
-        self.repository_id = repository_id
         self.url = url
         self.commit = commit
+        self.sink = sink
         self.source = source
         self._files: dict[str, int] = {}
-        self._next_file = _next_id(conn, "files")
-        self._next_theorem = _next_id(conn, "theorems")
-        self._next_premise = _next_id(conn, "premises")
-        self._next_ref = _next_id(conn, "premise_refs")
+        self._next_file = 0
+        self._next_theorem = 0
+        self._next_premise = 0
+        self._next_ref = 0
         self._refs: dict[tuple[str, str, int, int, int, int], int] = {}
         self._ref_rows: list[tuple] = []
         self._theorem_rows_full: list[tuple] = []
@@ -149,6 +213,10 @@ class Ingest:
         self._premise_rows: list[tuple] = []
         self.num_theorems = 0
 
+    def _send(self, kind: str, rows: list[tuple]) -> None:
+        if rows:
+            self.sink(kind, rows)
+
     # -- files ---------------------------------------------------------------------------------
 
     def file_id(self, path: str, traced_ord: int | None = None) -> int:
@@ -157,7 +225,7 @@ class Ingest:
             fid = self._next_file
             self._next_file += 1
             self._files[path] = fid
-            self._file_rows.append((fid, self.repository_id, path, traced_ord))
+            self._file_rows.append((fid, path, traced_ord))
         return fid
 
     def add_traced_files(self, paths: Iterable[str], where: str | None = None) -> None:
@@ -175,8 +243,8 @@ class Ingest:
 
     def _flush_files(self) -> None:
         if self._file_rows:
-            self.conn.executemany(_INSERT_FILE, self._file_rows)
-            self._file_rows.clear()
+            self._send("file", self._file_rows)
+            self._file_rows = []
 
     # -- corpus --------------------------------------------------------------------------------
 
@@ -249,9 +317,7 @@ class Ingest:
             )
         self._corpus_paths.add(path)
         fid = self.file_id(path)
-        self._premise_file_rows.append(
-            (fid, self.repository_id, self._corpus_ord, encode_json(imports))
-        )
+        self._premise_file_rows.append((fid, self._corpus_ord, encode_json(imports)))
         self._corpus_ord += 1
         pid = self._next_premise
         rows = self._premise_rows
@@ -264,12 +330,10 @@ class Ingest:
 
     def _flush_corpus(self) -> None:
         self._flush_files()
-        if self._premise_file_rows:
-            self.conn.executemany(_INSERT_PREMISE_FILE, self._premise_file_rows)
-            self._premise_file_rows.clear()
-        if self._premise_rows:
-            self.conn.executemany(_INSERT_PREMISE, self._premise_rows)
-            self._premise_rows.clear()
+        self._send("premise_file", self._premise_file_rows)
+        self._premise_file_rows = []
+        self._send("premise", self._premise_rows)
+        self._premise_rows = []
 
     # -- theorems ------------------------------------------------------------------------------
 
@@ -324,19 +388,22 @@ class Ingest:
         tactic_rows = self._tactic_rows
         use_rows = self._use_rows
         ref = self._ref
+        prev_after = None
         for i, tac in enumerate(tactics):
             text = tac.tactic
             annotated = tac.annotated_tactic
+            before = tac.state_before
             tactic_rows.append(
                 (
                     tid,
                     i,
                     text,
                     None if annotated == text else annotated,
-                    tac.state_before,
+                    None if before == prev_after else before,
                     tac.state_after,
                 )
             )
+            prev_after = tac.state_after
             for j, a in enumerate(tac.annotations):
                 p, e = a.def_pos, a.def_end_pos
                 use_rows.append((tid, i, j, ref(a.full_name, a.def_path, p[0], p[1], e[0], e[1])))
@@ -347,10 +414,12 @@ class Ingest:
     def _ref(self, name: str, path: str, l1: int, c1: int, l2: int, c2: int) -> int:
         key = (name, path, l1, c1, l2, c2)
         rid = self._refs.get(key)
-        if rid is None:
-            rid = self._refs[key] = self._next_ref
-            self._next_ref += 1
-            self._ref_rows.append((rid, self.repository_id, *key))
+        return rid if rid is not None else self._new_ref(key)
+
+    def _new_ref(self, key: tuple[str, str, int, int, int, int]) -> int:
+        rid = self._refs[key] = self._next_ref
+        self._next_ref += 1
+        self._ref_rows.append((rid, *key))
         return rid
 
     def _queue_theorem(
@@ -381,11 +450,10 @@ class Ingest:
             and extra is None
             and upstream_difficulty is None
         ):
-            # The common case binds 9 values instead of 17.
+            # The common case binds 8 values instead of 16.
             self._theorem_rows.append(
                 (
                     tid,
-                    self.repository_id,
                     fid,
                     full_name,
                     start[0],
@@ -399,7 +467,6 @@ class Ingest:
             self._theorem_rows_full.append(
                 (
                     tid,
-                    self.repository_id,
                     fid,
                     full_name,
                     start[0],
@@ -474,55 +541,67 @@ class Ingest:
         if len(d) != 7 + has_statement:
             extra = {k: v for k, v in d.items() if k not in _KNOWN}
         # Tactics and premise uses: build locally, commit to the buffers only when all are valid.
+        # Anything unexpected (a missing key, another type, a position that is not two
+        # integers) sends the record to the careful path.
         tid = self._next_theorem
         tactic_rows = []
         use_rows = []
-        ref = self._ref
+        refs_get = self._refs.get
+        new_ref = self._new_ref
         sorry = False
-        for i, tac in enumerate(tactics):
-            if type(tac) is not dict:
-                return False
-            text = tac.get("tactic")
-            annotated = tac.get("annotated_tactic")
-            before = tac.get("state_before")
-            after = tac.get("state_after")
-            if not (
-                type(text) is str
-                and type(annotated) is list
-                and len(annotated) == 2
-                and type(before) is str
-                and type(after) is str
-            ):
-                return False
-            marked, provenances = annotated
-            if type(marked) is not str or type(provenances) is not list:
-                return False
-            for j, a in enumerate(provenances):
-                if type(a) is not dict:
-                    return False
-                name = a.get("full_name")
-                path = a.get("def_path")
-                p = a.get("def_pos")
-                e = a.get("def_end_pos")
-                if not (
-                    type(name) is str
-                    and type(path) is str
-                    and type(p) is list
-                    and len(p) == 2
-                    and type(p[0]) is int
-                    and type(p[1]) is int
-                    and type(e) is list
-                    and len(e) == 2
-                    and type(e[0]) is int
-                    and type(e[1]) is int
+        prev_after = None
+        try:
+            for i, tac in enumerate(tactics):
+                text = tac["tactic"]
+                marked, provenances = tac["annotated_tactic"]
+                before = tac["state_before"]
+                after = tac["state_after"]
+                if (
+                    type(tac) is not dict
+                    or type(text) is not str
+                    or type(marked) is not str
+                    or type(provenances) is not list
+                    or type(before) is not str
+                    or type(after) is not str
                 ):
                     return False
-                # A reference made here for a record that then takes the careful path is
-                # reused by it (same key), so nothing is left dangling.
-                use_rows.append((tid, i, j, ref(name, path, p[0], p[1], e[0], e[1])))
-            if not sorry and "sorry" in text and find_sorry_tokens(text):
-                sorry = True
-            tactic_rows.append((tid, i, text, None if marked == text else marked, before, after))
+                for j, a in enumerate(provenances):
+                    name = a["full_name"]
+                    path = a["def_path"]
+                    l1, c1 = a["def_pos"]
+                    l2, c2 = a["def_end_pos"]
+                    if (
+                        type(a) is not dict
+                        or type(name) is not str
+                        or type(path) is not str
+                        or type(l1) is not int
+                        or type(c1) is not int
+                        or type(l2) is not int
+                        or type(c2) is not int
+                    ):
+                        return False
+                    # A reference made here for a record that then takes the careful path is
+                    # reused by it (same key), so nothing is left dangling.
+                    rkey = (name, path, l1, c1, l2, c2)
+                    rid = refs_get(rkey)
+                    if rid is None:
+                        rid = new_ref(rkey)
+                    use_rows.append((tid, i, j, rid))
+                if not sorry and "sorry" in text and find_sorry_tokens(text):
+                    sorry = True
+                tactic_rows.append(
+                    (
+                        tid,
+                        i,
+                        text,
+                        None if marked == text else marked,
+                        None if before == prev_after else before,
+                        after,
+                    )
+                )
+                prev_after = after
+        except (KeyError, TypeError, ValueError):
+            return False
         key = (file_path, full_name, start[0], start[1])
         first = self._seen.get(key)
         if first is not None:
@@ -564,23 +643,150 @@ class Ingest:
         return True
 
     def flush(self) -> None:
+        """Hand the queued rows to the sink (files and references first: rows refer to them)."""
         self._flush_files()
-        conn = self.conn
-        if self._ref_rows:
-            conn.executemany(_INSERT_REF, self._ref_rows)
-            self._ref_rows.clear()
-        if self._theorem_rows:
-            conn.executemany(_INSERT_THEOREM, self._theorem_rows)
-            self._theorem_rows.clear()
-        if self._theorem_rows_full:
-            conn.executemany(_INSERT_THEOREM_FULL, self._theorem_rows_full)
-            self._theorem_rows_full.clear()
-        if self._tactic_rows:
-            conn.executemany(_INSERT_TACTIC, self._tactic_rows)
-            self._tactic_rows.clear()
-        if self._use_rows:
-            conn.executemany(_INSERT_USE, self._use_rows)
-            self._use_rows.clear()
+        self._send("ref", self._ref_rows)
+        self._ref_rows = []
+        self._send("theorem", self._theorem_rows)
+        self._theorem_rows = []
+        self._send("theorem_full", self._theorem_rows_full)
+        self._theorem_rows_full = []
+        self._send("tactic", self._tactic_rows)
+        self._tactic_rows = []
+        self._send("use", self._use_rows)
+        self._use_rows = []
+
+
+@dataclass
+class DatasetPlan:
+    """What adding a dataset directory needs, resolved before reading any theorem."""
+
+    path: Path
+    url: str
+    commit: str
+    name: str | None
+    lean_version: str | None
+    lean_dojo_version: str | None
+    metadata: dict[str, Any]
+    split_files: list[Path]
+    corpus_path: Path | None
+    traced_path: Path | None
+    source_dir: Path | None = None
+
+    def source(self) -> SourceSorry | None:
+        return SourceSorry(self.source_dir) if self.source_dir is not None else None
+
+
+def plan_dataset(
+    path: Path,
+    *,
+    url: str | None = None,
+    commit: str | None = None,
+    name: str | None = None,
+    lean_version: str | None = None,
+    lean_dojo_version: str | None = None,
+    metadata: Mapping[str, Any] | None = None,
+    source_dir: str | Path | None = None,
+) -> DatasetPlan:
+    """Url and commit from the arguments, else ``metadata.json`` (``from_repo``), else the first
+    theorem record; the Lean and LeanDojo versions from the arguments or the metadata."""
+    d = DatasetDir(path)
+    meta = d.metadata()
+    strategy = "random" if (d.path / "random").is_dir() else "novel_premises"
+    split_files = [
+        d.split_path(strategy, s) for s in SPLIT_NAMES if d.split_path(strategy, s).exists()
+    ]
+    if not split_files:
+        raise DatasetNotFoundError(f"{path}/{strategy} has no train/val/test.json")
+    origin = meta.get("from_repo") if isinstance(meta.get("from_repo"), dict) else {}
+    url = url or origin.get("url")
+    commit = commit or origin.get("commit")
+    if not url or not commit:
+        first = next((t for f in split_files for t in read_theorems(f)), None)
+        if first is None:
+            raise DataFormatError(
+                "cannot tell the repository: no url/commit given, none in metadata.json and "
+                "no theorem records",
+                file=path,
+            )
+        url, commit = url or first.url, commit or first.commit
+    if not isinstance(url, str) or not isinstance(commit, str):
+        raise DataFormatError(
+            "from_repo url and commit must be text", file=d.path / "metadata.json"
+        )
+    lean_dojo_version = lean_dojo_version or next(
+        (
+            meta[k]
+            for k in ("lean_dojo_version", "leandojo_version", "lean_dojo_v2_version")
+            if isinstance(meta.get(k), str)
+        ),
+        None,
+    )
+    if lean_version is None and isinstance(meta.get("lean_version"), str):
+        lean_version = meta["lean_version"]
+    merged = dict(meta)
+    merged.update(metadata or {})
+    corpus = d.path / "corpus.jsonl"
+    traced = d.path / "traced_files.jsonl"
+    return DatasetPlan(
+        path=d.path,
+        url=url,
+        commit=commit,
+        name=name,
+        lean_version=lean_version,
+        lean_dojo_version=lean_dojo_version,
+        metadata=merged,
+        split_files=split_files,
+        corpus_path=corpus if corpus.exists() else None,
+        traced_path=traced if traced.exists() else None,
+        source_dir=Path(source_dir) if source_dir is not None else None,
+    )
+
+
+def feed_dataset(plan: DatasetPlan, ingest: Ingest) -> None:
+    """Traced files, corpus and theorems of a dataset directory, in that order."""
+    if plan.traced_path is not None:
+        ingest.add_traced_files(DatasetDir(plan.path).traced_files(), str(plan.traced_path))
+    if plan.corpus_path is not None:
+        ingest.add_corpus_file(plan.corpus_path)
+    for f in plan.split_files:
+        ingest.add_records(read_json(f), str(f))
+    ingest.flush()
+
+
+def prepare_dataset(plan: DatasetPlan) -> tuple[str, Any]:
+    """Run in a helper process: the rows of a dataset directory, or the error it raised (errors
+    travel as data so that their file, record and field survive the trip)."""
+    batches: list[Batch] = []
+    try:
+        with gc_paused():
+            feed_dataset(
+                plan,
+                Ingest(
+                    plan.url,
+                    plan.commit,
+                    lambda kind, rows: batches.append((kind, rows)),
+                    plan.source(),
+                ),
+            )
+    except DataFormatError as exc:
+        return "format", (exc.reason, exc.file, exc.record, exc.field)
+    except LeanDojoError as exc:
+        return "other", (type(exc).__name__, str(exc))
+    return "ok", batches
+
+
+def unwrap_prepared(result: tuple[str, Any]) -> list[Batch]:
+    status, payload = result
+    if status == "ok":
+        return payload
+    if status == "format":
+        reason, file, record, field = payload
+        raise DataFormatError(reason, file=file, record=record, field=field)
+    name, message = payload
+    if name == "DatasetNotFoundError":
+        raise DatasetNotFoundError(message)
+    raise LeanDojoError(message)
 
 
 def _raw_corpus_entry(d: Any) -> tuple[str, list[str], list[tuple]] | None:

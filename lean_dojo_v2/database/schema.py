@@ -14,7 +14,9 @@ Design notes:
 - Everything needed to rebuild a LeanDojo theorem record exactly is stored: whether the record had a
   ``theorem_statement`` key, unknown keys (``extra``, JSON), the record's own url/commit where they
   differ from the repository's, the annotated tactic text where it differs from the tactic.
-  A tactic is identified by its theorem and index, a premise use by its tactic and index: both
+  A tactic's ``state_before`` is NULL when it is the previous tactic's ``state_after`` (three
+  times in four in LeanDojo Benchmark 4), which saves a quarter of the text. A tactic is identified
+  by its theorem and index, a premise use by its tactic and index: both
   tables are clustered on that key (``WITHOUT ROWID``), so a theorem's tactics and uses are
   contiguous on disk, and inserting a repository appends.
 - A premise use is a tactic's n-th provenance entry; the provenance itself (name, defining file,
@@ -36,7 +38,7 @@ from collections.abc import Callable
 
 from .errors import DatabaseError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 SORRY_STATUSES = ("proven", "sorry_unproved", "sorry_proved")
 
@@ -181,6 +183,24 @@ CREATE INDEX proofs_theorem ON proofs(theorem_id);
 CREATE INDEX proofs_training_run ON proofs(training_run_id);
 """
 
+# v2: ``tactics.state_before`` may be NULL (meaning: the previous tactic's ``state_after``). SQLite
+# cannot drop a NOT NULL constraint in place, so the table is rebuilt; existing rows keep their text.
+_V2 = """
+CREATE TABLE tactics_v2 (
+    theorem_id INTEGER NOT NULL REFERENCES theorems(id) ON DELETE CASCADE,
+    idx INTEGER NOT NULL,
+    tactic TEXT NOT NULL,
+    annotated_tactic TEXT,
+    state_before TEXT,
+    state_after TEXT NOT NULL,
+    PRIMARY KEY (theorem_id, idx)
+) WITHOUT ROWID;
+INSERT INTO tactics_v2 (theorem_id, idx, tactic, annotated_tactic, state_before, state_after)
+    SELECT theorem_id, idx, tactic, annotated_tactic, state_before, state_after FROM tactics;
+DROP TABLE tactics;
+ALTER TABLE tactics_v2 RENAME TO tactics
+"""
+
 Migration = Callable[[sqlite3.Connection], None]
 
 
@@ -196,7 +216,7 @@ def _script(sql: str) -> Migration:
 
 
 # MIGRATIONS[v] takes a database from version v - 1 to version v (version 0: an empty file).
-MIGRATIONS: dict[int, Migration] = {1: _script(_V1)}
+MIGRATIONS: dict[int, Migration] = {1: _script(_V1), 2: _script(_V2)}
 
 
 def _has_table(conn: sqlite3.Connection, name: str) -> bool:

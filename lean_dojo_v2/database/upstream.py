@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from ..data import PremiseFile, Theorem
 from ..data.jsonio import atomic_write, gc_paused, read_json
 from ..errors import DataFormatError
-from .ingest import Ingest
+from .ingest import Executor, Ingest
 from .records import RepositoryInfo, StoredTheorem
 
 if TYPE_CHECKING:
@@ -92,7 +92,7 @@ def _import_repository(db: DynamicDatabase, conn: Any, repo: Any) -> int | None:
         metadata=metadata,
         pr_url=pr_url if isinstance(pr_url, str) else None,
     )
-    ingest = Ingest(conn, rid, url, commit)
+    ingest = Ingest(url, commit, Executor(conn, rid))
     traced = repo.get("files_traced", [])
     if not isinstance(traced, list):
         raise DataFormatError("expected a list", field="files_traced")

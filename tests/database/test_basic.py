@@ -278,3 +278,101 @@ def test_metadata_and_dates(db: DynamicDatabase, records: list[dict], make_datas
     assert info.lean_version == "v4.3.0" and info.lean_dojo_version == "2.0.0"
     assert info.date_processed == "2024-01-02T03:04:05"
     assert json.loads(json.dumps(info.metadata)) == meta
+
+
+@pytest.mark.parametrize("workers", [0, 1, 2])
+def test_add_repositories_in_bulk(
+    db: DynamicDatabase, records: list[dict], make_dataset, sample_corpus, workers: int
+) -> None:
+    dirs = [
+        make_dataset(replicate(records, f"https://x/r{k}", f"{k}" * 40, tag=f"r{k}"))
+        for k in range(4)
+    ]
+    repo = Repository(
+        url="https://x/obj",
+        commit="9" * 40,
+        theorems=[Theorem.from_dict(r) for r in replicate(records[:10], "https://x/obj", "9" * 40)],
+    )
+    infos = db.add_repositories([dirs[0], dirs[1], repo, dirs[2], dirs[3]], workers=workers)
+    assert [i.url for i in infos] == [
+        "https://x/r0",
+        "https://x/r1",
+        "https://x/obj",
+        "https://x/r2",
+        "https://x/r3",
+    ]
+    assert [i.total_theorems for i in infos] == [100, 100, 10, 100, 100]
+    before = db.stats()
+    assert db.add_repositories(dirs, workers=workers) == [infos[0], infos[1], infos[3], infos[4]]
+    assert db.stats() == before
+    # Same rows as adding one by one.
+    with DynamicDatabase(db.path.with_name("serial.sqlite")) as serial:
+        for d in dirs:
+            serial.add_repository(d)
+        assert [t.to_dict() for t in serial.theorems()] == [
+            t.to_dict() for t in db.theorems([i for i in infos if i.url != "https://x/obj"])
+        ]
+
+
+def test_add_repositories_stops_at_bad_input(
+    db: DynamicDatabase, records: list[dict], make_dataset
+) -> None:
+    good = make_dataset(replicate(records, "https://x/good", "1" * 40))
+    bad = make_dataset(replicate(records, "https://x/bad", "2" * 40))
+    data = json.loads((bad / "random" / "test.json").read_text())
+    data[1]["traced_tactics"] = "oops"
+    (bad / "random" / "test.json").write_text(json.dumps(data))
+    later = make_dataset(replicate(records, "https://x/later", "3" * 40))
+    from lean_dojo_v2.errors import DataFormatError
+
+    with pytest.raises(DataFormatError) as info:
+        db.add_repositories([good, bad, later], workers=1)
+    assert info.value.file.endswith("random/test.json") and info.value.record == 1
+    assert info.value.field == "traced_tactics"
+    assert [r.url for r in db.repositories()] == ["https://x/good"]
+
+
+def test_v1_database_migrates_to_v2(tmp_path: Path) -> None:
+    """A database written by schema v1 (``state_before`` always stored, NOT NULL) opens, keeps its
+    theorems, and takes new repositories (which store repeated states as NULL)."""
+    path = tmp_path / "db.sqlite"
+    with DynamicDatabase(path) as db:
+        db.add_repository(sample_dataset_path())
+        expected = [t.to_dict() for t in db.theorems()]
+    # Turn it back into the v1 shape, with every state_before spelled out.
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.executescript(
+        """
+        BEGIN;
+        CREATE TABLE tactics_v1 (
+            theorem_id INTEGER NOT NULL REFERENCES theorems(id) ON DELETE CASCADE,
+            idx INTEGER NOT NULL,
+            tactic TEXT NOT NULL,
+            annotated_tactic TEXT,
+            state_before TEXT NOT NULL,
+            state_after TEXT NOT NULL,
+            PRIMARY KEY (theorem_id, idx)
+        ) WITHOUT ROWID;
+        INSERT INTO tactics_v1
+            SELECT theorem_id, idx, tactic, annotated_tactic,
+                   COALESCE(state_before, LAG(state_after) OVER (
+                       PARTITION BY theorem_id ORDER BY idx)),
+                   state_after
+            FROM tactics;
+        DROP TABLE tactics;
+        ALTER TABLE tactics_v1 RENAME TO tactics;
+        UPDATE db_meta SET value = '1' WHERE key = 'schema_version';
+        COMMIT;
+        """
+    )
+    assert conn.execute("SELECT COUNT(*) FROM tactics WHERE state_before IS NULL").fetchone() == (0,)
+    conn.close()
+    with DynamicDatabase(path) as db:
+        assert db.schema_version == SCHEMA_VERSION == 2
+        assert [t.to_dict() for t in db.theorems()] == expected
+        info = db.add_repository(sample_dataset_path(), url="https://x/again", commit="a" * 40)
+        assert info.total_theorems == len(expected)
+        nulls = db.connection.execute(
+            "SELECT COUNT(*) FROM tactics WHERE state_before IS NULL"
+        ).fetchone()[0]
+        assert nulls > 0
