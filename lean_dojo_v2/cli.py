@@ -153,7 +153,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.set_defaults(func=cmd_data_split)
 
     from .database.cli import add_db_parser
+    from .lean_dojo.cli import add_trace_parser
 
+    add_trace_parser(sub)
     add_db_parser(sub)
     return parser
 

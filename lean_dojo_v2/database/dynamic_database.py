@@ -330,6 +330,20 @@ class DynamicDatabase:
             write=lambda ex: feed_dataset(plan, Ingest(plan.url, plan.commit, ex, plan.source())),
         )
 
+    def trace_repository(
+        self,
+        url: str | Path,
+        commit: str | None = None,
+        build_deps: bool = True,
+        **trace_kwargs: Any,
+    ) -> RepositoryInfo:
+        """Trace ``url`` at ``commit`` (see :func:`lean_dojo_v2.lean_dojo.trace`; needs Lean) and
+        add it, with sorry status read from its checkout."""
+        from ..lean_dojo import LeanGitRepo, trace
+
+        traced = trace(LeanGitRepo(str(url), commit), build_deps=build_deps, **trace_kwargs)
+        return self.add_repository(traced.to_repository(), source_dir=traced.root)
+
     def add_repositories(
         self,
         sources: Iterable[str | Path | Repository],
