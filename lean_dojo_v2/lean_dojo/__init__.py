@@ -35,6 +35,7 @@ _EXPORTS = {
     "BuildError": ".errors",
     "ExtractionError": ".errors",
     "TraceFormatError": ".errors",
+    "DestinationExistsError": ".errors",
 }
 
 __all__ = sorted(_EXPORTS)

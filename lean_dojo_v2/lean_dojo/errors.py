@@ -43,3 +43,7 @@ class ExtractionError(TracingError):
 
 class TraceFormatError(TracingError, ValueError):
     """An extractor output file does not follow the documented schema."""
+
+
+class DestinationExistsError(TracingError, FileExistsError):
+    """A destination directory exists and is not empty (nothing is ever overwritten)."""

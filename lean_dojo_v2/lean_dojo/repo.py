@@ -32,7 +32,13 @@ from urllib.parse import urlsplit
 
 from ..config import get_settings
 from ..errors import DataFormatError
-from .errors import CommitNotFoundError, NotALeanProjectError, RepoNotFoundError, TracingError
+from .errors import (
+    CommitNotFoundError,
+    DestinationExistsError,
+    NotALeanProjectError,
+    RepoNotFoundError,
+    TracingError,
+)
 
 if TYPE_CHECKING:
     import httpx
@@ -69,10 +75,6 @@ _PRIVATE_HINT = (
     "Check the URL. For a private repository use an SSH URL (git@github.com:owner/repo.git) or "
     "set up a git credential helper; no GitHub token is needed."
 )
-
-
-class DestinationExistsError(TracingError, FileExistsError):
-    """``clone_and_checkout`` was given a destination that exists and is not an empty directory."""
 
 
 class RepoType(Enum):

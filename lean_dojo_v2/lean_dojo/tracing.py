@@ -26,7 +26,7 @@ from filelock import FileLock
 
 from ..config import get_settings
 from ..data.jsonio import atomic_write, read_json
-from .errors import BuildError, ExtractionError, TracingError
+from .errors import BuildError, DestinationExistsError, ExtractionError
 from .extract import EXTRACTOR, ExtractJob, run_extractor
 from .layout import LeanSource, ProjectLayout
 from .repo import LeanGitRepo
@@ -119,7 +119,9 @@ def trace(
     if dst_dir is not None:
         dst = Path(dst_dir)
         if dst.exists() and any(dst.iterdir()):
-            raise TracingError(f"{dst} exists and is not empty; choose an empty or new directory")
+            raise DestinationExistsError(
+                f"{dst} exists and is not empty; choose an empty or new directory"
+            )
         shutil.copytree(root, dst, symlinks=True, dirs_exist_ok=True)
         traced = TracedRepo.load(dst, on_error="warn")
     return traced
