@@ -50,6 +50,7 @@ from .difficulty import (
 )
 from .errors import DatabaseError, NotFoundError
 from .ingest import (
+    DatasetPlan,
     Executor,
     Ingest,
     SourceSorry,
@@ -319,6 +320,15 @@ class DynamicDatabase:
     def _add_dataset(self, path: Path, **kw: Any) -> RepositoryInfo:
         replace = kw.pop("replace")
         plan = plan_dataset(path, **kw)
+        return self._ingest_plan(
+            plan,
+            replace,
+            lambda ex: feed_dataset(plan, Ingest(plan.url, plan.commit, ex, plan.source())),
+        )
+
+    def _ingest_plan(
+        self, plan: DatasetPlan, replace: bool, write: Callable[[Executor], Any]
+    ) -> RepositoryInfo:
         return self._ingest(
             url=plan.url,
             commit=plan.commit,
@@ -327,7 +337,7 @@ class DynamicDatabase:
             lean_dojo_version=plan.lean_dojo_version,
             metadata=plan.metadata,
             replace=replace,
-            write=lambda ex: feed_dataset(plan, Ingest(plan.url, plan.commit, ex, plan.source())),
+            write=write,
         )
 
     def trace_repository(
@@ -405,15 +415,8 @@ class DynamicDatabase:
                     future = pool.submit(prepare_dataset, item)
                 batches = _unwrap(future.result())
                 out.append(
-                    self._ingest(
-                        url=item.url,
-                        commit=item.commit,
-                        name=item.name,
-                        lean_version=item.lean_version,
-                        lean_dojo_version=item.lean_dojo_version,
-                        metadata=item.metadata,
-                        replace=replace,
-                        write=lambda ex, b=batches: [ex(kind, rows) for kind, rows in b],
+                    self._ingest_plan(
+                        item, replace, lambda ex, b=batches: [ex(kind, rows) for kind, rows in b]
                     )
                 )
         return out
