@@ -230,6 +230,11 @@ class TracedFile:
     premises: list[TracePremise] = field(default_factory=list)
     premise_paths: dict[str, str] = field(default_factory=dict)  # module → file path
     messages: list[TraceMessage] = field(default_factory=list)
+    # Lookup tables, built on first use.
+    _primary: list[TraceDeclaration] | None = field(default=None, repr=False, compare=False)
+    _command_starts: list[LeanPos] | None = field(default=None, repr=False, compare=False)
+    _premise_starts: list[LeanPos] | None = field(default=None, repr=False, compare=False)
+    _tactic_starts: list[LeanPos] | None = field(default=None, repr=False, compare=False)
 
     # -- loading ---------------------------------------------------------------------------
 
@@ -384,28 +389,34 @@ class TracedFile:
     def primary_declarations(self) -> list[TraceDeclaration]:
         """Declarations that are not inside another one (constructors, structure fields and
         ``where`` helpers are), one per name — the entries LeanDojo puts in the corpus."""
-        decls = self.declarations
-        out: list[TraceDeclaration] = []
-        seen: set[str] = set()
-        for d in decls:
-            if d.name in seen:
-                continue
-            inside = any(
-                o is not d
-                and o.start <= d.start
-                and d.end <= o.end
-                and (o.start, o.end) != (d.start, d.end)
-                for o in decls
-            )
-            if not inside:
+        if self._primary is None:
+            # Outermost first: by start, and at equal starts the longest first.
+            ordered = sorted(self.declarations, key=lambda d: (d.start, -d.end[0], -d.end[1]))
+            out: list[TraceDeclaration] = []
+            seen: set[str] = set()
+            outer: TraceDeclaration | None = None
+            for d in ordered:
+                nested = (
+                    outer is not None
+                    and d.end <= outer.end
+                    and (d.start, d.end) != (outer.start, outer.end)
+                )
+                if nested or d.name in seen:
+                    continue
                 seen.add(d.name)
                 out.append(d)
-        return out
+                if outer is None or d.end > outer.end:
+                    outer = d
+            self._primary = sorted(out, key=lambda d: (d.start, d.name))
+        return self._primary
 
     def command_of(self, decl: TraceDeclaration) -> TraceCommand | None:
-        for c in self.commands:
-            if c.start <= decl.name_start <= c.end:
-                return c
+        """The top-level command holding the declaration's name."""
+        if self._command_starts is None:
+            self._command_starts = [c.start for c in self.commands]
+        i = bisect.bisect_right(self._command_starts, decl.name_start) - 1
+        if i >= 0 and self.commands[i].start <= decl.name_start <= self.commands[i].end:
+            return self.commands[i]
         return None
 
     def value_start(self, decl: TraceDeclaration) -> LeanPos | None:
@@ -499,7 +510,9 @@ class TracedFile:
         return mark(raw, spans)
 
     def _premises_in(self, start: LeanPos, end: LeanPos) -> Iterable[TracePremise]:
-        starts = [p.start for p in self.premises]
+        if self._premise_starts is None:
+            self._premise_starts = [p.start for p in self.premises]
+        starts = self._premise_starts
         i = bisect.bisect_left(starts, start)
         while i < len(self.premises) and self.premises[i].start < end:
             p = self.premises[i]
@@ -513,8 +526,12 @@ class TracedFile:
         (state before, tactic, state after) once."""
         out: list[TracedTactic] = []
         seen: set[tuple[str, str, str]] = set()
-        for t in self.tactics:
-            if t.start < decl.start or t.end > decl.end:
+        if self._tactic_starts is None:
+            self._tactic_starts = [t.start for t in self.tactics]
+        first = bisect.bisect_left(self._tactic_starts, decl.start)
+        last = bisect.bisect_right(self._tactic_starts, decl.end)
+        for t in self.tactics[first:last]:
+            if t.end > decl.end:
                 continue
             if t.state_before == NO_GOALS or t.state_before == t.state_after:
                 continue
