@@ -9,6 +9,7 @@ is the real code.
 from __future__ import annotations
 
 import json
+import os
 import stat
 import sys
 import threading
@@ -71,7 +72,13 @@ def lean_env(
     monkeypatch.setenv("FAKE_LAKE_TRACES", str(traces))
     monkeypatch.setenv("FAKE_LAKE_FIXTURE_ROOT", str(project.root))
     monkeypatch.setenv("FAKE_LAKE_LOG", str(log))
-    for var in ("FAKE_LAKE_FAIL", "FAKE_LAKE_HANG", "FAKE_LAKE_BUILD_FAIL", "FAKE_LAKE_CACHE_FAIL"):
+    for var in (
+        "FAKE_LAKE_FAIL",
+        "FAKE_LAKE_HANG",
+        "FAKE_LAKE_BUILD_FAIL",
+        "FAKE_LAKE_CACHE_FAIL",
+        "FAKE_LAKE_PACKAGES",
+    ):
         monkeypatch.delenv(var, raising=False)
     return {"log": log, "prefix": prefix, "elan_home": elan_home}
 
@@ -284,3 +291,39 @@ def test_workers_wait_for_memory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     spans = sorted(tuple(map(float, j.output.read_text().split())) for j in jobs)
     assert all(b[0] >= a[1] for a, b in zip(spans, spans[1:], strict=False))
     assert all(s["peak_rss_mib"] > 0 for s in statuses.values())
+
+
+def test_build_deps_traces_dependencies(
+    project: FixtureProject,
+    lean_env: dict[str, Any],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+):
+    """With build_deps, files of packages in .lake/packages are traced too and get LeanDojo's
+    dependency paths; the trace is cached apart from the one without dependencies."""
+    # A dependency package holding the PutnamBench file, as module Putnam.A5.
+    pkg = tmp_path / "packages" / "putnambench"
+    src = project.root / project.files["Fixture.Putnam"]
+    (pkg / "Putnam").mkdir(parents=True)
+    (pkg / "Putnam" / "A5.lean").write_text(src.read_text("utf-8"), encoding="utf-8")
+    traces = Path(os.environ["FAKE_LAKE_TRACES"])
+    data = json.loads((traces / "Fixture.Putnam.json").read_text("utf-8"))
+    data["module"] = "Putnam.A5"
+    for p in data["premises"]:
+        if p["module"] == "Fixture.Putnam":
+            p["module"] = "Putnam.A5"
+    (traces / "Putnam.A5.json").write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    monkeypatch.setenv("FAKE_LAKE_PACKAGES", str(tmp_path / "packages"))
+
+    without = trace(project.root, progress=False)
+    dep_path = ".lake/packages/putnambench/Putnam/A5.lean"
+    assert dep_path not in without.files
+    traced = trace(project.root, build_deps=True, progress=False)
+    assert traced.root != without.root and traced.root.parent.name.endswith("_d")
+    assert traced.build_deps and traced.manifest["build_deps"]
+    assert traced.manifest["files"][dep_path]["status"] == "ok"
+    deps = [t for t in traced.theorems() if t.file_path == dep_path]
+    assert [t.full_name for t in deps] == ["putnam_1962_a5"]
+    assert dep_path not in {t.file_path for t in traced.theorems(include_dependencies=False)}
+    assert dep_path in [f.path for f in traced.premise_files()]
+    assert (dep_path, "putnam_1962_a5") in traced.sorry_theorems()

@@ -5,7 +5,8 @@ It does what the tracer needs from them, driven by environment variables:
 - ``lean --version`` / ``lean --print-prefix``: ``FAKE_LEAN_VERSION`` / ``FAKE_LEAN_PREFIX``;
 - ``lake build``: writes an empty ``.lake/build/lib/lean/<Module>.olean`` for every module that has
   an extractor output in ``FAKE_LAKE_TRACES`` and a source file in the project (as Lake writes
-  real ones); fails when ``FAKE_LAKE_BUILD_FAIL`` is set;
+  real ones), after copying the packages of ``FAKE_LAKE_PACKAGES`` to ``.lake/packages/`` (as
+  Lake fetches dependencies); fails when ``FAKE_LAKE_BUILD_FAIL`` is set;
 - ``lake exe cache get``: succeeds (fails when ``FAKE_LAKE_CACHE_FAIL`` is set);
 - ``lake env lean --run ExtractData.lean FILE MODULE OUT``: checks that the script is our
   extractor, then writes ``FAKE_LAKE_TRACES/<MODULE>.json`` to OUT with ``FAKE_LAKE_FIXTURE_ROOT``
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -79,12 +81,21 @@ def lake(args: list[str]) -> int:
                 "identifier 'foo'\nerror: build failed"
             )
             return 1
-        for module in _modules():
-            rel = Path(*module.split("."))
-            if rel.with_suffix(".lean").is_file():
-                olean = Path(".lake/build/lib/lean") / rel.with_suffix(".olean")
-                olean.parent.mkdir(parents=True, exist_ok=True)
-                olean.write_bytes(b"")
+        # Dependencies arrive as Lake would fetch them (FAKE_LAKE_PACKAGES/<name>/…).
+        packages = os.environ.get("FAKE_LAKE_PACKAGES")
+        roots = [Path(".")]
+        if packages:
+            for pkg in sorted(Path(packages).iterdir()):
+                dst = Path(".lake/packages") / pkg.name
+                shutil.copytree(pkg, dst, dirs_exist_ok=True)
+                roots.append(dst)
+        for root in roots:
+            for module in _modules():
+                rel = Path(*module.split("."))
+                if (root / rel.with_suffix(".lean")).is_file():
+                    olean = root / ".lake/build/lib/lean" / rel.with_suffix(".olean")
+                    olean.parent.mkdir(parents=True, exist_ok=True)
+                    olean.write_bytes(b"")
         print("Build completed successfully.")
         return 0
     if args == ["exe", "cache", "get"]:
