@@ -8,7 +8,8 @@ was traced, with which Lean, and the status of every file (``ok``, ``failed``, `
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ from ..data.jsonio import read_json
 from ..errors import DataFormatError
 from .errors import ExtractionError, TraceFormatError
 from .layout import CORE_DIR, ProjectLayout
-from .traced_file import TracedFile, load_trace
+from .traced_file import ModuleResolver, TracedFile, load_trace
 
 logger = logging.getLogger("lean_dojo_v2.lean_dojo")
 
@@ -50,6 +51,57 @@ def failure_summary(failed: dict[str, str], limit: int = 20) -> str:
     return "\n".join(lines)
 
 
+class TracedFiles(Mapping[str, TracedFile]):
+    """The traced files of a repository, read from disk when asked for.
+
+    A repository the size of Mathlib does not fit in memory as parsed files, so only the
+    ``cache_size`` most recently used stay loaded; iterating the theorems of the whole repository
+    keeps memory at one file's worth. What the import graph needs (each file's imports) is kept
+    for every file once seen.
+    """
+
+    def __init__(
+        self,
+        root: Path,
+        sources: dict[str, Path],
+        resolve: ModuleResolver,
+        cache_size: int = 32,
+    ) -> None:
+        self.root = root
+        self._sources = sources
+        self._resolve = resolve
+        self._cache: OrderedDict[str, TracedFile] = OrderedDict()
+        self._cache_size = max(1, cache_size)
+        self.imports: dict[str, list[str]] = {}
+
+    def __getitem__(self, path: str) -> TracedFile:
+        hit = self._cache.get(path)
+        if hit is not None:
+            self._cache.move_to_end(path)
+            return hit
+        source = self._sources[path]  # KeyError for files that were not traced
+        f = load_trace(trace_path(self.root, path), source, path, self._resolve)
+        self.imports[path] = list(f.import_paths)
+        self._cache[path] = f
+        if len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
+        return f
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._sources)
+
+    def __len__(self) -> int:
+        return len(self._sources)
+
+    def __contains__(self, path: object) -> bool:
+        return path in self._sources
+
+    def imports_of(self, path: str) -> list[str]:
+        if path not in self.imports:
+            self[path]
+        return self.imports[path]
+
+
 @dataclass
 class TracedRepo:
     """The traced files of one repository at one commit."""
@@ -59,7 +111,7 @@ class TracedRepo:
     commit: str
     lean_version: str | None = None
     build_deps: bool = False
-    files: dict[str, TracedFile] = field(default_factory=dict)
+    files: Mapping[str, TracedFile] = field(default_factory=dict)
     failures: dict[str, str] = field(default_factory=dict)
     manifest: dict[str, Any] = field(default_factory=dict)
 
@@ -73,9 +125,16 @@ class TracedRepo:
 
     @classmethod
     def load(
-        cls, root: str | Path, *, on_error: str = "raise", progress: bool = False
+        cls,
+        root: str | Path,
+        *,
+        on_error: str = "raise",
+        progress: bool = False,
+        check: bool = True,
     ) -> TracedRepo:
-        """Read the trace of a checkout (``trace()`` calls this). ``on_error="raise"`` raises
+        """Open the trace of a checkout (``trace()`` calls this). Files are parsed when used
+        (see :class:`TracedFiles`); ``check`` reads each once now, so a broken output raises
+        :class:`TraceFormatError` here rather than later. ``on_error="raise"`` raises
         :class:`ExtractionError` when files of the repository itself failed to trace;
         ``"warn"`` logs them and goes on (dependency failures only ever warn)."""
         if on_error not in ("raise", "warn"):
@@ -111,16 +170,22 @@ class TracedRepo:
                 "pass on_error='warn' to use the files that did trace.",
                 own_failures,
             )
-        files: dict[str, TracedFile] = {}
-        ok = [(p, s) for p, s in statuses.items() if s.get("status") == "ok"]
-        iterator: Any = ok
-        if progress:
-            from tqdm.auto import tqdm
+        ok = sorted(p for p, st in statuses.items() if st.get("status") == "ok")
+        files = TracedFiles(
+            root,
+            {p: Path(statuses[p].get("source") or root / p) for p in ok},
+            layout.resolve,
+        )
+        if check:
+            # One pass over every file (memory: one file at a time): schema errors surface now,
+            # and the import graph is known.
+            iterator: Any = ok
+            if progress:
+                from tqdm.auto import tqdm
 
-            iterator = tqdm(ok, desc="parse traces", unit="file")
-        for path, status in iterator:
-            source = Path(status.get("source") or root / path)
-            files[path] = load_trace(trace_path(root, path), source, path, layout.resolve)
+                iterator = tqdm(ok, desc="check traces", unit="file")
+            for path in iterator:
+                files.imports_of(path)
         return cls(
             root=root,
             url=manifest.get("url", ""),
@@ -134,27 +199,34 @@ class TracedRepo:
 
     # -- contents --------------------------------------------------------------------------
 
-    def traced_files(self) -> list[TracedFile]:
-        return [self.files[p] for p in sorted(self.files)]
+    def traced_files(self) -> Iterator[TracedFile]:
+        """Every traced file, by path (parsed one at a time)."""
+        for p in sorted(self.files):
+            yield self.files[p]
 
     def get_traced_file(self, path: str) -> TracedFile:
         return self.files[path]
 
+    def imports_of(self, path: str) -> list[str]:
+        files = self.files
+        if isinstance(files, TracedFiles):
+            return files.imports_of(path)
+        return list(files[path].import_paths)
+
     def import_graph(self) -> nx.DiGraph:
         """Edges from each traced file to each traced file it imports."""
         g = nx.DiGraph()
-        for path, f in self.files.items():
+        for path in self.files:
             g.add_node(path)
-            for imp in f.import_paths:
+            for imp in self.imports_of(path):
                 if imp in self.files:
                     g.add_edge(path, imp)
         return g
 
-    def files_in_dependency_order(self) -> list[TracedFile]:
+    def paths_in_dependency_order(self) -> list[str]:
         """Imports before importers (how LeanDojo writes ``corpus.jsonl``); ties by path."""
         g = self.import_graph()
-        order = nx.lexicographical_topological_sort(g.reverse(copy=False))
-        return [self.files[p] for p in order]
+        return list(nx.lexicographical_topological_sort(g.reverse(copy=False)))
 
     def theorems(self, include_dependencies: bool | None = None) -> Iterator[Theorem]:
         """Theorems of the traced files, in file order. Lean's own files never count;
@@ -170,7 +242,10 @@ class TracedRepo:
         traced are left out, so the corpus is closed (without ``build_deps`` it covers the
         repository's own files only)."""
         traced = set(self.files)
-        return [f.premise_file(traced.__contains__) for f in self.files_in_dependency_order()]
+        return [
+            self.files[p].premise_file(traced.__contains__)
+            for p in self.paths_in_dependency_order()
+        ]
 
     def sorry_theorems(self) -> list[tuple[str, str]]:
         """(file path, full name) of theorems whose proof uses ``sorry``."""

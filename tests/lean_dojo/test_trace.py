@@ -327,3 +327,28 @@ def test_build_deps_traces_dependencies(
     assert dep_path not in {t.file_path for t in traced.theorems(include_dependencies=False)}
     assert dep_path in [f.path for f in traced.premise_files()]
     assert (dep_path, "putnam_1962_a5") in traced.sorry_theorems()
+
+
+def test_traced_files_are_read_lazily_and_checked(
+    project: FixtureProject, lean_env: dict[str, Any]
+):
+    from lean_dojo_v2.lean_dojo import TraceFormatError
+    from lean_dojo_v2.lean_dojo.traced_repo import TracedFiles, trace_path
+
+    traced = trace(project.root, progress=False)
+    files = traced.files
+    assert isinstance(files, TracedFiles)
+    files._cache_size = 1  # keep one parsed file at a time
+    files._cache.clear()
+    names = [t.full_name for t in traced.theorems()]
+    assert len(names) == len(project.proofs) + 1 and len(files._cache) == 1
+    assert traced.import_graph().has_edge("Fixture/Other.lean", "Fixture/Algebra.lean")
+    with pytest.raises(KeyError):
+        files["Nope.lean"]
+    # A damaged output is reported when the trace is opened, naming the file and field.
+    out = trace_path(traced.root, "Fixture/NumberTheory.lean")
+    data = json.loads(out.read_text("utf-8"))
+    del data["tactics"][0]["state_after"]
+    out.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(TraceFormatError, match=r"NumberTheory.*tactics\[0\]\.state_after"):
+        TracedRepo.load(traced.root)
