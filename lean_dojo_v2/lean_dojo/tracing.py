@@ -30,7 +30,7 @@ from .errors import BuildError, DestinationExistsError, ExtractionError
 from .extract import EXTRACTOR, ExtractJob, run_extractor
 from .layout import LeanSource, ProjectLayout
 from .repo import LeanGitRepo
-from .toolchain import Toolchain, toolchain_for
+from .toolchain import Toolchain, resolve_toolchain, toolchain_for
 from .traced_file import SCHEMA_VERSION
 from .traced_repo import MANIFEST, TRACE_DIR, TracedRepo, failure_summary, trace_path
 
@@ -97,6 +97,9 @@ def trace(
             if entry.exists():
                 logger.info("removing the unfinished trace in %s", entry)
                 shutil.rmtree(entry)
+            # Before cloning anything big: is the project's Lean there? (read through git)
+            if r.toolchain:
+                resolve_toolchain(r.toolchain)
             # Traced where it stays (extractor outputs hold absolute .olean paths); the manifest,
             # written last, marks it complete, so an interrupted run is simply started over.
             entry.mkdir(parents=True)

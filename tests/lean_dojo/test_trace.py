@@ -211,6 +211,7 @@ def test_toolchain_missing(
     ):
         trace(project.root, progress=False)
     assert calls(lean_env["log"]) == []  # nothing was built
+    assert not get_traced_repo_path(LeanGitRepo(str(project.root))).exists()  # nor cloned
     monkeypatch.setenv("ELAN_HOME", str(tmp_path / "no-elan"))
     monkeypatch.setenv("HOME", str(tmp_path / "no-home"))
     monkeypatch.setenv("PATH", "/usr/bin:/bin")
