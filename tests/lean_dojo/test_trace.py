@@ -353,3 +353,15 @@ def test_traced_files_are_read_lazily_and_checked(
     out.write_text(json.dumps(data), encoding="utf-8")
     with pytest.raises(TraceFormatError, match=r"NumberTheory.*tactics\[0\]\.state_after"):
         TracedRepo.load(traced.root)
+
+
+def test_trace_a_remote_url(project: FixtureProject, lean_env: dict[str, Any]):
+    """A remote (here file://) goes through the cached bare mirror, then the same pipeline."""
+    url = f"file://{project.root}"
+    repo = LeanGitRepo(url, project.commit)
+    assert repo.repo_type.name == "REMOTE"
+    traced = trace(repo, progress=False)
+    assert traced.url == url and traced.commit == project.commit
+    assert sorted(t.full_name for t in traced.theorems()) == sorted(
+        [*project.proofs, "putnam_1962_a5"]
+    )
