@@ -1,7 +1,7 @@
 """``trace()``: from a repository to a :class:`TracedRepo`.
 
-clone → check out → check that the project's Lean toolchain is installed → ``lake exe cache get``
-(Mathlib dependents) → ``lake build`` → ``ExtractData.lean`` over the built files (bounded,
+check that the project's Lean toolchain is installed (read through git, before any clone) → clone
+→ check out → ``lake exe cache get`` (Mathlib dependents) → ``lake build`` → ``ExtractData.lean`` over the built files (bounded,
 memory-aware workers, progress bar) → manifest → parse.
 
 Traces are cached under ``<cache_dir>/traces/<owner>-<name>-<commit>[_d]/`` (``_d``: with
@@ -26,6 +26,7 @@ from filelock import FileLock
 
 from ..config import get_settings
 from ..data.jsonio import atomic_write, read_json
+from ..errors import DataFormatError
 from .errors import BuildError, DestinationExistsError, ExtractionError
 from .extract import EXTRACTOR, ExtractJob, run_extractor
 from .layout import LeanSource, ProjectLayout
@@ -58,9 +59,10 @@ def is_available_in_cache(repo: LeanGitRepo | str, build_deps: bool = False) -> 
 
 def _complete(root: Path) -> bool:
     try:
-        return bool(read_json(root / TRACE_DIR / MANIFEST).get("complete"))
-    except Exception:
+        manifest = read_json(root / TRACE_DIR / MANIFEST)
+    except (OSError, DataFormatError):
         return False
+    return isinstance(manifest, dict) and manifest.get("complete") is True
 
 
 def trace(
