@@ -522,14 +522,8 @@ class Ingest:
             and type(commit) is str
             and type(file_path) is str
             and type(full_name) is str
-            and type(start) is list
-            and len(start) == 2
-            and type(start[0]) is int
-            and type(start[1]) is int
-            and type(end) is list
-            and len(end) == 2
-            and type(end[0]) is int
-            and type(end[1]) is int
+            and _is_pos(start)
+            and _is_pos(end)
             and type(tactics) is list
         ):
             return False
@@ -814,18 +808,17 @@ def _raw_corpus_entry(d: Any) -> tuple[str, list[str], list[tuple]] | None:
             type(name) is str
             and type(code) is str
             and type(kind) is str
-            and type(start) is list
-            and len(start) == 2
-            and type(start[0]) is int
-            and type(start[1]) is int
-            and type(end) is list
-            and len(end) == 2
-            and type(end[0]) is int
-            and type(end[1]) is int
+            and _is_pos(start)
+            and _is_pos(end)
         ):
             return None
         rows.append((name, code, start[0], start[1], end[0], end[1], kind))
     return path, imports, rows
+
+
+def _is_pos(v: Any) -> bool:
+    """A raw ``[line, column]`` position (exact types: the fast paths trust nothing else)."""
+    return type(v) is list and len(v) == 2 and type(v[0]) is int and type(v[1]) is int
 
 
 def _next_id(conn: sqlite3.Connection, table: str) -> int:
