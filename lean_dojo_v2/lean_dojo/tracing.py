@@ -227,8 +227,20 @@ def _trace_checkout(
         )
 
     logger.info("tracing %d files of %s", len(jobs), repo)
-    statuses = run_extractor(
-        jobs, command, root, workers=workers, timeout=timeout, progress=progress
+    # One file first: if the extractor itself does not compile with this Lean, every file would
+    # fail the same way, so say that once instead.
+    statuses = run_extractor(jobs[:1], command, root, workers=1, timeout=timeout, progress=False)
+    probe = statuses[jobs[0].path]
+    if probe["status"] == "failed" and _extractor_broken(probe.get("error", "")):
+        raise ExtractionError(
+            f"ExtractData.lean does not run with {toolchain.name} (it targets Lean v4.19 – "
+            "v4.29); the error Lean gave for it:\n"
+            + _extractor_errors(probe.get("error", ""))
+            + "\nPlease report this with your Lean version; nothing else was traced.",
+            {jobs[0].path: probe.get("error", "")},
+        )
+    statuses.update(
+        run_extractor(jobs[1:], command, root, workers=workers, timeout=timeout, progress=progress)
     )
     physical = {s.path: s.file for s in sources}
     for path, status in statuses.items():
@@ -257,6 +269,16 @@ def _trace_checkout(
     }
     with atomic_write(root / TRACE_DIR / MANIFEST) as fh:
         fh.write(_dumps(manifest))
+
+
+def _extractor_errors(output: str) -> str:
+    """Lean's complaints about the extractor script itself (``…/ExtractData.lean:l:c: error``)."""
+    lines = [line for line in output.splitlines() if f"{EXTRACTOR.name}:" in line]
+    return "\n".join(lines[:20])
+
+
+def _extractor_broken(output: str) -> bool:
+    return any("error" in line for line in _extractor_errors(output).splitlines())
 
 
 def _dumps(value: Any) -> str:

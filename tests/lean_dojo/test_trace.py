@@ -78,6 +78,7 @@ def lean_env(
         "FAKE_LAKE_BUILD_FAIL",
         "FAKE_LAKE_CACHE_FAIL",
         "FAKE_LAKE_PACKAGES",
+        "FAKE_LAKE_SCRIPT_ERROR",
     ):
         monkeypatch.delenv(var, raising=False)
     return {"log": log, "prefix": prefix, "elan_home": elan_home}
@@ -365,3 +366,15 @@ def test_trace_a_remote_url(project: FixtureProject, lean_env: dict[str, Any]):
     assert sorted(t.full_name for t in traced.theorems()) == sorted(
         [*project.proofs, "putnam_1962_a5"]
     )
+
+
+def test_an_extractor_that_does_not_compile_is_reported_once(
+    project: FixtureProject, lean_env: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setenv("FAKE_LAKE_SCRIPT_ERROR", "unknown constant 'Lean.Elab.IO.processCommands'")
+    with pytest.raises(ExtractionError, match="ExtractData.lean does not run with") as info:
+        trace(project.root, progress=False)
+    assert "unknown constant" in str(info.value) and len(info.value.failed) == 1
+    runs = [a for a in calls(lean_env["log"]) if a[1:3] == ["env", "lean"]]
+    assert len(runs) == 1  # only the probe ran
+    assert not is_available_in_cache(LeanGitRepo(str(project.root)))

@@ -12,7 +12,8 @@ It does what the tracer needs from them, driven by environment variables:
   extractor, then writes ``FAKE_LAKE_TRACES/<MODULE>.json`` to OUT with ``FAKE_LAKE_FIXTURE_ROOT``
   replaced by the project directory (extractor outputs hold absolute .olean paths). Modules in
   ``FAKE_LAKE_FAIL`` fail like Lean does (message on stderr, exit 1); modules in
-  ``FAKE_LAKE_HANG`` never finish.
+  ``FAKE_LAKE_HANG`` never finish; with ``FAKE_LAKE_SCRIPT_ERROR`` the script itself fails to
+  compile, as it would under a Lean whose API changed.
 
 Every call is appended to ``FAKE_LAKE_LOG`` when set.
 """
@@ -52,6 +53,10 @@ def lean(args: list[str]) -> int:
         if "lean_dojo_v2.trace" not in Path(script).read_text(encoding="utf-8"):
             print(f"{script}: not the lean-dojo-v2 extractor", file=sys.stderr)
             return 2
+        broken = os.environ.get("FAKE_LAKE_SCRIPT_ERROR")
+        if broken:  # the extractor does not compile with this (pretend) Lean
+            print(f"{script}:178:26: error: {broken}", file=sys.stderr)
+            return 1
         if not Path(file).is_file():
             print(f"file not found: {file}", file=sys.stderr)
             return 1
