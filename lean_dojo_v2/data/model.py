@@ -191,7 +191,8 @@ class TracedTactic:
         return remove_marks(self.annotated_tactic)
 
 
-_THEOREM_KEYS = (
+THEOREM_KEYS = (
+    # the keys of a LeanDojo theorem record, in the order they are written
     "url",
     "commit",
     "file_path",
@@ -263,7 +264,7 @@ class Theorem:
             raise DataFormatError(
                 f"expected str or null, got {type(statement).__name__}", field="theorem_statement"
             )
-        extra = {k: v for k, v in d.items() if k not in _THEOREM_KEYS}
+        extra = {k: v for k, v in d.items() if k not in THEOREM_KEYS}
         return cls(
             url=_require(d, "url", str),
             commit=_require(d, "commit", str),

@@ -580,26 +580,19 @@ class DynamicDatabase:
                 ):
                     counts[rid][status] = n
                     counts[rid]["tactics"] = counts[rid].get("tactics", 0) + (ntac or 0)
-                for rid, npf in conn.execute(
-                    f"SELECT repository_id, COUNT(*) FROM premise_files "
+                per_repository = {
+                    "premise_files": "SELECT repository_id, COUNT(*) FROM premise_files "
                     f"WHERE repository_id IN ({m}) GROUP BY repository_id",
-                    chunk,
-                ):
-                    counts[rid]["premise_files"] = npf
-                for rid, npr in conn.execute(
-                    f"SELECT pf.repository_id, COUNT(*) FROM premises p "
-                    f"JOIN premise_files pf ON pf.file_id = p.file_id "
+                    "premises": "SELECT pf.repository_id, COUNT(*) FROM premises p "
+                    "JOIN premise_files pf ON pf.file_id = p.file_id "
                     f"WHERE pf.repository_id IN ({m}) GROUP BY pf.repository_id",
-                    chunk,
-                ):
-                    counts[rid]["premises"] = npr
-                for rid, ntr in conn.execute(
-                    f"SELECT repository_id, COUNT(*) FROM files "
+                    "traced": "SELECT repository_id, COUNT(*) FROM files "
                     f"WHERE repository_id IN ({m}) AND traced_ord IS NOT NULL "
-                    f"GROUP BY repository_id",
-                    chunk,
-                ):
-                    counts[rid]["traced"] = ntr
+                    "GROUP BY repository_id",
+                }
+                for key, sql in per_repository.items():
+                    for rid, n in conn.execute(sql, chunk):
+                        counts[rid][key] = n
                 for row in conn.execute(
                     f"SELECT id, url, name, commit_hash, lean_version, lean_dojo_version, "
                     f"date_processed, metadata, pr_url FROM repositories WHERE id IN ({m})",

@@ -24,22 +24,12 @@ import orjson
 
 from ..data import DatasetDir, Pos, PremiseFile, Theorem, find_sorry_tokens, read_theorems
 from ..data.jsonio import gc_paused, read_json
+from ..data.model import THEOREM_KEYS
 from ..data.splits import SPLIT_NAMES
 from ..errors import DataFormatError, DatasetNotFoundError, LeanDojoError
 
 BATCH_THEOREMS = 512
-_KNOWN = frozenset(
-    (
-        "url",
-        "commit",
-        "file_path",
-        "full_name",
-        "theorem_statement",
-        "start",
-        "end",
-        "traced_tactics",
-    )
-)
+_KNOWN = frozenset(THEOREM_KEYS)
 
 # Statements with the repository id and the id offsets written in as numbers (``{repo}``,
 # ``{file}``, ``{theorem}``, ``{ref}``, ``{premise}``): fewer values to bind per row, and local ids

@@ -475,11 +475,10 @@ class TracedFile:
 
     # -- tactics ---------------------------------------------------------------------------
 
-    def tactic_text(self, t: TraceTactic | TracePremise) -> tuple[str, str]:
-        """(tactic, raw): the raw source of a tactic and its text with continuation lines
-        dedented by the tactic's column (LeanDojo's ``tactic`` vs ``annotated_tactic``)."""
-        raw = self.source.slice(t.start, t.end)
-        return dedent_continuation(raw, t.start[1]), raw
+    def tactic_text(self, t: TraceTactic) -> str:
+        """The tactic's source with continuation lines dedented by its column (LeanDojo's
+        ``tactic``; ``annotated_tactic`` keeps the raw indentation)."""
+        return dedent_continuation(self.source.slice(t.start, t.end), t.start[1])
 
     def annotate(self, t: TraceTactic) -> tuple[str, list[Annotation]]:
         """The tactic's raw text with ``<a>…</a>`` around each premise it names, and their
@@ -535,7 +534,7 @@ class TracedFile:
                 continue
             if t.state_before == NO_GOALS or t.state_before == t.state_after:
                 continue
-            text, _ = self.tactic_text(t)
+            text = self.tactic_text(t)
             if "·" in text:
                 continue
             key = (t.state_before, text, t.state_after)

@@ -26,7 +26,7 @@ from filelock import FileLock
 
 from ..config import get_settings
 from ..data.jsonio import atomic_write, read_json
-from ..errors import DataFormatError
+from ..errors import DataFormatError, LeanDojoError
 from .errors import BuildError, DestinationExistsError, ExtractionError
 from .extract import EXTRACTOR, ExtractJob, run_extractor
 from .layout import LeanSource, ProjectLayout
@@ -158,7 +158,7 @@ def _uses_mathlib(repo: LeanGitRepo) -> bool:
         return True
     try:
         deps = repo.get_dependencies()
-    except Exception:  # a broken manifest shows up later, in lake build
+    except LeanDojoError:  # a broken manifest shows up later, in lake build
         return False
     return "mathlib" in deps
 
