@@ -75,3 +75,10 @@ class SplitError(LeanDojoError, ValueError):
 
 class CorpusError(LeanDojoError, ValueError):
     """An inconsistent premise corpus (unknown import, cycle, unknown premise)."""
+
+
+class OutputExistsError(LeanDojoError, FileExistsError):
+    """An output path holds something this library did not write (or overlaps an input).
+
+    Choose a new path, or pass ``--force`` / ``force=True`` where the command offers it.
+    """
