@@ -82,3 +82,32 @@ class OutputExistsError(LeanDojoError, FileExistsError):
 
     Choose a new path, or pass ``--force`` / ``force=True`` where the command offers it.
     """
+
+
+class IncompleteDatasetError(LeanDojoError, FileNotFoundError):
+    """A LeanDojo dataset directory lacks a split file or ``corpus.jsonl``.
+
+    ``missing`` lists the absent parts (relative paths such as ``random/val.json``). Restore them,
+    or ask for a partial dataset (``--partial`` / ``partial=True``) to read what is there.
+    """
+
+    def __init__(
+        self, path: str | Path, missing: list[str], not_files: list[str] | None = None
+    ) -> None:
+        self.path = str(path)
+        self.missing = list(missing)
+        self.not_files = list(not_files or [])
+        shown = [f"{m} (not a file)" if m in self.not_files else m for m in self.missing]
+        super().__init__(
+            f"dataset {self.path} is incomplete: missing {', '.join(shown)}; restore them, "
+            "or ask for a partial dataset (--partial / partial=True) to use what is there"
+        )
+
+    def __reduce__(self):  # type: ignore[override]  # survive pickling (worker processes)
+        return (type(self), (self.path, self.missing, self.not_files))
+
+
+class DuplicateTheoremError(DataFormatError):
+    """The same theorem (full name, file and start) appears twice where each must appear once:
+    within one split file, or across the splits of one strategy. The message names both records;
+    remove one of them."""

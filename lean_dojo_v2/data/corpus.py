@@ -8,7 +8,7 @@ that Lean would let the proof use.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, Iterator
+from collections.abc import Container, Iterable, Iterator
 from pathlib import Path
 
 import networkx as nx
@@ -123,3 +123,20 @@ class Corpus:
 
     def get_premise(self, full_name: str) -> Premise | None:
         return self._by_name.get(full_name)
+
+
+def theorem_files_missing_from_corpus(
+    theorem_paths: Iterable[str], corpus: Corpus | Iterable[PremiseFile] | Iterable[str]
+) -> list[str]:
+    """The distinct files among ``theorem_paths`` that the corpus lacks, sorted.
+
+    A theorem whose file is not in ``corpus.jsonl`` has no accessible premises:
+    :meth:`Corpus.accessible_premises` raises for it and LeanDojo's own loaders (ReProver's
+    ``get_accessible_premises``) fail with ``KeyError``. ``corpus`` is a :class:`Corpus`, its
+    files, or their paths.
+    """
+    if isinstance(corpus, Corpus):
+        known: Container[str] = corpus
+    else:
+        known = {f.path if isinstance(f, PremiseFile) else f for f in corpus}
+    return sorted({p for p in theorem_paths if p not in known})

@@ -21,7 +21,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import DataFormatError, DatasetNotFoundError
+from ..errors import (
+    DataFormatError,
+    DatasetNotFoundError,
+    DuplicateTheoremError,
+    IncompleteDatasetError,
+)
 from .corpus import Corpus
 from .jsonio import (
     dumps,
@@ -34,7 +39,7 @@ from .jsonio import (
     write_json_list,
     write_jsonl,
 )
-from .model import PremiseFile, Theorem
+from .model import Pos, PremiseFile, Theorem
 from .splits import SPLIT_NAMES, STRATEGIES, SplitSpec, split_theorems
 
 CORPUS_FILE = "corpus.jsonl"
@@ -43,15 +48,73 @@ METADATA_FILE = "metadata.json"
 DATASET_NAME = "lean-dojo-v2 dataset"
 
 
+def dataset_parts() -> list[str]:
+    """The files a complete dataset holds: every split file of both strategies and the corpus."""
+    return [f"{s}/{n}.json" for s in STRATEGIES for n in SPLIT_NAMES] + [CORPUS_FILE]
+
+
+def missing_dataset_parts(path: str | Path) -> list[str]:
+    """The parts of the dataset directory ``path`` that are absent (or not regular files), as
+    relative paths such as ``random/val.json`` or ``corpus.jsonl``; empty when it is complete.
+
+    Raises :class:`DatasetNotFoundError` when ``path`` is not a directory at all.
+    """
+    path = Path(path)
+    if not path.is_dir():
+        raise DatasetNotFoundError(f"no dataset directory at {path}")
+    return [part for part in dataset_parts() if not (path / part).is_file()]
+
+
+def require_complete_dataset(path: str | Path, *, partial: bool = False) -> None:
+    """Raise :class:`IncompleteDatasetError` naming what is missing, unless the dataset at
+    ``path`` is complete or the caller accepts a partial one (``partial=True``)."""
+    missing = missing_dataset_parts(path)
+    if missing and not partial:
+        not_files = [m for m in missing if (Path(path) / m).exists()]
+        raise IncompleteDatasetError(path, missing, not_files)
+
+
 def _traced_file_from_dict(d: Any) -> str:
     if not isinstance(d, Mapping) or not isinstance(d.get("traced_file_path"), str):
         raise DataFormatError('expected {"traced_file_path": <path>}', field="traced_file_path")
     return d["traced_file_path"]
 
 
+class _TheoremRegistry:
+    """Remembers where each theorem (full name, file, start) was seen, to report a duplicate with
+    both of its records."""
+
+    def __init__(self) -> None:
+        self._seen: dict[tuple[str, str, Pos], tuple[str, int]] = {}
+
+    def add(self, theorems: Iterable[Theorem], source: str | Path) -> None:
+        for i, t in enumerate(theorems):
+            key = (t.full_name, t.file_path, t.start)
+            first = self._seen.setdefault(key, (str(source), i))
+            if first != (str(source), i):
+                raise DuplicateTheoremError(
+                    f"theorem {t.full_name!r} at {t.file_path}:{t.start.line_nb}:"
+                    f"{t.start.column_nb} appears twice: also in file {first[0]}, record "
+                    f"{first[1]}; each theorem must appear once per split strategy, remove one",
+                    file=source,
+                    record=i,
+                )
+
+
+def check_unique_theorems(theorems: Iterable[Theorem], source: str | Path = "input") -> None:
+    """Raise :class:`DuplicateTheoremError` naming both records if a theorem (same full name,
+    file and start) occurs twice in ``theorems``."""
+    _TheoremRegistry().add(theorems, source)
+
+
 def read_theorems(path: str | Path) -> list[Theorem]:
-    """Theorems of one split file (a JSON list of LeanDojo theorem records)."""
-    return read_json_list(path, Theorem.from_dict)
+    """Theorems of one split file (a JSON list of LeanDojo theorem records).
+
+    A theorem that appears twice in the file is a :class:`DuplicateTheoremError`.
+    """
+    theorems = read_json_list(path, Theorem.from_dict)
+    check_unique_theorems(theorems, path)
+    return theorems
 
 
 def write_theorems(path: str | Path, theorems: Iterable[Theorem]) -> int:
@@ -93,10 +156,17 @@ class Dataset:
 
 
 class DatasetDir:
-    """Lazy access to a dataset directory: reads only the files asked for."""
+    """Lazy access to a dataset directory: reads only the files asked for.
 
-    def __init__(self, path: str | Path) -> None:
+    Readers of a whole dataset (:meth:`all_theorems`, :meth:`load`) refuse one that lacks a split
+    file or ``corpus.jsonl`` (:class:`IncompleteDatasetError`) unless ``partial`` is true; they
+    refuse a theorem that appears twice within one strategy's splits
+    (:class:`DuplicateTheoremError`). Each theorem appears once per strategy.
+    """
+
+    def __init__(self, path: str | Path, *, partial: bool = False) -> None:
         self.path = Path(path)
+        self.partial = partial
         if not self.path.is_dir():
             raise DatasetNotFoundError(f"no dataset directory at {self.path}")
         if not any((self.path / s).is_dir() for s in STRATEGIES):
@@ -114,12 +184,24 @@ class DatasetDir:
     def theorems(self, strategy: str = "random", split: str = "train") -> list[Theorem]:
         return read_theorems(self.split_path(strategy, split))
 
+    def require_complete(self) -> None:
+        """Raise :class:`IncompleteDatasetError` if a part is missing (unless ``partial``)."""
+        require_complete_dataset(self.path, partial=self.partial)
+
     def all_theorems(self, strategy: str = "random") -> Iterator[Theorem]:
         """Every theorem once (the union of one strategy's splits), one split file at a time."""
+        self.split_path(strategy)
+        self.require_complete()
+        return self._strategy_theorems(strategy)
+
+    def _strategy_theorems(self, strategy: str) -> Iterator[Theorem]:
+        registry = _TheoremRegistry()
         for split in SPLIT_NAMES:
             path = self.split_path(strategy, split)
             if path.exists():
-                yield from read_theorems(path)
+                theorems = read_theorems(path)
+                registry.add(theorems, path)
+                yield from theorems
 
     def corpus_files(self) -> Iterator[PremiseFile]:
         path = self.path / CORPUS_FILE
@@ -144,30 +226,36 @@ class DatasetDir:
         return data
 
     def load(self) -> Dataset:
-        splits = {
-            strategy: {
-                split: self.theorems(strategy, split)
-                for split in SPLIT_NAMES
-                if self.split_path(strategy, split).exists()
-            }
-            for strategy in STRATEGIES
-            if (self.path / strategy).is_dir()
-        }
+        self.require_complete()
+        splits: dict[str, dict[str, list[Theorem]]] = {}
+        for strategy in STRATEGIES:
+            if not (self.path / strategy).is_dir():
+                continue
+            registry = _TheoremRegistry()
+            by_split = splits[strategy] = {}
+            for split in SPLIT_NAMES:
+                path = self.split_path(strategy, split)
+                if path.exists():
+                    by_split[split] = read_theorems(path)
+                    registry.add(by_split[split], path)
         return Dataset(splits, list(self.corpus_files()), self.traced_files(), self.metadata())
 
 
-def read_dataset(path: str | Path) -> Dataset:
-    """Read a whole dataset directory into memory."""
-    return DatasetDir(path).load()
+def read_dataset(path: str | Path, *, partial: bool = False) -> Dataset:
+    """Read a whole dataset directory into memory (``partial``: see :class:`DatasetDir`)."""
+    return DatasetDir(path, partial=partial).load()
 
 
-def load_theorems(path: str | Path, strategy: str = "random") -> list[Theorem]:
-    """Theorems from a split file, or every theorem of a dataset directory (one strategy's splits)."""
+def load_theorems(
+    path: str | Path, strategy: str = "random", *, partial: bool = False
+) -> list[Theorem]:
+    """Theorems from a split file, or every theorem of a dataset directory (one strategy's splits;
+    ``partial``: see :class:`DatasetDir`)."""
     path = Path(path)
     if path.is_file():
         return read_theorems(path)
     if path.is_dir():
-        return list(DatasetDir(path).all_theorems(strategy))
+        return list(DatasetDir(path, partial=partial).all_theorems(strategy))
     raise DatasetNotFoundError(f"no split file or dataset directory at {path}")
 
 
