@@ -111,3 +111,73 @@ class DuplicateTheoremError(DataFormatError):
     """The same theorem (full name, file and start) appears twice where each must appear once:
     within one split file, or across the splits of one strategy. The message names both records;
     remove one of them."""
+
+
+class LeanNotFoundError(LeanDojoError):
+    """No usable Lean: no toolchain (``lean``/``lake``, with or without elan) or no Pantograph REPL
+    binary was found. Raised by tracing and by the Lean boundary alike; the message says what to
+    install (elan, the project's toolchain, Pantograph) and how to point the library at it.
+
+    ``lean_dojo_v2.interaction.LeanNotFoundError`` and
+    ``lean_dojo_v2.lean_dojo.ToolchainNotFoundError`` are this class."""
+
+
+class ToolchainNotInstalledError(LeanNotFoundError):
+    """elan (or a ``lean`` on PATH) is there, but not the toolchain the project names in its
+    ``lean-toolchain``; the message has the ``elan toolchain install`` command to run."""
+
+
+class CommandError(LeanDojoError):
+    """An external program (git, lean, lake, elan, the Pantograph REPL) could not do its job.
+
+    ``command`` is the argument list; ``stdout``/``stderr`` hold what it printed (bytes, possibly
+    cut); ``hint`` is the advice that ends the message."""
+
+    def __init__(
+        self,
+        message: str,
+        command: tuple[str, ...] | list[str] = (),
+        *,
+        returncode: int | None = None,
+        stdout: bytes = b"",
+        stderr: bytes = b"",
+        hint: str = "",
+    ) -> None:
+        self.reason = message
+        self.command = tuple(command)
+        self.returncode = returncode
+        self.stdout = stdout
+        self.stderr = stderr
+        self.hint = hint
+        super().__init__(f"{message}; {hint}" if hint else message)
+
+    def __reduce__(self):  # type: ignore[override]  # survive pickling (worker processes)
+        kwargs = {
+            "returncode": self.returncode,
+            "stdout": self.stdout,
+            "stderr": self.stderr,
+            "hint": self.hint,
+        }
+        return (_rebuild_command_error, (type(self), self.reason, self.command, kwargs))
+
+
+def _rebuild_command_error(
+    cls: type[CommandError], reason: str, command: tuple[str, ...], kwargs: dict
+) -> CommandError:
+    return cls(reason, command, **kwargs)
+
+
+class CommandNotFoundError(CommandError, FileNotFoundError):
+    """The program does not exist, is not on PATH or is not executable: install it or fix PATH."""
+
+
+class CommandFailedError(CommandError):
+    """The program ran and exited with a non-zero status; the message ends with its stderr."""
+
+
+class CommandTimeoutError(CommandError, TimeoutError):
+    """The program ran longer than its time limit and was killed (with everything it started)."""
+
+
+class CommandOutputError(CommandError, ValueError):
+    """The program printed something that is not the text expected (e.g. not UTF-8)."""
