@@ -37,6 +37,10 @@ class DataFormatError(LeanDojoError, ValueError):
         self.reason = message
         super().__init__(self._render())
 
+    def __reduce__(self):  # type: ignore[override]  # survive pickling (worker processes)
+        fields = {"file": self.file, "record": self.record, "field": self.field}
+        return (_rebuild_data_format_error, (type(self), self.reason, fields))
+
     def _render(self) -> str:
         where = []
         if self.file is not None:
@@ -63,6 +67,12 @@ class DataFormatError(LeanDojoError, ValueError):
             record=self.record if self.record is not None else record,
             field=self.field,
         )
+
+
+def _rebuild_data_format_error(
+    cls: type[DataFormatError], reason: str, fields: dict
+) -> DataFormatError:
+    return cls(reason, **fields)
 
 
 class DatasetNotFoundError(LeanDojoError, FileNotFoundError):
