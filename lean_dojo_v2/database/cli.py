@@ -163,6 +163,8 @@ def cmd_db_delete(args: argparse.Namespace) -> int:
 
 def add_db_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register ``db`` (and its subcommands) on the main parser's subparsers."""
+    from ..data.splits import add_split_options
+
     db = subparsers.add_parser(
         "db",
         help="the dynamic database: add repositories, list, export datasets, import upstream JSON",
@@ -229,14 +231,7 @@ def add_db_parser(subparsers: Any) -> argparse.ArgumentParser:
         metavar="URL[@COMMIT]",
         help="repository to include (repeatable; default: all; no commit: latest version)",
     )
-    p.add_argument("--val", default="0.02", help="val size: a ratio (0.02) or a count (2000)")
-    p.add_argument("--test", default="0.02", help="test size: a ratio (0.02) or a count (2000)")
-    p.add_argument(
-        "--sorry",
-        default="test",
-        choices=["test", "drop"],
-        help="where unproved sorry theorems go (never train; default: test)",
-    )
+    add_split_options(p)
     p.add_argument(
         "--use-found-proofs",
         action="store_true",
