@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -29,35 +30,54 @@ def _print_stats(stats: dict[str, int], as_json: bool, title: str) -> None:
 
 
 def cmd_data_stats(args: argparse.Namespace) -> int:
-    from .data.stats import stats_of_path
+    from .data.stats import stats_and_corpus_gaps
 
-    stats = stats_of_path(args.path, args.strategy).to_dict()
-    _print_stats(stats, args.json, f"{args.path}")
+    stats, missing = stats_and_corpus_gaps(args.path, args.strategy, partial=args.partial)
+    if missing:
+        shown = ", ".join(missing[:3]) + (", ..." if len(missing) > 3 else "")
+        log.warning(
+            "%d theorem file(s) are not in %s/corpus.jsonl (%s): their theorems have no "
+            "accessible premises; add those files (with their imports) to the corpus",
+            len(missing),
+            args.path,
+            shown,
+        )
+    _print_stats(stats.to_dict(), args.json, f"{args.path}")
     return 0
 
 
 def cmd_data_split(args: argparse.Namespace) -> int:
     from .data.dataset import DatasetDir, load_theorems, write_split_dataset
-    from .data.splits import SplitSpec
+    from .data.output_dir import check_output_dir
+    from .data.splits import split_spec_from_args
+    from .errors import DatasetNotFoundError
 
-    spec = SplitSpec.parse(args.val, args.test, args.sorry)
+    spec = split_spec_from_args(args)
     src = Path(args.src)
-    theorems = load_theorems(src)
+    if not src.exists():
+        raise DatasetNotFoundError(f"no split file or dataset directory at {src}")
+    sources = [src] + ([Path(args.previous)] if args.previous else [])
+    # Refuse a bad output before reading a large input.
+    check_output_dir(args.dst, force=args.force, sources=sources)
+    theorems = load_theorems(src, partial=args.partial)
     corpus, traced, meta = [], [], None
     if src.is_dir():
-        d = DatasetDir(src)
+        d = DatasetDir(src, partial=args.partial)
         corpus, traced, meta = list(d.corpus_files()), d.traced_files(), d.metadata() or None
     previous = None
     if args.previous:
-        old = DatasetDir(args.previous)
-        previous = {
-            "novel_premises": {
-                split: old.theorems("novel_premises", split)
-                for split in ("train", "val", "test")
-                if old.split_path("novel_premises", split).exists()
-            }
-        }
-    sizes = write_split_dataset(args.dst, theorems, spec, corpus, traced, meta, previous)
+        previous = {"novel_premises": DatasetDir(args.previous).strategy_splits("novel_premises")}
+    sizes = write_split_dataset(
+        args.dst,
+        theorems,
+        spec,
+        corpus,
+        traced,
+        meta,
+        previous,
+        force=args.force,
+        sources=sources,
+    )
     if args.json:
         print(json.dumps(sizes))
     else:
@@ -94,6 +114,7 @@ def cmd_quickstart(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     from . import __version__
+    from .data.splits import add_split_options
 
     parser = argparse.ArgumentParser(
         prog="lean-dojo-v2",
@@ -101,6 +122,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
+    parser.add_argument(
+        "--debug",
+        action="store_true",
+        help="show the traceback of an error (also LEAN_DOJO_V2_DEBUG=1)",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     qs = sub.add_parser("quickstart", help="run the main job offline on the bundled sample")
@@ -115,7 +141,8 @@ def build_parser() -> argparse.ArgumentParser:
         "stats",
         help="counts for a split file or a dataset directory",
         description="Print theorems, tactic_proofs, tactics, premise_uses, distinct_premises and "
-        "sorry_theorems for a split file (JSON list) or a dataset directory (every theorem once).",
+        "sorry_theorems for a split file (JSON list) or a dataset directory (every theorem once). "
+        "Warns about theorem files that a directory's corpus.jsonl lacks.",
     )
     st.add_argument("path", help="a split file such as random/train.json, or a dataset directory")
     st.add_argument("--json", action="store_true", help="print one JSON object")
@@ -125,30 +152,32 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["random", "novel_premises"],
         help="which split strategy to read theorems from in a directory (default: random)",
     )
+    _add_partial_option(st)
     st.set_defaults(func=cmd_data_stats)
 
     sp = data_sub.add_parser(
         "split",
         help="write both splits (random, novel_premises) of a set of theorems",
         description="Read theorems from SRC (a split file or a dataset directory) and write a "
-        "LeanDojo-layout dataset with random and novel_premises splits to DST.",
+        "LeanDojo-layout dataset with random and novel_premises splits to DST. DST must be new, "
+        "empty or a dataset lean-dojo-v2 wrote (then it is replaced atomically), and never SRC "
+        "or a directory holding it.",
     )
     sp.add_argument("src", help="split file or dataset directory")
-    sp.add_argument("dst", help="output dataset directory (replaced atomically)")
-    sp.add_argument("--val", default="0.02", help="val size: a ratio (0.02) or a count (2000)")
-    sp.add_argument("--test", default="0.02", help="test size: a ratio (0.02) or a count (2000)")
-    sp.add_argument(
-        "--sorry",
-        default="test",
-        choices=["test", "drop"],
-        help="where theorems with sorry go (never train; default: test)",
-    )
+    sp.add_argument("dst", help="output dataset directory")
+    add_split_options(sp)
     sp.add_argument(
         "--previous",
         metavar="DIR",
         help="an earlier dataset of (part of) these theorems: theorems already placed keep their "
         "splits, so growing data never moves them (random splits with ratios are stable anyway)",
     )
+    sp.add_argument(
+        "--force",
+        action="store_true",
+        help="replace DST even if it holds files lean-dojo-v2 did not write (they are deleted)",
+    )
+    _add_partial_option(sp)
     sp.add_argument("--json", action="store_true", help="print split sizes as JSON")
     sp.set_defaults(func=cmd_data_split)
 
@@ -160,6 +189,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _add_partial_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--partial",
+        action="store_true",
+        help="accept a dataset directory that lacks split files or corpus.jsonl (default: refuse)",
+    )
+
+
 def _help(parser: argparse.ArgumentParser) -> int:
     parser.print_help()
     return 2
@@ -169,17 +206,36 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.INFO,
+        level=logging.DEBUG if args.verbose or args.debug else logging.INFO,
         format="%(levelname)s %(name)s: %(message)s",
     )
     func: Callable[[argparse.Namespace], int] | None = getattr(args, "func", None)
     if func is None:
         return _help(parser)
+    import sqlite3
+
+    debug = args.debug or os.environ.get("LEAN_DOJO_V2_DEBUG", "") not in ("", "0")
     try:
         return func(args)
     except LeanDojoError as exc:
+        if debug:
+            raise
         print(f"lean-dojo-v2: error: {exc}", file=sys.stderr)
         return 1
+    except (OSError, UnicodeError, sqlite3.DatabaseError) as exc:
+        # The last line of defence: input and system errors the library did not turn into a
+        # typed error still end in one line (the traceback is there with --debug).
+        if debug:
+            raise
+        print(f"lean-dojo-v2: error: {_describe(exc)} (--debug shows where)", file=sys.stderr)
+        return 1
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        where = f": {exc.filename}" if exc.filename is not None else ""
+        return f"{exc.strerror}{where}"
+    return " ".join(f"{type(exc).__name__}: {exc}".split())
 
 
 if __name__ == "__main__":

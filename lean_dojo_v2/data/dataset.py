@@ -8,14 +8,13 @@
       metadata.json
 
 Files are written with LeanDojo's serialisation (see :mod:`.jsonio`). A directory is written into
-a temporary sibling and renamed into place, so a failure never leaves a half-written dataset.
+a temporary sibling and renamed into place, so a failure never leaves a half-written dataset, and
+only a directory this library wrote is replaced (see :mod:`.output_dir`).
 """
 
 from __future__ import annotations
 
 import datetime as _dt
-import shutil
-import tempfile
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,9 +29,9 @@ from ..errors import (
 from .corpus import Corpus
 from .jsonio import (
     dumps,
-    fix_mode,
     gc_paused,
     iter_jsonl,
+    iter_jsonl_records,
     read_json,
     read_json_list,
     write_json,
@@ -40,6 +39,7 @@ from .jsonio import (
     write_jsonl,
 )
 from .model import Pos, PremiseFile, Theorem
+from .output_dir import check_output_dir, staged_output_dir
 from .splits import SPLIT_NAMES, STRATEGIES, SplitSpec, split_theorems
 
 CORPUS_FILE = "corpus.jsonl"
@@ -195,13 +195,23 @@ class DatasetDir:
         return self._strategy_theorems(strategy)
 
     def _strategy_theorems(self, strategy: str) -> Iterator[Theorem]:
+        for _, theorems in self._read_splits(strategy):
+            yield from theorems
+
+    def strategy_splits(self, strategy: str = "random") -> dict[str, list[Theorem]]:
+        """The split files of one strategy that exist, by split name (no completeness check; a
+        theorem in two of them is a :class:`DuplicateTheoremError`)."""
+        return dict(self._read_splits(strategy))
+
+    def _read_splits(self, strategy: str) -> Iterator[tuple[str, list[Theorem]]]:
+        """Existing split files of ``strategy``, one at a time, checked for duplicates across."""
         registry = _TheoremRegistry()
         for split in SPLIT_NAMES:
             path = self.split_path(strategy, split)
             if path.exists():
                 theorems = read_theorems(path)
                 registry.add(theorems, path)
-                yield from theorems
+                yield split, theorems
 
     def corpus_files(self) -> Iterator[PremiseFile]:
         path = self.path / CORPUS_FILE
@@ -211,6 +221,18 @@ class DatasetDir:
 
     def corpus(self) -> Corpus:
         return Corpus(self.corpus_files())
+
+    def corpus_paths(self) -> list[str]:
+        """The file paths listed in ``corpus.jsonl`` (premises are not parsed); [] without one."""
+        path = self.path / CORPUS_FILE
+        if not path.exists():
+            return []
+        paths = []
+        for i, raw in iter_jsonl_records(path):
+            if not isinstance(raw, Mapping) or not isinstance(raw.get("path"), str):
+                raise DataFormatError("expected an object with a text 'path'", file=path, record=i)
+            paths.append(raw["path"])
+        return paths
 
     def traced_files(self) -> list[str]:
         path = self.path / TRACED_FILES_FILE
@@ -227,17 +249,11 @@ class DatasetDir:
 
     def load(self) -> Dataset:
         self.require_complete()
-        splits: dict[str, dict[str, list[Theorem]]] = {}
-        for strategy in STRATEGIES:
-            if not (self.path / strategy).is_dir():
-                continue
-            registry = _TheoremRegistry()
-            by_split = splits[strategy] = {}
-            for split in SPLIT_NAMES:
-                path = self.split_path(strategy, split)
-                if path.exists():
-                    by_split[split] = read_theorems(path)
-                    registry.add(by_split[split], path)
+        splits = {
+            strategy: self.strategy_splits(strategy)
+            for strategy in STRATEGIES
+            if (self.path / strategy).is_dir()
+        }
         return Dataset(splits, list(self.corpus_files()), self.traced_files(), self.metadata())
 
 
@@ -277,23 +293,23 @@ def write_dataset(
     corpus: Iterable[PremiseFile] = (),
     traced_files: Iterable[str] = (),
     metadata: Mapping[str, Any] | None = None,
+    *,
+    force: bool = False,
+    sources: Iterable[str | Path] = (),
 ) -> Path:
-    """Write a dataset directory atomically (replacing any dataset already at ``path``).
+    """Write a dataset directory atomically.
 
     ``splits`` maps strategy → split → theorems (iterables are streamed). ``corpus`` is written in
     dependency order (each file after its imports), as LeanDojo's loader expects.
+
+    ``path`` may be absent, an empty directory or a dataset this library wrote, which is replaced;
+    anything else raises :class:`~lean_dojo_v2.errors.OutputExistsError` unless ``force``.
+    ``path`` never equals, contains or lies inside one of ``sources`` (the inputs), even with
+    ``force``. See :func:`~lean_dojo_v2.data.output_dir.staged_output_dir`.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
-    try:
-        with gc_paused():
-            _write_contents(tmp, splits, corpus, traced_files, metadata)
-        fix_mode(tmp, directory=True)
-        _replace_dir(tmp, path)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    with staged_output_dir(path, force=force, sources=sources) as stage, gc_paused():
+        _write_contents(stage, splits, corpus, traced_files, metadata)
     return path
 
 
@@ -324,22 +340,6 @@ def _write_contents(
     write_json(tmp / METADATA_FILE, dict(metadata) if metadata is not None else default_metadata())
 
 
-def _replace_dir(new: Path, dst: Path) -> None:
-    if not dst.exists():
-        new.rename(dst)
-        return
-    if not dst.is_dir():
-        raise FileExistsError(f"{dst} exists and is not a directory")
-    old = dst.with_name(f".{dst.name}.old-{new.name}")
-    dst.rename(old)
-    try:
-        new.rename(dst)
-    except BaseException:
-        old.rename(dst)
-        raise
-    shutil.rmtree(old, ignore_errors=True)
-
-
 def write_split_dataset(
     path: str | Path,
     theorems: Iterable[Theorem],
@@ -348,12 +348,17 @@ def write_split_dataset(
     traced_files: Iterable[str] = (),
     metadata: Mapping[str, Any] | None = None,
     previous: Mapping[str, Mapping[str, Iterable[Theorem]]] | None = None,
+    *,
+    force: bool = False,
+    sources: Iterable[str | Path] = (),
 ) -> dict[str, dict[str, int]]:
     """Split theorems both ways and write the whole layout; returns the split sizes.
 
     ``previous`` (e.g. ``DatasetDir(old).load().splits``) keeps already placed theorems where they
-    were (see :func:`~lean_dojo_v2.data.splits.split_novel_premises`).
+    were (see :func:`~lean_dojo_v2.data.splits.split_novel_premises`). ``force`` and ``sources``:
+    see :func:`write_dataset`; the output is checked before the theorems are split.
     """
+    check_output_dir(path, force=force, sources=sources)
     splits = split_theorems(theorems, spec, previous)
-    write_dataset(path, splits, corpus, traced_files, metadata)
+    write_dataset(path, splits, corpus, traced_files, metadata, force=force, sources=sources)
     return {s: {k: len(v) for k, v in by.items()} for s, by in splits.items()}

@@ -127,24 +127,39 @@ def write_json(path: str | Path, obj: Any) -> None:
         fh.write(_ENCODER.encode(obj))
 
 
+def _require_file(path: Path) -> None:
+    if path.is_dir():
+        raise DataFormatError("is a directory, expected a file; give the file's path", file=path)
+    if not path.is_file():
+        raise DatasetNotFoundError(f"no such file: {path}")
+
+
+def _decode_utf8(data: bytes, path: Path, offset: int = 0, record: int | None = None) -> str:
+    """``data`` as text; on bad bytes a :class:`DataFormatError` with the file and the byte
+    offset (``offset`` is where ``data`` starts in the file)."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DataFormatError(
+            f"not UTF-8 text ({exc.reason} at byte offset {offset + exc.start}); re-encode the "
+            "file as UTF-8",
+            file=path,
+            record=record,
+        ) from None
+
+
 def read_json(path: str | Path) -> Any:
     """Parse a JSON file. orjson does the common case (about twice as fast as ``json`` on large
     split files); on any failure the standard parser runs, so error messages and leniency
     (lone surrogates, which Python's json accepts) are those of ``json``."""
     path = Path(path)
-    if not path.is_file():
-        raise DatasetNotFoundError(f"no such file: {path}")
+    _require_file(path)
     data = path.read_bytes()
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError:
         pass
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise DataFormatError(
-            f"not UTF-8 text ({exc.reason} at byte {exc.start})", file=path
-        ) from exc
+    text = _decode_utf8(data, path)
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
@@ -177,22 +192,41 @@ def _parse_records(path: Path, records: Any, parse: Callable[[Any], T]) -> list[
     return records
 
 
-def iter_jsonl(path: str | Path, parse: Callable[[Any], T]) -> Iterator[T]:
-    """Parse a ``.jsonl`` file lazily; the record index in errors is the 0-based line number."""
+def iter_jsonl_records(path: str | Path) -> Iterator[tuple[int, Any]]:
+    """``(line index, parsed JSON)`` for each non-blank line of a ``.jsonl`` file, lazily.
+
+    Errors are :class:`DataFormatError` naming the file and the 0-based line (bad JSON, bytes
+    that are not UTF-8 with their byte offset, a directory in place of the file).
+    """
     path = Path(path)
-    if not path.is_file():
-        raise DatasetNotFoundError(f"no such file: {path}")
-    with path.open(encoding="utf-8") as fh:
+    _require_file(path)
+    with path.open("rb") as fh:
+        offset = 0
         for i, line in enumerate(fh):
+            start, offset = offset, offset + len(line)
             if not line.strip():
                 continue
             try:
-                raw = json.loads(line)
+                yield i, orjson.loads(line)
+                continue
+            except orjson.JSONDecodeError:
+                pass
+            # The standard parser decides (lone surrogates are accepted) and words the error.
+            text = _decode_utf8(line, path, start, i)
+            try:
+                raw = json.loads(text)
             except json.JSONDecodeError as exc:
                 raise DataFormatError(
                     f"invalid JSON at column {exc.colno}: {exc.msg}", file=path, record=i
                 ) from exc
-            try:
-                yield parse(raw)
-            except DataFormatError as exc:
-                raise exc.located(file=path, record=i) from None
+            yield i, raw
+
+
+def iter_jsonl(path: str | Path, parse: Callable[[Any], T]) -> Iterator[T]:
+    """Parse a ``.jsonl`` file lazily; the record index in errors is the 0-based line number."""
+    path = Path(path)
+    for i, raw in iter_jsonl_records(path):
+        try:
+            yield parse(raw)
+        except DataFormatError as exc:
+            raise exc.located(file=path, record=i) from None

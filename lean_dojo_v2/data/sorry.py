@@ -32,7 +32,18 @@ from __future__ import annotations
 import bisect
 import re
 from dataclasses import dataclass, field
-from typing import NamedTuple
+
+from .lean_lexer import (
+    COMMENT_KINDS,
+    DECL_KINDS,
+    Positions,
+    Token,
+    is_command_start,
+    iter_tokens,
+    skip_group,
+    skip_header,
+    tokenize,
+)
 
 # fmt: off
 __all__ = [
@@ -40,54 +51,6 @@ __all__ = [
     "sorry_declarations", "strip_comments",
 ]
 # fmt: on
-
-# One identifier component: «quoted» or a letter/underscore followed by word
-# characters, primes, ``!`` and ``?``.  λ, Π and Σ are binder tokens in Lean.
-_COMPONENT = r"(?:«[^»]*»|(?![λΠΣ])[^\W\d][\w'!?]*)"
-_TOKEN_RE = re.compile(
-    rf"""
-    \s*(?:
-     (?P<line>--[^\n]*)
-    |(?P<block>/-)
-    |(?P<raw>r\#*")
-    |(?P<string>"(?:[^"\\]|\\.)*(?:"|\Z))
-    |(?P<char>'(?:\\(?:u\{{[0-9a-fA-F]+\}}|x[0-9a-fA-F]{{2}}|.)|[^\\'\n])')
-    |(?P<namelit>`{{1,2}}{_COMPONENT}(?:\.{_COMPONENT})*)
-    |(?P<ident>{_COMPONENT}(?:\.{_COMPONENT})*)
-    |(?P<number>[0-9][0-9a-zA-Z_]*)
-    |(?P<attr>@\[)
-    |(?P<hash>\#[A-Za-z_]\w*)
-    |(?P<other>[^\s\w"'`«/\-@\#()\[\]]+|\S)
-    )""",
-    re.VERBOSE | re.DOTALL,
-)
-
-# fmt: off
-DECL_KINDS = frozenset({
-    "theorem", "lemma", "def", "abbrev", "instance", "example", "opaque", "axiom",
-    "structure", "inductive", "class",
-})
-MODIFIERS = frozenset({
-    "private", "protected", "noncomputable", "unsafe", "partial", "nonrec", "scoped", "local",
-})
-COMMANDS = frozenset({
-    "namespace", "section", "end", "open", "variable", "universe", "set_option", "import",
-    "attribute", "mutual", "export", "notation", "infix", "infixl", "infixr", "prefix",
-    "postfix", "macro", "macro_rules", "syntax", "elab", "elab_rules", "initialize", "deriving",
-    "omit", "include",
-})
-# fmt: on
-_STARTERS = DECL_KINDS | MODIFIERS | COMMANDS
-_COMMAND_KINDS = frozenset({"doc", "moddoc", "attr", "hash"})  # start a command at column 1
-
-
-class _Token(NamedTuple):
-    """A lexed token; ``kind`` is a group name of ``_TOKEN_RE`` or doc/moddoc."""
-
-    kind: str
-    start: int
-    end: int  # exclusive
-    text: str
 
 
 @dataclass(frozen=True)
@@ -102,79 +65,13 @@ class Declaration:
     sorry_positions: list[tuple[int, int]] = field(default_factory=list)
 
 
-def _block_comment_end(source: str, start: int) -> int:
-    """Return the index just past the block comment opened at ``start``.
-
-    Lean 4 block comments nest, so we count ``/-`` and ``-/``; strings are not
-    special inside comments.  An unterminated comment runs to end of file.
-    """
-    pos = start + (3 if source[start + 2 : start + 3] in ("-", "!") else 2)
-    depth = 1
-    while depth:
-        close = source.find("-/", pos)
-        if close < 0:
-            return len(source)
-        opened = source.find("/-", pos, close)
-        if opened >= 0:
-            depth, pos = depth + 1, opened + 2
-        else:
-            depth, pos = depth - 1, close + 2
-    return pos
-
-
-def _raw_string_end(source: str, start: int, opener: str) -> int:
-    """Return the index just past ``r#"..."#`` (raw strings have no escapes)."""
-    closer = '"' + "#" * (len(opener) - 2)
-    close = source.find(closer, start + len(opener))
-    return len(source) if close < 0 else close + len(closer)
-
-
-def _tokens(source: str) -> list[_Token]:
-    """Lex ``source`` linearly, keeping comments but dropping whitespace.
-
-    ``finditer`` does the bulk of the work; block comments and raw strings,
-    which a regular expression cannot delimit, restart it after their end.
-    """
-    tokens: list[_Token] = []
-    pos = 0
-    while True:
-        for match in _TOKEN_RE.finditer(source, pos):
-            kind = match.lastgroup or "other"
-            start, end = match.start(kind), match.end()
-            if kind == "block":
-                end = _block_comment_end(source, start)
-                kind = {"/--": "doc", "/-!": "moddoc"}.get(source[start : start + 3], "block")
-            elif kind == "raw":
-                end, kind = _raw_string_end(source, start, match.group(kind)), "string"
-            tokens.append(_Token(kind, start, end, source[start:end]))
-            if end != match.end():
-                pos = end
-                break
-        else:
-            return tokens
-
-
-_COMMENT_KINDS = frozenset({"line", "block", "doc", "moddoc"})
-
-
-def _is_sorry(token: _Token, source: str) -> bool:
+def _is_sorry(token: Token, source: str) -> bool:
     """``sorry`` as a term: the bare identifier, not ``x.sorry`` / ``.sorry``."""
     return (
         token.kind == "ident"
         and token.text == "sorry"
         and source[token.start - 1 : token.start] != "."
     )
-
-
-class _Positions:
-    """Convert string indices to 1-based (line, column) with a binary search."""
-
-    def __init__(self, source: str) -> None:
-        self._starts = [0] + [m.end() for m in re.finditer("\n", source)]
-
-    def __call__(self, index: int) -> tuple[int, int]:
-        line = bisect.bisect_right(self._starts, index) - 1
-        return line + 1, index - self._starts[line] + 1
 
 
 def strip_comments(source: str) -> str:
@@ -184,8 +81,8 @@ def strip_comments(source: str) -> str:
     """
     parts: list[str] = []
     last = 0
-    for token in _tokens(source):
-        if token.kind in _COMMENT_KINDS:
+    for token in tokenize(source):
+        if token.kind in COMMENT_KINDS:
             parts.append(source[last : token.start])
             parts.append(re.sub(r"[^\r\n]", " ", token.text))
             last = token.end
@@ -195,74 +92,26 @@ def strip_comments(source: str) -> str:
 
 def find_sorry_tokens(source: str) -> list[tuple[int, int]]:
     """1-based (line, column) of every real ``sorry`` token in ``source``."""
-    position = _Positions(source)
-    return [position(t.start) for t in _tokens(source) if _is_sorry(t, source)]
+    position = Positions(source)
+    return [position(t.start) for t in tokenize(source) if _is_sorry(t, source)]
 
 
 def file_has_sorry(source: str) -> bool:
     """Whether ``source`` contains at least one real ``sorry`` token."""
-    return any(_is_sorry(t, source) for t in _tokens(source))
+    return any(_is_sorry(t, source) for t in iter_tokens(source))
 
 
-def _is_command_start(token: _Token, source: str) -> bool:
-    """Whether ``token`` begins a top-level command (only at column 1)."""
-    if token.start and source[token.start - 1] != "\n":
-        return False
-    return token.kind in _COMMAND_KINDS or (token.kind == "ident" and token.text in _STARTERS)
-
-
-def _skip_group(code: list[_Token], k: int, openers: tuple[str, ...], closer: str) -> int:
-    """Skip a bracketed group starting at ``code[k]``; return the index after it."""
-    depth = 0
-    while k < len(code):
-        depth += (code[k].text in openers) - (code[k].text == closer)
-        k += 1
-        if depth <= 0:
-            break
-    return k
-
-
-def _skip_header(code: list[_Token], k: int) -> int:
-    """Skip ``... in`` prefixes, doc comment, attributes and modifiers."""
-    while k < len(code):
-        token = code[k]
-        if token.kind == "doc" or (token.kind == "ident" and token.text in MODIFIERS):
-            k += 1
-        elif token.kind == "attr":
-            k = _skip_group(code, k, ("@[", "["), "]")
-        elif token.text in ("open", "set_option") and (after := _after_in(code, k)):
-            k = after
-        else:
-            break
-    return k
-
-
-def _after_in(code: list[_Token], k: int) -> int | None:
-    """Index after the ``in`` of an ``open``/``set_option`` prefix, or None.
-
-    The search stops at the next command so ``open Foo`` alone is not a prefix.
-    """
-    for j in range(k + 1, min(len(code), k + 64)):
-        if code[j].kind == "ident" and code[j].text == "in":
-            return j + 1
-        if code[j].kind in _COMMAND_KINDS or (
-            code[j].kind == "ident" and code[j].text in _STARTERS
-        ):
-            return None
-    return None
-
-
-def _commands(code: list[_Token], source: str) -> list[list[_Token]]:
+def _commands(code: list[Token], source: str) -> list[list[Token]]:
     """Split code tokens into commands; header-only or ``... in`` segments
     (doc comment, ``@[simp]``, ``open Foo in`` on their own lines) are merged
     into the command that follows, as Lean parses them."""
-    starts = [i for i, t in enumerate(code) if _is_command_start(t, source)]
-    commands: list[list[_Token]] = []
-    pending: list[_Token] = []
+    starts = [i for i, t in enumerate(code) if is_command_start(t, source)]
+    commands: list[list[Token]] = []
+    pending: list[Token] = []
     # With no command start the second list still has one element: not strict on purpose.
     for begin, stop in zip(starts, starts[1:] + [len(code)], strict=False):
         pending += code[begin:stop]
-        if _skip_header(pending, 0) < len(pending):
+        if skip_header(pending, 0) < len(pending):
             commands.append(pending)
             pending = []
     if pending:
@@ -270,10 +119,10 @@ def _commands(code: list[_Token], source: str) -> list[list[_Token]]:
     return commands
 
 
-def _declaration_name(code: list[_Token], k: int, kind: str) -> str | None:
+def _declaration_name(code: list[Token], k: int, kind: str) -> str | None:
     """Name written after the keyword at ``code[k - 1]``, if any."""
     if kind == "instance" and k < len(code) and code[k].text == "(":
-        k = _skip_group(code, k, ("(",), ")")  # ``instance (priority := low) foo``
+        k = skip_group(code, k, ("(",), ")")  # ``instance (priority := low) foo``
     if kind == "example" or k >= len(code) or code[k].kind != "ident":
         return None
     return code[k].text
@@ -288,7 +137,7 @@ def _full_name(name: str | None, scopes: list[tuple[str | None, int]]) -> str | 
     return ".".join([s for s, _ in scopes if s] + [name])
 
 
-def _update_scopes(command: list[_Token], k: int, scopes: list[tuple[str | None, int]]) -> None:
+def _update_scopes(command: list[Token], k: int, scopes: list[tuple[str | None, int]]) -> None:
     """Track ``namespace``/``section``/``mutual`` ... ``end`` nesting.
 
     Entries are ``(namespace or None, number of name components)`` so that
@@ -309,14 +158,14 @@ def _update_scopes(command: list[_Token], k: int, scopes: list[tuple[str | None,
 
 def find_declarations(source: str) -> list[Declaration]:
     """Split ``source`` into top-level declarations (see module docstring)."""
-    tokens = _tokens(source)
+    tokens = tokenize(source)
     code = [t for t in tokens if t.kind not in ("line", "block")]
     sorry_starts = [t.start for t in tokens if _is_sorry(t, source)]
-    position = _Positions(source)
+    position = Positions(source)
     scopes: list[tuple[str | None, int]] = []
     declarations: list[Declaration] = []
     for command in _commands(code, source):
-        k = _skip_header(command, 0)
+        k = skip_header(command, 0)
         if k >= len(command) or command[k].text not in DECL_KINDS:
             if k < len(command):
                 _update_scopes(command, k, scopes)

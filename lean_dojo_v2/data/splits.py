@@ -18,10 +18,13 @@ import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from ..errors import SplitError
 from .model import Theorem
+
+if TYPE_CHECKING:
+    import argparse
 
 SPLIT_NAMES = ("train", "val", "test")
 STRATEGIES = ("random", "novel_premises")
@@ -75,6 +78,31 @@ class SplitSpec:
                     raise SplitError(f"not a ratio or a count: {text!r}") from exc
 
         return cls(one(val), one(test), sorry)
+
+
+def add_split_options(parser: argparse.ArgumentParser) -> None:
+    """Add ``--val``, ``--test`` and ``--sorry`` (what :class:`SplitSpec` holds) to a command that
+    splits theorems; :func:`split_spec_from_args` reads them back."""
+    defaults = SplitSpec()
+    for name in ("val", "test"):
+        parser.add_argument(
+            f"--{name}",
+            default=str(getattr(defaults, name)),
+            metavar="SIZE",
+            help=f"{name} size: a ratio (0.02) or a count (2000) (default: "
+            f"{getattr(defaults, name)})",
+        )
+    parser.add_argument(
+        "--sorry",
+        default=defaults.sorry,
+        choices=["test", "drop"],
+        help=f"where theorems with an unproved sorry go (never train; default: {defaults.sorry})",
+    )
+
+
+def split_spec_from_args(args: argparse.Namespace) -> SplitSpec:
+    """The :class:`SplitSpec` of the options added by :func:`add_split_options`."""
+    return SplitSpec.parse(args.val, args.test, args.sorry)
 
 
 Splits = dict[str, list[Theorem]]

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from .dataset import DatasetDir, read_theorems
+from .corpus import theorem_files_missing_from_corpus
+from .dataset import CORPUS_FILE, DatasetDir, read_theorems
 from .model import Theorem
 
 
@@ -39,9 +40,35 @@ def compute_stats(theorems: Iterable[Theorem]) -> DatasetStats:
     return DatasetStats(n, proofs, tactics, uses, len(names), sorry)
 
 
-def stats_of_path(path: str | Path, strategy: str = "random") -> DatasetStats:
-    """Stats of a split file, or of a dataset directory (every theorem once)."""
+def stats_of_path(
+    path: str | Path, strategy: str = "random", *, partial: bool = False
+) -> DatasetStats:
+    """Stats of a split file, or of a dataset directory (every theorem once; an incomplete
+    directory is refused unless ``partial``)."""
     path = Path(path)
     if path.is_dir():
-        return compute_stats(DatasetDir(path).all_theorems(strategy))
+        return compute_stats(DatasetDir(path, partial=partial).all_theorems(strategy))
     return compute_stats(read_theorems(path))
+
+
+def stats_and_corpus_gaps(
+    path: str | Path, strategy: str = "random", *, partial: bool = False
+) -> tuple[DatasetStats, list[str]]:
+    """:func:`stats_of_path`, and for a dataset directory the theorem files its ``corpus.jsonl``
+    lacks (see :func:`~lean_dojo_v2.data.corpus.theorem_files_missing_from_corpus`; none for a
+    split file or a partial dataset without a corpus)."""
+    path = Path(path)
+    if not path.is_dir():
+        return stats_of_path(path, strategy), []
+    d = DatasetDir(path, partial=partial)
+    files: set[str] = set()
+
+    def noting_files(theorems: Iterable[Theorem]) -> Iterator[Theorem]:
+        for t in theorems:
+            files.add(t.file_path)
+            yield t
+
+    stats = compute_stats(noting_files(d.all_theorems(strategy)))
+    if not (d.path / CORPUS_FILE).is_file():
+        return stats, []
+    return stats, theorem_files_missing_from_corpus(files, d.corpus_paths())
