@@ -2,49 +2,26 @@
 
 Everything above this layer talks to Lean through :class:`ProofEnv` / :class:`AsyncProofEnv`:
 ``PantographEnv`` (a real Lean via the Pantograph REPL) or ``ReplayEnv`` (transitions recorded by
-real Lean runs).
+real Lean runs). The results and errors they share are those of :mod:`.types` (its ``__all__``).
 """
 
+from . import types as _types
 from .base import AsyncProofEnv, ProofEnv
 from .pantograph import AsyncPantographEnv, PantographConfig, PantographEnv, PantographPool
 from .replay import AsyncReplayEnv, ReplayEnv, TransitionTable, normalize_tactic, split_tactics
-from .types import (
-    EnvCrashed,
-    InteractionError,
-    LeanNotFoundError,
-    ProofFinished,
-    ProofState,
-    StaleStateError,
-    TacticError,
-    TacticResult,
-    TacticTimeout,
-    UnknownTheoremError,
-    Verdict,
-    VersionMismatchError,
-)
+from .types import *  # noqa: F403 - the boundary's results and errors, listed once in types
 
 __all__ = [
     "AsyncPantographEnv",
     "AsyncProofEnv",
     "AsyncReplayEnv",
-    "EnvCrashed",
-    "InteractionError",
-    "LeanNotFoundError",
     "PantographConfig",
     "PantographEnv",
     "PantographPool",
     "ProofEnv",
-    "ProofFinished",
-    "ProofState",
     "ReplayEnv",
-    "StaleStateError",
-    "TacticError",
-    "TacticResult",
-    "TacticTimeout",
     "TransitionTable",
-    "UnknownTheoremError",
-    "Verdict",
-    "VersionMismatchError",
     "normalize_tactic",
     "split_tactics",
+    *_types.__all__,
 ]

@@ -6,11 +6,55 @@ Two flavours with the same methods: :class:`ProofEnv` (blocking) and :class:`Asy
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
+from numbers import Real
 from types import TracebackType
 
 from ..data.model import Theorem
-from .types import ProofState, TacticResult, Verdict
+from .types import InvalidRequestError, ProofState, TacticResult, Verdict
+
+
+def check_text(text: object, what: str = "tactic") -> None:
+    """Raise :class:`InvalidRequestError` unless ``text`` is a ``str`` that can be encoded as
+    UTF-8 for Lean (a lone surrogate such as ``"\\ud800"``, e.g. from a badly decoded model
+    output, cannot)."""
+    if not isinstance(text, str):
+        raise InvalidRequestError(f"the {what} must be a str, not {type(text).__name__}")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidRequestError(
+            f"the {what} is not valid Unicode text ({text[exc.start : exc.end]!r} at index "
+            f"{exc.start} is a lone surrogate) and cannot be sent to Lean; decode model output "
+            "with errors='replace' or drop this candidate"
+        ) from None
+
+
+def check_timeout(timeout: object) -> None:
+    """Raise :class:`InvalidRequestError` unless ``timeout`` is None (the environment's default
+    limit) or a finite number of seconds greater than 0. ``inf`` is refused: every call is
+    bounded (the contract is that it never hangs); raise the environment's configured default
+    for long tactics instead."""
+    if timeout is None:
+        return
+    if isinstance(timeout, bool) or not isinstance(timeout, Real):
+        raise InvalidRequestError(
+            f"timeout must be a number of seconds or None, not {type(timeout).__name__} {timeout!r}"
+        )
+    if not (math.isfinite(timeout) and timeout > 0):
+        raise InvalidRequestError(
+            f"timeout must be a finite number of seconds > 0 (or None for the environment's "
+            f"default limit), got {timeout!r}"
+        )
+
+
+def check_tactic_call(tactic: object, timeout: object) -> None:
+    """The argument checks of ``run_tactic``, shared by every backend: :func:`check_text` on
+    ``tactic`` and :func:`check_timeout`. Raises :class:`InvalidRequestError` (a ``ValueError``)
+    before anything is sent."""
+    check_text(tactic)
+    check_timeout(timeout)
 
 
 class ProofEnv(ABC):
@@ -26,14 +70,18 @@ class ProofEnv(ABC):
     def run_tactic(
         self, state: ProofState, tactic: str, timeout: float | None = None
     ) -> TacticResult:
-        """Apply ``tactic`` to ``state``; never hangs past ``timeout`` (seconds)."""
+        """Apply ``tactic`` to ``state``; never hangs past ``timeout`` (seconds).
+
+        ``timeout`` is None (the environment's default) or a finite number of seconds > 0;
+        other values, and tactic text that is not a valid ``str``, raise
+        :class:`InvalidRequestError` up front (:func:`check_tactic_call`)."""
 
     @abstractmethod
     def verify(self, theorem: Theorem, proof: str) -> Verdict:
         """Re-check a whole proof (tactic text after ``by``) of ``theorem``."""
 
     def close(self) -> None:  # noqa: B027 - optional hook, most backends need it
-        """Free the backend's resources; the environment is unusable afterwards."""
+        """Free the backend's resources; afterwards every call raises :class:`EnvClosed`."""
 
     def __enter__(self) -> ProofEnv:
         return self

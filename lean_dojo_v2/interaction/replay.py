@@ -26,10 +26,12 @@ from pathlib import Path
 
 from ..data.dataset import load_theorems
 from ..data.goals import goal_texts
+from ..data.lean_lexer import strip_leading_by
 from ..data.model import Theorem
 from ..data.sorry import find_sorry_tokens
-from .base import AsyncProofEnv, ProofEnv
+from .base import AsyncProofEnv, ProofEnv, check_tactic_call
 from .types import (
+    EnvClosed,
     ProofFinished,
     ProofState,
     TacticError,
@@ -93,12 +95,12 @@ def split_tactics(proof: str) -> list[str]:
     A line at the proof's base indentation starts a tactic; a more indented line continues the one
     before (wrapped arguments, nested blocks), and so does one that starts with ``|`` (``match``
     and ``induction … with`` alternatives may sit at the tactic's own column) or ``<;>``. A
-    leading ``by`` is dropped.
+    leading ``by`` is dropped; ``\r\n`` and ``\r`` line endings count as ``\n``.
     """
-    text = proof.strip("\n")
-    stripped = text.lstrip()
-    if stripped.startswith("by") and (len(stripped) == 2 or stripped[2] in " \n\t"):
-        text = stripped[2:]
+    text = proof.replace("\r\n", "\n").replace("\r", "\n").strip("\n")
+    after_by = strip_leading_by(text)
+    if after_by is not None:
+        text = after_by
     lines = [line for line in text.split("\n") if line.strip()]
     if not lines:
         return []
@@ -202,7 +204,7 @@ class ReplayEnv(ProofEnv):
 
     def _check_open(self) -> None:
         if self._closed:
-            raise RuntimeError("this ReplayEnv is closed")
+            raise EnvClosed("this ReplayEnv is closed; create a new one")
 
     def start(self, theorem: Theorem | str) -> ProofState:
         self._check_open()
@@ -222,6 +224,7 @@ class ReplayEnv(ProofEnv):
         self, state: ProofState, tactic: str, timeout: float | None = None
     ) -> TacticResult:
         self._check_open()
+        check_tactic_call(tactic, timeout)
         if "sorry" in tactic and find_sorry_tokens(tactic):
             return TacticError("sorry is not accepted in a proof", BACKEND, "sorry")
         after = self.table.apply(state.goals, tactic)

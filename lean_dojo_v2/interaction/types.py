@@ -15,6 +15,24 @@ from typing import Any
 from ..data.goals import NO_GOALS
 from ..errors import LeanDojoError
 
+# The public results and errors of the Lean boundary (re-exported by ``lean_dojo_v2.interaction``).
+__all__ = [
+    "EnvClosed",
+    "EnvCrashed",
+    "InteractionError",
+    "InvalidRequestError",
+    "LeanNotFoundError",
+    "ProofFinished",
+    "ProofState",
+    "StaleStateError",
+    "TacticError",
+    "TacticResult",
+    "TacticTimeout",
+    "UnknownTheoremError",
+    "Verdict",
+    "VersionMismatchError",
+]
+
 
 @dataclass(frozen=True)
 class ProofState:
@@ -97,6 +115,17 @@ class Verdict:
 
 class InteractionError(LeanDojoError):
     """Base of errors raised by the Lean boundary."""
+
+
+class EnvClosed(InteractionError):
+    """The environment was closed (``close()``, or its context manager exited); open a new one.
+    Every backend raises this (or a subclass) for a call after ``close()``."""
+
+
+class InvalidRequestError(InteractionError, ValueError):
+    """A call's arguments cannot be sent to Lean (tactic text that is not a ``str`` or holds a
+    lone surrogate, a timeout that is not a finite number of seconds > 0). Nothing was sent; the
+    environment is unchanged. The message says which argument to fix."""
 
 
 class EnvCrashed(InteractionError):
