@@ -117,9 +117,10 @@ class InteractionError(LeanDojoError):
     """Base of errors raised by the Lean boundary."""
 
 
-class EnvClosed(InteractionError):
+class EnvClosed(InteractionError, RuntimeError):
     """The environment was closed (``close()``, or its context manager exited); open a new one.
-    Every backend raises this (or a subclass) for a call after ``close()``."""
+    Every backend raises this (or a subclass) for a call after ``close()``. It is also a
+    ``RuntimeError``, which ``ReplayEnv`` raised before."""
 
 
 class InvalidRequestError(InteractionError, ValueError):
