@@ -14,6 +14,7 @@ from typing import Any
 
 from ..data.goals import NO_GOALS
 from ..errors import LeanDojoError
+from ..errors import LeanNotFoundError as _LeanNotFoundError
 
 # The public results and errors of the Lean boundary (re-exported by ``lean_dojo_v2.interaction``).
 __all__ = [
@@ -134,8 +135,8 @@ class EnvCrashed(InteractionError):
     environment restarts itself on the next call where it can."""
 
 
-class LeanNotFoundError(InteractionError):
-    """No Lean toolchain / Pantograph binary was found; the message says what to install."""
+# No Lean / no Pantograph binary: one class for the whole library (tracing raises it too).
+LeanNotFoundError = _LeanNotFoundError
 
 
 class VersionMismatchError(InteractionError):
