@@ -1,0 +1,93 @@
+"""``docs/errors.md`` documents every typed error, and only errors that exist.
+
+The table there (error → import path → when it is raised → what the user should do) is checked
+against the package: every subclass of ``LeanDojoError`` (found by importing every module) must
+have a row, and every row must name a ``LeanDojoError`` class importable from the path given.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import re
+from pathlib import Path
+
+import pytest
+
+import lean_dojo_v2
+from lean_dojo_v2.errors import LeanDojoError
+
+DOC = Path(__file__).resolve().parents[1] / "docs" / "errors.md"
+# | `ErrorName` | `lean_dojo_v2.module` | when | what to do |
+ROW = re.compile(
+    r"^\|\s*`(?P<name>\w+)`\s*\|\s*`(?P<module>[\w.]+)`\s*\|(?P<when>[^|]*)\|(?P<what>[^|]*)\|\s*$"
+)
+
+
+def _import_all_modules() -> list[str]:
+    """Import every module of the package; returns those skipped because an optional heavy
+    dependency (torch and the like) is not installed."""
+    skipped = []
+    for info in pkgutil.walk_packages(lean_dojo_v2.__path__, "lean_dojo_v2."):
+        if info.name.endswith("__main__"):
+            continue
+        try:
+            importlib.import_module(info.name)
+        except ModuleNotFoundError as exc:
+            if exc.name is None or exc.name.split(".")[0] == "lean_dojo_v2":
+                raise
+            skipped.append(info.name)
+    return skipped
+
+
+def error_classes() -> list[type[LeanDojoError]]:
+    _import_all_modules()
+    found: list[type[LeanDojoError]] = [LeanDojoError]
+    stack = [LeanDojoError]
+    while stack:
+        for sub in stack.pop().__subclasses__():
+            if sub not in found and sub.__module__.startswith("lean_dojo_v2"):
+                found.append(sub)
+                stack.append(sub)
+    return found
+
+
+def documented_rows() -> list[dict[str, str]]:
+    rows = []
+    for line in DOC.read_text("utf-8").splitlines():
+        m = ROW.match(line)
+        if m:
+            rows.append({k: v.strip() for k, v in m.groupdict().items()})
+    return rows
+
+
+def test_errors_doc_has_a_table():
+    assert len(documented_rows()) >= 10, f"no error table found in {DOC}"
+
+
+def test_every_error_class_is_documented():
+    documented = {row["name"] for row in documented_rows()}
+    missing = sorted(
+        f"{cls.__module__}.{cls.__name__}"
+        for cls in error_classes()
+        if cls.__name__ not in documented
+    )
+    assert not missing, f"add a row to docs/errors.md for: {', '.join(missing)}"
+
+
+@pytest.mark.parametrize("row", documented_rows(), ids=lambda r: r["name"])
+def test_every_documented_error_exists(row: dict[str, str]):
+    module = importlib.import_module(row["module"])
+    cls = getattr(module, row["name"], None)
+    assert isinstance(cls, type) and issubclass(cls, LeanDojoError), (
+        f"docs/errors.md names {row['module']}.{row['name']}, which is not a LeanDojoError "
+        "class there: update or remove the row"
+    )
+
+
+def test_every_documented_error_says_when_and_what_to_do():
+    rows = documented_rows()
+    incomplete = [r["name"] for r in rows if not r["when"] or not r["what"]]
+    assert not incomplete, f"rows without 'when' or 'what to do': {incomplete}"
+    names = [r["name"] for r in rows]
+    assert len(names) == len(set(names)), "one row per error name"
