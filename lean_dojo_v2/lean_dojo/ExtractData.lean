@@ -1,30 +1,38 @@
 /-
-ExtractData.lean — lean-dojo-v2's tracer (trace schema 1).
+ExtractData.lean — lean-dojo-v2's tracer (trace schema 2).
 
 Run inside a built Lake project, once per file:
 
-    lake env lean --run ExtractData.lean FILE MODULE OUT.json
+    lake env lean --run ExtractData.lean FILE MODULE OUT.json [NAME TYPE VALUE]...
 
 It re-elaborates FILE as module MODULE with info trees on and writes OUT.json (a temporary file
-renamed into place, so a half-written output never exists). Everything else — which files to run,
-paths of modules, tactic text, `<a>` marks, theorem statements, the corpus — is done in Python
-(`lean_dojo_v2/lean_dojo/traced_file.py`), where it can be tested without Lean. The schema is
-documented in `docs/tracing.md`.
+renamed into place, so a half-written output never exists). The optional triples are the package's
+own Lean options from its Lake configuration (`leanOptions`), TYPE being `bool`, `nat` or `string`;
+they apply as they did when Lake built the file. Everything else — which files to run, paths of
+modules, tactic text, `<a>` marks, theorem statements, the corpus — is done in Python
+(`lean_dojo_v2/lean_dojo/traced_file.py`), where it can be tested without Lean. The schema and the
+Lean versions each API was checked against are in `docs/tracing.md`.
 
-Targets Lean v4.19 – v4.29. To survive API drift it only uses long-standing names
-(`IO.processCommands`, `InfoTree.foldInfo`, `ContextInfo.runMetaM`, `Meta.ppGoal`,
-`findDeclarationRanges?`, `findModuleOf?`, `findOLean`, `FileMap.toPosition`), never names the
-type of string positions (`String.Pos` became `String.Pos.Raw`) and matches source infos with `..`.
+Targets Lean v4.19 – v4.29. To survive API drift it only uses names that exist across that range
+(`IO.processCommands`, `PartialContextInfo.mergeIntoOuter?`, `Info.updateContext?`,
+`ContextInfo.runMetaM`, `Meta.ppGoal`, `findDeclarationRanges?`, `findModuleOf?`, `findOLean`,
+`FileMap.toPosition`, `Options.set`/`get` with typed values — `Options` became a structure in
+v4.28 without `setNat`), never names the type of string positions (`String.Pos` became
+`String.Pos.Raw`), matches source infos with `..`, and passes `mainModule` to `processHeader` only
+where this Lean's `processHeader` has that parameter (`process_header%` below).
 
 Output (positions are `{"line": 1-based, "column": 0-based in code points}`):
-  schema, schema_version, lean_version, module, file,
+  schema, schema_version, lean_version, module, file, lean_options,
   imports:      [module name]                                      (the header's imports)
   module_files: {module name: path of its .olean}                  (imports and premise modules)
-  commands:     [{kind, start, end, value_starts}]                 (top-level commands)
+  commands:     [{kind, start, end, value_starts}]                 (top-level commands, no end of input)
   declarations: [{name, private, kind, start, end, name_start, name_end}]
-  tactics:      [{kind, start, end, state_before, state_after}]    (steps of tactic sequences)
-  premises:     [{name, module?, start, end, def_start?, def_end?}] (constants in the source)
-  messages:     [{severity, start, end?, text}]                    (warnings and errors)
+  tactics:      [{kind, seq, start, end, state_before, state_after} or {…, error}]
+                (every TacticInfo whose parent is a tacticSeq1Indented / tacticSeqBracketed /
+                rewriteSeq TacticInfo, in info-tree pre-order, as LeanDojo's tracer takes them)
+  premises:     [{name, module?, start, end, def_start?, def_end?, error?}] (constants in the source)
+  messages:     [{severity, start, end?, text}]                    (warnings and errors, bare text)
+  errors:       [{what, name?, text}]                              (items that could not be read)
 -/
 import Lean
 
@@ -32,7 +40,7 @@ open Lean Elab Meta
 
 namespace LeanDojoV2
 
-def schemaVersion : Nat := 1
+def schemaVersion : Nat := 2
 
 def posJson (p : Position) : Json :=
   Json.mkObj [("line", toJson p.line), ("column", toJson p.column)]
@@ -49,24 +57,95 @@ def originalRange? (fm : FileMap) (stx : Syntax) : Option (Position × Position)
 def rangeFields (r : Position × Position) : List (String × Json) :=
   [("start", posJson r.1), ("end", posJson r.2)]
 
-/-- Steps of tactic sequences (`tac₁; tac₂`, one per line, or `{ … }`): the tactics whose
-before/after goals are recorded, as LeanDojo does. -/
-partial def collectSteps (fm : FileMap) (stx : Syntax)
-    (acc : Array (Position × Position × SyntaxNodeKind)) :
-    Array (Position × Position × SyntaxNodeKind) := Id.run do
-  let mut acc := acc
-  let k := stx.getKind
-  let seq? : Option Syntax :=
-    if k == ``Lean.Parser.Tactic.tacticSeq1Indented then stx.getArgs[0]?
-    else if k == ``Lean.Parser.Tactic.tacticSeqBracketed then stx.getArgs[1]?
-    else none
-  if let some seq := seq? then
-    for step in seq.getSepArgs do
-      if let some (s, e) := originalRange? fm step then
-        acc := acc.push (s, e, step.getKind)
-  for arg in stx.getArgs do
-    acc := collectSteps fm arg acc
-  return acc
+/-- Does a constant's type have a parameter named `n` (with or without a default)? -/
+partial def hasBinder (n : Name) : Expr → Bool
+  | .forallE m _ b _ => m == n || hasBinder n b
+  | _ => false
+
+/-- `Lean.Elab.processHeader hdr opts msgs ictx (mainModule := mod)` on Lean whose
+`processHeader` takes `mainModule` (the module system: before lean4#12045 it checks `import all`
+against the main module's root), `Lean.Elab.processHeader hdr opts msgs ictx` on older Lean,
+which has no such parameter (and no `import all`). -/
+elab "process_header% " hdr:term:max opts:term:max msgs:term:max ictx:term:max mod:term:max :
+    term => do
+  let takesMainModule :=
+    match (← getEnv).find? ``Lean.Elab.processHeader with
+    | some ci => hasBinder `mainModule ci.type
+    | none => false
+  let call ← if takesMainModule then
+      `(Lean.Elab.processHeader $hdr $opts $msgs $ictx (mainModule := $mod))
+    else
+      `(Lean.Elab.processHeader $hdr $opts $msgs $ictx)
+  Term.elabTerm call none
+
+/-- The package's options from the command line: `NAME TYPE VALUE` triples. -/
+def addOptions (opts : Options) : List String → Except String Options
+  | [] => .ok opts
+  | name :: "bool" :: v :: rest => addOptions (opts.set name.toName (v == "true")) rest
+  | name :: "nat" :: v :: rest =>
+    match v.toNat? with
+    | some n => addOptions (opts.set name.toName n) rest
+    | none => .error s!"option {name}: {v} is not a natural number"
+  | name :: "string" :: v :: rest => addOptions (opts.set name.toName v) rest
+  | args => .error s!"cannot read the options {args}: expected NAME bool|nat|string VALUE triples"
+
+/-- Kinds of the `TacticInfo` nodes whose children are steps (LeanDojo's rule). -/
+def seqKinds : List SyntaxNodeKind :=
+  [``Lean.Parser.Tactic.tacticSeq1Indented, ``Lean.Parser.Tactic.tacticSeqBracketed,
+   ``Lean.Parser.Tactic.rewriteSeq]
+
+/-- A tactic step: its info, the context it ran in, and the kind of its parent sequence. -/
+structure Step where
+  ctx : ContextInfo
+  info : TacticInfo
+  seq : SyntaxNodeKind
+
+/-- What one pass over the info trees collects. -/
+structure Found where
+  steps : Array Step := #[]
+  constants : Array (ContextInfo × Name × Position × Position) := #[]
+  lastCtx? : Option ContextInfo := none
+
+instance : Inhabited Found := ⟨{}⟩
+
+def visit (fm : FileMap) (ctx : ContextInfo) (parent? : Option SyntaxNodeKind) (info : Info)
+    (found : Found) : Found :=
+  let found := { found with lastCtx? := some ctx }
+  match info with
+  | .ofTacticInfo ti =>
+    match parent? with
+    | some k =>
+      if seqKinds.contains k then
+        { found with steps := found.steps.push { ctx := ctx, info := ti, seq := k } }
+      else found
+    | none => found
+  | .ofTermInfo ti =>
+    match ti.expr with
+    | .const name _ =>
+      match originalRange? fm ti.stx with
+      | some (s, e) => { found with constants := found.constants.push (ctx, name, s, e) }
+      | none => found
+    | _ => found
+  | _ => found
+
+/-- Pre-order walk (the order LeanDojo's tracer visits nodes in) keeping the innermost context as
+`InfoTree.foldInfo` does. `parent?` is the syntax kind of the enclosing node when that node is a
+`TacticInfo` (the child of a `context` node has none). -/
+partial def walk (fm : FileMap) (ctx? : Option ContextInfo) (parent? : Option SyntaxNodeKind)
+    (found : Found) : InfoTree → Found
+  | .context pci t => walk fm (pci.mergeIntoOuter? ctx?) none found t
+  | .node info children =>
+    let found := match ctx? with
+      | some ctx => visit fm ctx parent? info found
+      | none => found
+    let kind? : Option SyntaxNodeKind := match info with
+      | .ofTacticInfo ti => some ti.stx.getKind
+      | _ => none
+    children.foldl (init := found) (walk fm (info.updateContext? ctx?) kind?)
+  | _ => found
+
+def collect (fm : FileMap) (trees : PersistentArray InfoTree) : Found :=
+  trees.foldl (init := {}) fun found tree => walk fm none none found tree
 
 /-- The outermost nodes of one of `kinds` in `stx`, in source order (a `mutual` block has one
 per declaration; nothing inside a found node is searched). -/
@@ -89,26 +168,25 @@ def ppGoals (ctx : ContextInfo) (mctx : MetavarContext) (goals : List MVarId) : 
       parts := parts.push (toString (← Meta.ppGoal g))
     return "\n\n".intercalate parts.toList
 
-/-- What one pass over the info trees collects. -/
-structure Found where
-  tactics : Array (ContextInfo × TacticInfo) := #[]
-  constants : Array (ContextInfo × Name × Position × Position) := #[]
-  lastCtx? : Option ContextInfo := none
+/-- The step's goals, or why they could not be printed (that step's failure only). -/
+def statesJson (step : Step) : IO (List (String × Json)) := do
+  try
+    let before ← ppGoals step.ctx step.info.mctxBefore step.info.goalsBefore
+    let after ← ppGoals step.ctx step.info.mctxAfter step.info.goalsAfter
+    return [("state_before", toJson before), ("state_after", toJson after)]
+  catch ex =>
+    return [("error", toJson s!"cannot print the goals: {ex}")]
 
-def collect (fm : FileMap) (trees : PersistentArray InfoTree) : Found :=
-  trees.foldl (init := {}) fun found tree =>
-    tree.foldInfo (init := found) fun ctx info found =>
-      let found := { found with lastCtx? := some ctx }
-      match info with
-      | .ofTacticInfo ti => { found with tactics := found.tactics.push (ctx, ti) }
-      | .ofTermInfo ti =>
-        match ti.expr with
-        | .const name _ =>
-          match originalRange? fm ti.stx with
-          | some (s, e) => { found with constants := found.constants.push (ctx, name, s, e) }
-          | none => found
-        | _ => found
-      | _ => found
+/-- Module and declaration ranges of a constant, or why they could not be found. -/
+def premiseInfo (ctx : ContextInfo) (name : Name) :
+    IO (Option Name × Option DeclarationRanges × Option String) := do
+  try
+    ctx.runMetaM {} do
+      let m ← findModuleOf? name
+      let r ← findDeclarationRanges? name
+      return (m, r, (none : Option String))
+  catch ex =>
+    return (none, none, some s!"{ex}")
 
 def severityName : MessageSeverity → String
   | .error => "error"
@@ -131,17 +209,32 @@ def rangesJson? (r? : Option DeclarationRanges) : List (String × Json) :=
     [("def_start", posJson r.selectionRange.pos), ("def_end", posJson r.selectionRange.endPos)]
   | none => []
 
-unsafe def extractFile (file : System.FilePath) (mod : Name) (out : System.FilePath) : IO Unit := do
+def itemError (what : String) (name : Name) (text : String) : Json :=
+  Json.mkObj [("what", toJson what), ("name", toJson name.toString), ("text", toJson text)]
+
+unsafe def extractFile (file : System.FilePath) (mod : Name) (out : System.FilePath)
+    (optionArgs : List String) : IO Unit := do
+  let pkgOpts ← match addOptions {} optionArgs with
+    | .ok o => pure o
+    | .error msg => throw <| IO.userError msg
   initSearchPath (← findSysroot)
   enableInitializersExecution
   let input ← IO.FS.readFile file
   let inputCtx := Parser.mkInputContext input file.toString
   let fm := inputCtx.fileMap
-  -- Info trees make elaboration allocate more; files that build must not time out here. Elaboration
-  -- in parallel (`Elab.async`, newer Lean) could leave info trees incomplete; older Lean ignores it.
-  let opts : Options := ({} : Options).setNat `maxHeartbeats 2000000 |>.setBool `Elab.async false
+  -- Info trees make elaboration allocate more; files that build must not time out here (a package
+  -- that turns the limit off keeps it off). Elaboration in parallel (`Elab.async`, newer Lean)
+  -- could leave info trees incomplete; older Lean ignores the option.
+  let heartbeats : Nat := pkgOpts.get `maxHeartbeats (200000 : Nat)
+  let opts : Options :=
+    if heartbeats == 0 then pkgOpts else pkgOpts.set `maxHeartbeats (max heartbeats 2000000)
+  let opts := opts.set `Elab.async false
+  -- A `module` file imports at the `exported` level unless `Elab.inServer` is set; declaration
+  -- ranges (the `<a>` provenances) are exported only at the `server` level. Files without
+  -- `module` import everything (`private` level) either way; older Lean ignores the option.
+  let headerOpts := opts.set `Elab.inServer true
   let (header, parserState, messages) ← Parser.parseHeader inputCtx
-  let (env, messages) ← processHeader header opts messages inputCtx
+  let (env, messages) ← process_header% header headerOpts messages inputCtx mod
   if messages.hasErrors then
     let texts ← messages.toList.mapM fun m => m.toString
     throw <| IO.userError s!"cannot import the header of {file}: {texts}"
@@ -150,11 +243,12 @@ unsafe def extractFile (file : System.FilePath) (mod : Name) (out : System.FileP
   let s ← IO.processCommands inputCtx parserState commandState
   let finalEnv := s.commandState.env
   let found := collect fm s.commandState.infoState.trees
+  let mut errors : Array Json := #[]
 
-  -- Commands, and the tactic steps they contain.
+  -- Top-level commands (the end of input is not one).
   let mut commands : Array Json := #[]
-  let mut steps : Array (Position × Position × SyntaxNodeKind) := #[]
   for cmd in s.commands do
+    if Parser.isTerminalCommand cmd then continue
     if let some r := originalRange? fm cmd then
       let mut valueStarts : Array Json := #[]
       for v in findKinds cmd valueKinds #[] do
@@ -163,48 +257,38 @@ unsafe def extractFile (file : System.FilePath) (mod : Name) (out : System.FileP
       commands := commands.push <| Json.mkObj <|
         [("kind", toJson cmd.getKind.toString)] ++ rangeFields r ++
         [("value_starts", Json.arr valueStarts)]
-    steps := collectSteps fm cmd steps
 
-  -- One record per step: the outermost tactic info whose syntax is that step.
-  let mut stepKeys : Std.HashSet (Nat × Nat × Nat × Nat × Name) := {}
-  for (s, e, k) in steps do
-    stepKeys := stepKeys.insert (s.line, s.column, e.line, e.column, k)
+  -- Every step, in pre-order; repeated runs of one step (`all_goals`, `iterate`) and the rule
+  -- steps of `rw [a, b]` included. Python picks what LeanDojo's records keep.
   let mut tactics : Array Json := #[]
-  let mut done : Std.HashSet (Nat × Nat × Nat × Nat × Name) := {}
-  for (ctx, ti) in found.tactics do
-    if let some (s, e) := originalRange? fm ti.stx then
-      let key := (s.line, s.column, e.line, e.column, ti.stx.getKind)
-      if done.contains key || !stepKeys.contains key then continue
-      done := done.insert key
-      let before ← ppGoals ctx ti.mctxBefore ti.goalsBefore
-      let after ← ppGoals ctx ti.mctxAfter ti.goalsAfter
+  for step in found.steps do
+    if let some r := originalRange? fm step.info.stx then
+      let states ← statesJson step
       tactics := tactics.push <| Json.mkObj <|
-        [("kind", toJson ti.stx.getKind.toString)] ++ rangeFields (s, e) ++
-        [("state_before", toJson before), ("state_after", toJson after)]
+        [("kind", toJson step.info.stx.getKind.toString), ("seq", toJson step.seq.toString)] ++
+        rangeFields r ++ states
 
   -- Constants used in the source, with the module and place that define them.
   let mut premises : Array Json := #[]
-  let mut defs : Std.HashMap Name (Option Name × Option DeclarationRanges) := {}
+  let mut defs : Std.HashMap Name (Option Name × Option DeclarationRanges × Option String) := {}
   let mut moduleFiles : Std.HashMap Name String := {}
   for (ctx, name, s, e) in found.constants do
     let info ← match defs.get? name with
       | some i => pure i
-      | none => do
-        let i ← ctx.runMetaM {} do
-          let m ← try findModuleOf? name catch _ => pure none
-          let r ← findDeclarationRanges? name
-          return (m, r)
-        pure i
+      | none => premiseInfo ctx name
     defs := defs.insert name info
-    let (m?, r?) := info
+    let (m?, r?, err?) := info
     let mut fields := [("name", toJson name.toString)] ++ rangeFields (s, e) ++ rangesJson? r?
-    match m? with
-    | some m =>
-      fields := fields ++ [("module", toJson m.toString)]
-      unless moduleFiles.contains m do
-        let path ← try pure (toString (← findOLean m)) catch _ => pure ""
-        moduleFiles := moduleFiles.insert m path
-    | none => fields := fields ++ [("module", toJson mod.toString)]
+    match err? with
+    | some err => fields := fields ++ [("error", toJson err)]
+    | none =>
+      match m? with
+      | some m =>
+        fields := fields ++ [("module", toJson m.toString)]
+        unless moduleFiles.contains m do
+          let path ← try pure (toString (← findOLean m)) catch _ => pure ""
+          moduleFiles := moduleFiles.insert m path
+      | none => fields := fields ++ [("module", toJson mod.toString)]
     premises := premises.push (Json.mkObj fields)
 
   -- Declarations of this module that have a place in the source.
@@ -215,7 +299,11 @@ unsafe def extractFile (file : System.FilePath) (mod : Name) (out : System.FileP
     for (n, ci) in localConsts do
       let userName := (privateToUserName? n).getD n
       if userName.isInternal || userName.hasMacroScopes then continue
-      let r? ← ctx.runMetaM {} (findDeclarationRanges? n)
+      let mut r? : Option DeclarationRanges := none
+      try
+        r? ← ctx.runMetaM {} (findDeclarationRanges? n)
+      catch ex =>
+        errors := errors.push (itemError "declaration" userName s!"{ex}")
       if let some r := r? then
         declarations := declarations.push <| Json.mkObj [
           ("name", toJson userName.toString), ("private", toJson (isPrivateName n)),
@@ -231,10 +319,11 @@ unsafe def extractFile (file : System.FilePath) (mod : Name) (out : System.FileP
       let path ← try pure (toString (← findOLean imp.module)) catch _ => pure ""
       moduleFiles := moduleFiles.insert imp.module path
 
+  -- Messages with their bare text (no `file:line:col: severity:` prefix).
   let mut messagesJson : Array Json := #[]
   for m in s.commandState.messages.toList do
     if m.severity matches .information then continue
-    let text ← m.toString
+    let text ← try m.data.toString catch ex => pure s!"(message not printable: {ex})"
     let mut fields := [("severity", toJson (severityName m.severity)), ("start", posJson m.pos)]
     if let some e := m.endPos then
       fields := fields ++ [("end", posJson e)]
@@ -245,10 +334,12 @@ unsafe def extractFile (file : System.FilePath) (mod : Name) (out : System.FileP
   let result := Json.mkObj [
     ("schema", toJson "lean_dojo_v2.trace"), ("schema_version", toJson schemaVersion),
     ("lean_version", toJson Lean.versionString), ("module", toJson mod.toString),
-    ("file", toJson file.toString), ("imports", Json.arr imports),
+    ("file", toJson file.toString), ("lean_options", toJson optionArgs),
+    ("imports", Json.arr imports),
     ("module_files", Json.mkObj files), ("commands", Json.arr commands),
     ("declarations", Json.arr declarations), ("tactics", Json.arr tactics),
-    ("premises", Json.arr premises), ("messages", Json.arr messagesJson)]
+    ("premises", Json.arr premises), ("messages", Json.arr messagesJson),
+    ("errors", Json.arr errors)]
   let tmp := out.withExtension "json.tmp"
   if let some dir := out.parent then
     IO.FS.createDirAll dir
@@ -259,13 +350,13 @@ end LeanDojoV2
 
 unsafe def main (args : List String) : IO UInt32 := do
   match args with
-  | [file, mod, out] =>
+  | file :: mod :: out :: optionArgs =>
     try
-      LeanDojoV2.extractFile file mod.toName out
+      LeanDojoV2.extractFile file mod.toName out optionArgs
       return 0
     catch e =>
       IO.eprintln s!"lean_dojo_v2 extract: {file}: {e}"
       return 1
   | _ =>
-    IO.eprintln "usage: lake env lean --run ExtractData.lean FILE MODULE OUT.json"
+    IO.eprintln "usage: lake env lean --run ExtractData.lean FILE MODULE OUT.json [NAME TYPE VALUE]..."
     return 2

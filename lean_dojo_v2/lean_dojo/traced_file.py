@@ -1,4 +1,5 @@
-"""One traced Lean file: the extractor's JSON (trace schema 1, ``docs/tracing.md``) plus the source.
+"""One traced Lean file: the extractor's JSON (trace schema 2, ``docs/tracing.md``; schema 1 is read
+too) plus the source.
 
 The extractor (``ExtractData.lean``) only reports what Lean knows — ranges of commands,
 declarations, tactic steps with their goals, constants used in the source and where they are
@@ -30,9 +31,13 @@ from ..data.sorry import find_sorry_tokens, strip_comments
 from .errors import TraceFormatError
 
 SCHEMA = "lean_dojo_v2.trace"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 NO_GOALS = "no goals"
 SORRY_WARNING = "declaration uses 'sorry'"
+# Lean's wording, with either quoting style (newer Lean quotes names with backticks).
+_SORRY_WARNING = re.compile(r"declaration uses ['`]sorry['`]")
+# The parent sequence of the per-rule steps of ``rw [a, b]`` (not LeanDojo records).
+REWRITE_SEQ = "Lean.Parser.Tactic.rewriteSeq"
 
 # (line, column) with Lean's conventions: 1-based line, 0-based column in code points.
 LeanPos = tuple[int, int]
@@ -62,11 +67,21 @@ class TraceDeclaration:
 
 @dataclass(frozen=True, slots=True)
 class TraceTactic:
+    """One tactic step. ``seq`` is the kind of the sequence it is a step of (schema 2;
+    ``…rewriteSeq`` for a rule of ``rw [a, b]``); ``error`` says why its goals could not be
+    printed (then both states are empty and the step is not recorded)."""
+
     start: LeanPos
     end: LeanPos
     state_before: str
     state_after: str
     kind: str | None = None
+    seq: str | None = None
+    error: str | None = None
+
+    @property
+    def is_rewrite_rule(self) -> bool:
+        return self.seq == REWRITE_SEQ
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +92,7 @@ class TracePremise:
     module: str | None = None
     def_start: LeanPos | None = None
     def_end: LeanPos | None = None
+    error: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,6 +246,11 @@ class TracedFile:
     premises: list[TracePremise] = field(default_factory=list)
     premise_paths: dict[str, str] = field(default_factory=dict)  # module → file path
     messages: list[TraceMessage] = field(default_factory=list)
+    # Items the extractor could not read (schema 2): ``{"what", "name"?, "text"}``, plus one
+    # entry per tactic or premise that carries an ``error``.
+    item_errors: list[dict[str, str]] = field(default_factory=list)
+    # The package's Lean options the file was elaborated with (``NAME TYPE VALUE`` …).
+    lean_options: list[str] = field(default_factory=list)
     # Lookup tables, built on first use.
     _primary: list[TraceDeclaration] | None = field(default=None, repr=False, compare=False)
     _command_starts: list[LeanPos] | None = field(default=None, repr=False, compare=False)
@@ -279,6 +300,8 @@ class TracedFile:
 
         commands = []
         for at, d in r.items(data, "commands"):
+            if d.get("kind") == "Lean.Parser.Command.eoi":
+                continue  # schema 1 wrote the end of input as a command
             starts = d.get("value_starts")
             if starts is None:
                 single = d.get("value_start")
@@ -307,27 +330,50 @@ class TracedFile:
             )
             for at, d in r.items(data, "declarations")
         ]
-        tactics = [
-            TraceTactic(
-                start=r.pos(d, "start", at),
-                end=r.pos(d, "end", at),
-                state_before=r.get(d, "state_before", str, at),
-                state_after=r.get(d, "state_after", str, at),
-                kind=r.opt(d, "kind", str, at),
+        item_errors: list[dict[str, str]] = []
+        tactics = []
+        for at, d in r.items(data, "tactics"):
+            error = r.opt(d, "error", str, at)
+            if error is not None:
+                item_errors.append({"what": "tactic", "at": at, "text": error})
+            tactics.append(
+                TraceTactic(
+                    start=r.pos(d, "start", at),
+                    end=r.pos(d, "end", at),
+                    state_before=("" if error is not None else r.get(d, "state_before", str, at)),
+                    state_after=("" if error is not None else r.get(d, "state_after", str, at)),
+                    kind=r.opt(d, "kind", str, at),
+                    seq=r.opt(d, "seq", str, at),
+                    error=error,
+                )
             )
-            for at, d in r.items(data, "tactics")
-        ]
-        premises = [
-            TracePremise(
-                name=r.get(d, "name", str, at),
-                start=r.pos(d, "start", at),
-                end=r.pos(d, "end", at),
-                module=r.opt(d, "module", str, at),
-                def_start=r.pos(d, "def_start", at, optional=True),
-                def_end=r.pos(d, "def_end", at, optional=True),
+        premises = []
+        for at, d in r.items(data, "premises"):
+            error = r.opt(d, "error", str, at)
+            if error is not None:
+                item_errors.append(
+                    {"what": "premise", "name": r.get(d, "name", str, at), "text": error}
+                )
+            premises.append(
+                TracePremise(
+                    name=r.get(d, "name", str, at),
+                    start=r.pos(d, "start", at),
+                    end=r.pos(d, "end", at),
+                    module=r.opt(d, "module", str, at),
+                    def_start=r.pos(d, "def_start", at, optional=True),
+                    def_end=r.pos(d, "def_end", at, optional=True),
+                    error=error,
+                )
             )
-            for at, d in r.items(data, "premises")
-        ]
+        for at, d in r.items(data, "errors"):
+            entry = {"what": r.get(d, "what", str, at), "text": r.get(d, "text", str, at)}
+            name = r.opt(d, "name", str, at)
+            if name is not None:
+                entry["name"] = name
+            item_errors.append(entry)
+        lean_options = data.get("lean_options", [])
+        if not isinstance(lean_options, list) or not all(isinstance(o, str) for o in lean_options):
+            raise r.fail("expected a list of strings", "lean_options")
         messages = [
             TraceMessage(
                 severity=r.get(d, "severity", str, at),
@@ -382,6 +428,8 @@ class TracedFile:
             premises=sorted(premises, key=lambda p: (p.start, p.end)),
             premise_paths=premise_paths,
             messages=messages,
+            item_errors=item_errors,
+            lean_options=list(lean_options),
         )
 
     # -- declarations ----------------------------------------------------------------------
@@ -519,19 +567,29 @@ class TracedFile:
                 yield p
             i += 1
 
-    def traced_tactics(self, decl: TraceDeclaration) -> list[TracedTactic]:
-        """The declaration's tactic steps as LeanDojo records them: in source order, without
-        steps that start from no goals or change nothing, without focusing dots ``·``, and each
-        (state before, tactic, state after) once."""
-        out: list[TracedTactic] = []
-        seen: set[tuple[str, str, str]] = set()
+    def steps_of(self, decl: TraceDeclaration) -> list[TraceTactic]:
+        """The declaration's steps as LeanDojo's records take them: one per source range (when a
+        step ran several times — ``all_goals``, ``iterate`` — the last run, as LeanDojo keeps the
+        last info it sees for a range), without the rule steps of ``rw [a, b]`` and without
+        steps whose goals could not be printed; in source order."""
         if self._tactic_starts is None:
             self._tactic_starts = [t.start for t in self.tactics]
         first = bisect.bisect_left(self._tactic_starts, decl.start)
         last = bisect.bisect_right(self._tactic_starts, decl.end)
-        for t in self.tactics[first:last]:
-            if t.end > decl.end:
+        by_range: dict[tuple[LeanPos, LeanPos], TraceTactic] = {}
+        for t in self.tactics[first:last]:  # sorted by range, extractor order within a range
+            if t.end > decl.end or t.is_rewrite_rule:
                 continue
+            by_range[(t.start, t.end)] = t
+        return [t for t in by_range.values() if t.error is None]
+
+    def traced_tactics(self, decl: TraceDeclaration) -> list[TracedTactic]:
+        """The declaration's tactic steps as LeanDojo records them (:meth:`steps_of`): without
+        steps that start from no goals or change nothing, without focusing dots ``·``, and each
+        (state before, tactic, state after) once."""
+        out: list[TracedTactic] = []
+        seen: set[tuple[str, str, str]] = set()
+        for t in self.steps_of(decl):
             if t.state_before == NO_GOALS or t.state_before == t.state_after:
                 continue
             text = self.tactic_text(t)
@@ -586,7 +644,7 @@ class TracedFile:
     def sorry_declarations(self) -> list[TraceDeclaration]:
         """Declarations whose proof uses ``sorry``: Lean's ``declaration uses 'sorry'`` warning
         points into them, or a ``sorry`` token lies in their source."""
-        warned = [m.start for m in self.messages if SORRY_WARNING in m.text]
+        warned = [m.start for m in self.messages if _SORRY_WARNING.search(m.text)]
         # find_sorry_tokens gives 1-based columns; Lean's are 0-based.
         tokens = (
             [(line, col - 1) for line, col in find_sorry_tokens(self.source.text)]
