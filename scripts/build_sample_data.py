@@ -5,7 +5,8 @@ Run from the repository root:  python scripts/build_sample_data.py [--shared ../
 The sample is LeanDojo Benchmark 4 (mathlib4 29dcec07): the first 100 records of random/test.json,
 unchanged. The benchmark's corpus.jsonl was not available, so the corpus written here lists, per
 definition file, the premises named in the tactics' provenances with their real paths and name
-positions; their ``code`` is empty and ``kind`` is "unknown" (nothing is invented).
+positions; their ``code`` is empty and ``kind`` is "unknown" (nothing is invented). The imports are
+the edges implied by premise use (``scripts/sample_corpus_imports.py``, run at the end).
 """
 
 from __future__ import annotations
@@ -23,7 +24,9 @@ from lean_dojo_v2.data import (
     read_theorems,
     write_split_dataset,
 )
+from lean_dojo_v2.data.output_dir import MARKER
 from lean_dojo_v2.data.sample import sample_dataset_path
+from sample_corpus_imports import main as add_implied_imports
 
 PROVENANCE = """\
 # Provenance of the bundled sample `leandojo_b4_sample`
@@ -40,7 +43,14 @@ PROVENANCE = """\
 - **corpus.jsonl**: the benchmark's corpus was not available. The corpus here is derived from the tactics'
   premise provenances: one entry per definition file, one premise per distinct (name, position) with the
   real `def_path`, `def_pos` and `def_end_pos` (the name's range, as LeanDojo records it). `code` is empty
-  and `kind` is `"unknown"`; imports are not known and are left empty.
+  and `kind` is `"unknown"`. Every file that holds theorems has an entry too (those that define no
+  recorded premise list none), so every theorem has accessible premises.
+- **Imports**: the real import graph is not known, but premise use implies real edges: a theorem in file
+  T whose proof uses a premise defined in file P != T can only do so because T imports P (directly or
+  transitively). Each file's `imports` are exactly these implied edges (116 of them; they form a DAG),
+  written by `scripts/sample_corpus_imports.py` from the sample's own records. They make every recorded
+  premise accessible where it is used (premises of the theorem's own file are all defined before it);
+  they are not the files' full import lists, so a file may see fewer premises than in Lean.
 - **metadata.json**: the benchmark's own metadata plus the fields above.
 """
 
@@ -64,11 +74,16 @@ def build(shared: Path, out: Path) -> None:
         {
             "sample": "first 100 records of LeanDojo Benchmark 4 random/test.json",
             "licence": "CC BY 2.0 (dataset); Apache-2.0 (mathlib4 sources)",
-            "corpus_note": "derived from tactic provenances; code unknown (empty)",
+            "corpus_note": "derived from tactic provenances; code unknown (empty); imports implied "
+            "by premise use",
         }
     )
     traced = sorted({t.file_path for t in theorems})
-    sizes = write_split_dataset(out, theorems, SplitSpec(val=10, test=10), corpus, traced, meta)
+    sizes = write_split_dataset(
+        out, theorems, SplitSpec(val=10, test=10), corpus, traced, meta, force=True
+    )
+    (out / MARKER).unlink()  # package data: no "lean-dojo-v2 may replace this" marker
+    add_implied_imports(out)
     (out / "PROVENANCE.md").write_text(PROVENANCE)
     shutil.copyfile(shared / "leandojo_b4" / "SOURCE.txt", out / "SOURCE.txt")
     print(json.dumps(sizes))

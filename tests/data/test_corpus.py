@@ -37,7 +37,7 @@ IMPORTS = {
 
 @pytest.fixture(scope="module")
 def theorems(b4_records_path) -> list[Theorem]:
-    """The 100 real records (``b4_records_path`` comes from tests/conftest.py; skips without data)."""
+    """The 100 real records (``b4_records_path`` comes from tests/conftest.py: the bundled copy)."""
     records = json.loads(b4_records_path.read_text(encoding="utf-8"))
     return [Theorem.from_dict(r) for r in records]
 
@@ -186,7 +186,7 @@ def test_accessible_excludes_files_not_imported(corpus, real_premises):
 
 
 def test_accessible_on_the_sample_corpus(sample_corpus, real_premises):
-    # the bundled corpus has no imports: a file sees only its own earlier premises
+    # Init/Prelude.lean imports nothing: a file sees only its own earlier premises
     got = sample_corpus.accessible_premises(PRELUDE, Pos(587, 3))
     assert keys(got) == [(PRELUDE, "rfl"), (PRELUDE, "Eq.symm"), (PRELUDE, "Eq.trans")]
     assert set(keys(sample_corpus.accessible_premises(PRELUDE))) == premises_of(
@@ -199,9 +199,11 @@ def test_accessible_on_the_sample_corpus(sample_corpus, real_premises):
 
 def test_sample_corpus_matches_the_records(sample_corpus, real_premises):
     lines = (sample_dataset_path() / "corpus.jsonl").read_text(encoding="utf-8").splitlines()
-    # no imports in the sample: dependency order is the file's own order
+    # the sample is written in dependency order: reading it back keeps the file's own order
     assert [f.path for f in sample_corpus.files] == [json.loads(line)["path"] for line in lines]
-    assert {f.path for f in sample_corpus.files} == set(real_premises)
+    # every premise file, plus the theorem files that define no recorded premise (no premises)
+    with_premises = {f.path for f in sample_corpus.files if f.premises}
+    assert with_premises == set(real_premises)
     assert len(sample_corpus) == sum(len(ps) for ps in real_premises.values())
 
 

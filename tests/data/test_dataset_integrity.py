@@ -5,6 +5,7 @@ Uses the bundled real sample (``sample_dataset_path()``), copied into ``tmp_path
 
 from __future__ import annotations
 
+import json
 import pickle
 import shutil
 
@@ -79,3 +80,71 @@ def test_theorem_files_missing_from_corpus_lists_each_file_once():
     ]
     assert theorem_files_missing_from_corpus(["A.lean", paths[0]], [paths[0]]) == ["A.lean"]
     assert theorem_files_missing_from_corpus(["A.lean", paths[0]], corpus.files) == ["A.lean"]
+
+
+# ------------------------------------------------------------------ the bundled sample is valid
+
+
+def _raw_sample():
+    """The sample's theorems and corpus as plain JSON (no library code)."""
+    root = sample_dataset_path()
+    theorems = [
+        t
+        for split in ("train", "val", "test")
+        for t in json.loads((root / "random" / f"{split}.json").read_text("utf-8"))
+    ]
+    lines = (root / "corpus.jsonl").read_text("utf-8").splitlines()
+    return theorems, [json.loads(line) for line in lines]
+
+
+def test_sample_corpus_holds_every_theorem_file():
+    theorems, corpus = _raw_sample()
+    paths = [f["path"] for f in corpus]
+    assert len(paths) == len(set(paths))
+    assert {t["file_path"] for t in theorems} <= set(paths)
+    # imports before importers, hence no cycle
+    seen: set[str] = set()
+    for f in corpus:
+        assert set(f["imports"]) <= seen, f["path"]
+        seen.add(f["path"])
+
+
+def test_sample_every_recorded_premise_is_accessible_at_its_theorem():
+    theorems, corpus = _raw_sample()
+    imports = {f["path"]: f["imports"] for f in corpus}
+    starts = {
+        f["path"]: {(p["full_name"], tuple(p["start"])) for p in f["premises"]} for f in corpus
+    }
+
+    def reachable(path: str) -> set[str]:
+        out, todo = set(), list(imports[path])
+        while todo:
+            p = todo.pop()
+            if p not in out:
+                out.add(p)
+                todo.extend(imports[p])
+        return out
+
+    checked = 0
+    for t in theorems:
+        visible = reachable(t["file_path"])
+        for tac in t["traced_tactics"]:
+            for a in tac["annotated_tactic"][1]:
+                where, pos = a["def_path"], tuple(a["def_pos"])
+                assert (a["full_name"], pos) in starts[where], a
+                if where == t["file_path"]:
+                    assert pos < tuple(t["start"]), (t["full_name"], a["full_name"])
+                else:
+                    assert where in visible, (t["full_name"], a["full_name"], where)
+                checked += 1
+    assert checked == 262  # every premise use of the sample (its premise_uses count)
+
+
+def test_sample_corpus_accessible_premises_work_for_every_theorem():
+    d = DatasetDir(sample_dataset_path())
+    corpus = d.corpus()
+    for t in d.all_theorems():
+        usable = {(p.path, p.full_name) for p in corpus.accessible_premises(t.file_path, t.start)}
+        assert {(a.def_path, a.full_name) for a in t.annotations} <= usable
+    paths = [t.file_path for t in d.all_theorems()]
+    assert theorem_files_missing_from_corpus(paths, corpus) == []

@@ -133,7 +133,7 @@ def test_add_sample_and_read_back(db: DynamicDatabase, records: list[dict]) -> N
     info = db.add_repository(sample_dataset_path())
     assert (info.url, info.commit, info.name) == (SAMPLE_URL, SAMPLE_COMMIT, "mathlib4")
     assert info.total_theorems == 100 and info.num_tactics == 158
-    assert info.num_files_traced == 95 and info.num_premise_files == 106
+    assert info.num_files_traced == 95 and info.num_premise_files == 160
     assert info.metadata["dataset_name"] == "LeanDojo Benchmark 4"
     assert "date_processed" in info.metadata
     assert str(info) == f"mathlib4_{SAMPLE_COMMIT}"

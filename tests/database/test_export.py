@@ -43,7 +43,7 @@ def test_round_trip_sample(db: DynamicDatabase, records: list[dict], tmp_path: P
     meta = json.loads((out / "metadata.json").read_text())
     assert meta["from_repo"]["commit"] == "29dcec074de168ac2bf835a77ef68bbe069194c5"
     assert meta["total_theorems"] == 100 and meta["num_premises"] == 185
-    assert meta["num_files_traced"] == 95 and meta["num_premise_files"] == 106
+    assert meta["num_files_traced"] == 95 and meta["num_premise_files"] == 160
     assert meta["repositories"][0]["url"] == "https://github.com/leanprover-community/mathlib4"
 
 
