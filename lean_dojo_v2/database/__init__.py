@@ -15,19 +15,30 @@ from .difficulty import (
     theorem_difficulty,
 )
 from .dynamic_database import DEFAULT_DB_NAME, DynamicDatabase, default_path
-from .errors import DatabaseError, NotFoundError
+from .errors import (
+    CorruptDatabaseError,
+    DatabaseError,
+    DatabaseNotFoundError,
+    DatabasePermissionError,
+    NotFoundError,
+    RepositoryExistsError,
+)
 from .records import ProofRecord, RepositoryInfo, StoredTheorem, TrainingRun
 from .schema import SCHEMA_VERSION, SORRY_STATUSES
 
 __all__ = [
     "CATEGORIES",
+    "CorruptDatabaseError",
     "Curriculum",
     "DEFAULT_DB_NAME",
     "DatabaseError",
+    "DatabaseNotFoundError",
+    "DatabasePermissionError",
     "DynamicDatabase",
     "NotFoundError",
     "ProofRecord",
     "RepositoryDifficulty",
+    "RepositoryExistsError",
     "RepositoryInfo",
     "SCHEMA_VERSION",
     "SORRY_STATUSES",

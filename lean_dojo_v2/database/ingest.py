@@ -23,10 +23,16 @@ from typing import Any
 import orjson
 
 from ..data import DatasetDir, Pos, PremiseFile, Theorem, find_sorry_tokens, read_theorems
+from ..data.dataset import CORPUS_FILE, TRACED_FILES_FILE, missing_dataset_parts
 from ..data.jsonio import gc_paused, read_json
 from ..data.model import THEOREM_KEYS
 from ..data.splits import SPLIT_NAMES
-from ..errors import DataFormatError, DatasetNotFoundError, LeanDojoError
+from ..errors import (
+    DataFormatError,
+    DatasetNotFoundError,
+    DuplicateTheoremError,
+    IncompleteDatasetError,
+)
 
 BATCH_THEOREMS = 512
 _KNOWN = frozenset(THEOREM_KEYS)
@@ -72,6 +78,10 @@ KINDS = ("file", "ref", "premise_file", "premise", "theorem", "theorem_full", "t
 
 Batch = tuple[str, list[tuple]]
 Sink = Callable[[str, list[tuple]], None]
+RefKey = tuple[str, str, int, int, int, int]
+"""A premise reference (provenance): name, defining file, start line/column, end line/column."""
+RawTactic = tuple[str, str, list[RefKey], str, str]
+"""A traced tactic as rows are built from it: text, annotated text, references, states."""
 
 
 class Executor:
@@ -242,11 +252,7 @@ class Ingest:
         """Add corpus entries in order; returns how many. A path given twice is an error."""
         n = 0
         for i, pf in enumerate(files):
-            premises = [
-                (p.full_name, p.code, p.start[0], p.start[1], p.end[0], p.end[1], p.kind)
-                for p in pf.premises
-            ]
-            self._corpus_entry(pf.path, list(pf.imports), premises, where, i)
+            self._corpus_entry(*_corpus_entry_of(pf), where, i)
             n += 1
         self._flush_corpus()
         return n
@@ -262,32 +268,13 @@ class Ingest:
                 try:
                     d = orjson.loads(line)
                 except orjson.JSONDecodeError:
-                    try:
-                        d = json.loads(line)
-                    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-                        raise DataFormatError(f"invalid JSON: {exc}", file=path, record=i) from None
+                    d = _parse_json_line(line, path, i)
                 entry = _raw_corpus_entry(d)
                 if entry is None:
                     try:
-                        pf = PremiseFile.from_dict(d)
+                        entry = _corpus_entry_of(PremiseFile.from_dict(d))
                     except DataFormatError as exc:
                         raise exc.located(file=path, record=i) from None
-                    entry = (
-                        pf.path,
-                        list(pf.imports),
-                        [
-                            (
-                                p.full_name,
-                                p.code,
-                                p.start[0],
-                                p.start[1],
-                                p.end[0],
-                                p.end[1],
-                                p.kind,
-                            )
-                            for p in pf.premises
-                        ],
-                    )
                 self._corpus_entry(*entry, str(path), i)
                 n += 1
         self._flush_corpus()
@@ -326,6 +313,10 @@ class Ingest:
         self._premise_rows = []
 
     # -- theorems ------------------------------------------------------------------------------
+    #
+    # One path builds a theorem's rows, whatever it came from: ``add_theorem`` (a Theorem) and
+    # ``add_records`` (raw split-file records, checked without building Theorem objects) both put
+    # its tactics in the same plain form and hand them to ``_queue``.
 
     def add_theorem(
         self,
@@ -339,99 +330,121 @@ class Ingest:
     ) -> None:
         """Queue one theorem. ``status`` None means: detect (a tactic with a ``sorry`` token, or a
         ``sorry`` in the source between the theorem's start and end)."""
-        key = (t.file_path, t.full_name, t.start[0], t.start[1])
-        first = self._seen.get(key)
-        if first is not None:
-            where = f" (first at file {first[0]}, record {first[1]})" if first[0] else ""
-            raise DataFormatError(
-                f"duplicate theorem {t.full_name!r} at {t.file_path}:{t.start[0]}:{t.start[1]}{where}",
-                file=file,
-                record=record,
+        tactics = [
+            (
+                tac.tactic,
+                tac.annotated_tactic,
+                [(a.full_name, a.def_path, *a.def_pos, *a.def_end_pos) for a in tac.annotations],
+                tac.state_before,
+                tac.state_after,
             )
-        self._seen[key] = (file, record)
-        tactics = t.traced_tactics
-        if status is None:
-            if t.has_sorry:
-                status, sorry_source = "sorry_unproved", "tactic"
-            elif self.source is not None and self.source.covers(t.file_path, t.start, t.end):
-                status, sorry_source = "sorry_unproved", "source"
-            else:
-                status, sorry_source = "proven", None
-        tid = self._next_theorem
-        self._next_theorem += 1
-        self._queue_theorem(
-            tid,
+            for tac in t.traced_tactics
+        ]
+        self._queue(
             t.file_path,
             t.full_name,
             t.start,
             t.end,
-            len(tactics),
-            status,
-            sorry_source,
+            tactics,
             t.url,
             t.commit,
             t.theorem_statement,
             t.has_statement_field or t.theorem_statement is not None,
             t.extra or None,
+            status,
+            sorry_source,
             upstream_difficulty,
+            file,
+            record,
         )
-        tactic_rows = self._tactic_rows
-        use_rows = self._use_rows
-        ref = self._ref
-        prev_after = None
-        for i, tac in enumerate(tactics):
-            text = tac.tactic
-            annotated = tac.annotated_tactic
-            before = tac.state_before
-            tactic_rows.append(
-                (
-                    tid,
-                    i,
-                    text,
-                    None if annotated == text else annotated,
-                    None if before == prev_after else before,
-                    tac.state_after,
-                )
+
+    def add_records(self, records: Any, file: str) -> None:
+        """Queue the raw records of one split file (a JSON list, as parsed).
+
+        Well-formed records (the LeanDojo shape with ``[line, column]`` lists) are queued as they
+        are; anything else is handed to :meth:`Theorem.from_dict`, which either accepts it (other
+        position forms) or raises the error naming the record and field.
+        """
+        if not isinstance(records, list):
+            raise DataFormatError(
+                f"expected a JSON list of records, got {type(records).__name__}", file=file
             )
-            prev_after = tac.state_after
-            for j, a in enumerate(tac.annotations):
-                p, e = a.def_pos, a.def_end_pos
-                use_rows.append((tid, i, j, ref(a.full_name, a.def_path, p[0], p[1], e[0], e[1])))
-        self.num_theorems += 1
-        if len(self._theorem_rows) + len(self._theorem_rows_full) >= BATCH_THEOREMS:
-            self.flush()
+        for i, d in enumerate(records):
+            raw = _raw_theorem(d)
+            if raw is not None:
+                self._queue(*raw, None, None, None, file, i)
+                continue
+            try:
+                t = Theorem.from_dict(d)
+            except DataFormatError as exc:
+                raise exc.located(file=file, record=i) from None
+            self.add_theorem(t, file=file, record=i)
 
-    def _ref(self, name: str, path: str, l1: int, c1: int, l2: int, c2: int) -> int:
-        key = (name, path, l1, c1, l2, c2)
-        rid = self._refs.get(key)
-        return rid if rid is not None else self._new_ref(key)
-
-    def _new_ref(self, key: tuple[str, str, int, int, int, int]) -> int:
-        rid = self._refs[key] = self._next_ref
-        self._next_ref += 1
-        self._ref_rows.append((rid, *key))
-        return rid
-
-    def _queue_theorem(
+    def _queue(
         self,
-        tid: int,
         file_path: str,
         full_name: str,
         start: Any,
         end: Any,
-        num_tactics: int,
-        status: str,
-        sorry_source: str | None,
+        tactics: list[RawTactic],
         url: str,
         commit: str,
         statement: str | None,
         has_statement: bool,
         extra: dict[str, Any] | None,
+        status: str | None,
+        sorry_source: str | None,
         upstream_difficulty: str | None,
+        file: str | None,
+        record: int | None,
     ) -> None:
+        """The rows of one theorem: duplicate check, sorry status, theorem, tactic and premise-use
+        rows."""
+        key = (file_path, full_name, start[0], start[1])
+        first = self._seen.get(key)
+        if first is not None:
+            where = f" (first at file {first[0]}, record {first[1]})" if first[0] else ""
+            raise DuplicateTheoremError(
+                f"duplicate theorem {full_name!r} at {file_path}:{start[0]}:{start[1]}{where}",
+                file=file,
+                record=record,
+            )
+        self._seen[key] = (file, record)
+        if status is None:
+            if any("sorry" in tac[0] and find_sorry_tokens(tac[0]) for tac in tactics):
+                status, sorry_source = "sorry_unproved", "tactic"
+            elif self.source is not None and self.source.covers(file_path, start, end):
+                status, sorry_source = "sorry_unproved", "source"
+            else:
+                status, sorry_source = "proven", None
+        tid = self._next_theorem
+        self._next_theorem += 1
+        tactic_rows = self._tactic_rows
+        use_rows = self._use_rows
+        refs_get = self._refs.get
+        prev_after = None
+        for i, (text, marked, refs, before, after) in enumerate(tactics):
+            tactic_rows.append(
+                (
+                    tid,
+                    i,
+                    text,
+                    None if marked == text else marked,
+                    None if before == prev_after else before,
+                    after,
+                )
+            )
+            prev_after = after
+            for j, rkey in enumerate(refs):
+                rid = refs_get(rkey)
+                if rid is None:
+                    rid = self._new_ref(rkey)
+                use_rows.append((tid, i, j, rid))
+
         fid = self.file_id(file_path)
         url_o = None if url == self.url else url
         commit_o = None if commit == self.commit else commit
+        n = len(tactics)
         if (
             status == "proven"
             and url_o is None
@@ -441,18 +454,7 @@ class Ingest:
             and upstream_difficulty is None
         ):
             # The common case binds 8 values instead of 16.
-            self._theorem_rows.append(
-                (
-                    tid,
-                    fid,
-                    full_name,
-                    start[0],
-                    start[1],
-                    end[0],
-                    end[1],
-                    num_tactics,
-                )
-            )
+            self._theorem_rows.append((tid, fid, full_name, start[0], start[1], end[0], end[1], n))
         else:
             self._theorem_rows_full.append(
                 (
@@ -463,7 +465,7 @@ class Ingest:
                     start[1],
                     end[0],
                     end[1],
-                    num_tactics,
+                    n,
                     status,
                     sorry_source,
                     url_o,
@@ -474,157 +476,15 @@ class Ingest:
                     upstream_difficulty,
                 )
             )
-
-    def add_records(self, records: Any, file: str) -> None:
-        """Queue the raw records of one split file (a JSON list, as parsed).
-
-        Well-formed records (the LeanDojo shape with ``[line, column]`` lists) go straight to rows;
-        anything else is handed to :meth:`Theorem.from_dict`, which either accepts it (other
-        position forms) or raises the error naming the record and field.
-        """
-        if not isinstance(records, list):
-            raise DataFormatError(
-                f"expected a JSON list of records, got {type(records).__name__}", file=file
-            )
-        fast = self._add_raw
-        for i, d in enumerate(records):
-            if not fast(d, file, i):
-                try:
-                    t = Theorem.from_dict(d)
-                except DataFormatError as exc:
-                    raise exc.located(file=file, record=i) from None
-                self.add_theorem(t, file=file, record=i)
-
-    def _add_raw(self, d: Any, file: str, record: int) -> bool:
-        """Rows straight from a well-formed raw record; False (nothing queued) when the record
-        needs the careful path."""
-        if type(d) is not dict:
-            return False
-        url = d.get("url")
-        commit = d.get("commit")
-        file_path = d.get("file_path")
-        full_name = d.get("full_name")
-        start = d.get("start")
-        end = d.get("end")
-        tactics = d.get("traced_tactics")
-        if not (
-            type(url) is str
-            and type(commit) is str
-            and type(file_path) is str
-            and type(full_name) is str
-            and _is_pos(start)
-            and _is_pos(end)
-            and type(tactics) is list
-        ):
-            return False
-        has_statement = "theorem_statement" in d
-        statement = d["theorem_statement"] if has_statement else None
-        if statement is not None and type(statement) is not str:
-            return False
-        extra = None
-        if len(d) != 7 + has_statement:
-            extra = {k: v for k, v in d.items() if k not in _KNOWN}
-        # Tactics and premise uses: build locally, commit to the buffers only when all are valid.
-        # Anything unexpected (a missing key, another type, a position that is not two
-        # integers) sends the record to the careful path.
-        tid = self._next_theorem
-        tactic_rows = []
-        use_rows = []
-        refs_get = self._refs.get
-        new_ref = self._new_ref
-        sorry = False
-        prev_after = None
-        try:
-            for i, tac in enumerate(tactics):
-                text = tac["tactic"]
-                marked, provenances = tac["annotated_tactic"]
-                before = tac["state_before"]
-                after = tac["state_after"]
-                if (
-                    type(tac) is not dict
-                    or type(text) is not str
-                    or type(marked) is not str
-                    or type(provenances) is not list
-                    or type(before) is not str
-                    or type(after) is not str
-                ):
-                    return False
-                for j, a in enumerate(provenances):
-                    name = a["full_name"]
-                    path = a["def_path"]
-                    l1, c1 = a["def_pos"]
-                    l2, c2 = a["def_end_pos"]
-                    if (
-                        type(a) is not dict
-                        or type(name) is not str
-                        or type(path) is not str
-                        or type(l1) is not int
-                        or type(c1) is not int
-                        or type(l2) is not int
-                        or type(c2) is not int
-                    ):
-                        return False
-                    # A reference made here for a record that then takes the careful path is
-                    # reused by it (same key), so nothing is left dangling.
-                    rkey = (name, path, l1, c1, l2, c2)
-                    rid = refs_get(rkey)
-                    if rid is None:
-                        rid = new_ref(rkey)
-                    use_rows.append((tid, i, j, rid))
-                if not sorry and "sorry" in text and find_sorry_tokens(text):
-                    sorry = True
-                tactic_rows.append(
-                    (
-                        tid,
-                        i,
-                        text,
-                        None if marked == text else marked,
-                        None if before == prev_after else before,
-                        after,
-                    )
-                )
-                prev_after = after
-        except (KeyError, TypeError, ValueError):
-            return False
-        key = (file_path, full_name, start[0], start[1])
-        first = self._seen.get(key)
-        if first is not None:
-            where = f" (first at file {first[0]}, record {first[1]})" if first[0] else ""
-            raise DataFormatError(
-                f"duplicate theorem {full_name!r} at {file_path}:{start[0]}:{start[1]}{where}",
-                file=file,
-                record=record,
-            )
-        self._seen[key] = (file, record)
-        if sorry:
-            status, source = "sorry_unproved", "tactic"
-        elif self.source is not None and self.source.covers(file_path, start, end):
-            status, source = "sorry_unproved", "source"
-        else:
-            status, source = "proven", None
-        self._queue_theorem(
-            tid,
-            file_path,
-            full_name,
-            start,
-            end,
-            len(tactics),
-            status,
-            source,
-            url,
-            commit,
-            statement,
-            has_statement,
-            extra,
-            None,
-        )
-        self._tactic_rows += tactic_rows
-        self._use_rows += use_rows
-        self._next_theorem = tid + 1
         self.num_theorems += 1
         if len(self._theorem_rows) + len(self._theorem_rows_full) >= BATCH_THEOREMS:
             self.flush()
-        return True
+
+    def _new_ref(self, key: RefKey) -> int:
+        rid = self._refs[key] = self._next_ref
+        self._next_ref += 1
+        self._ref_rows.append((rid, *key))
+        return rid
 
     def flush(self) -> None:
         """Hand the queued rows to the sink (files and references first: rows refer to them)."""
@@ -671,15 +531,26 @@ def plan_dataset(
     lean_dojo_version: str | None = None,
     metadata: Mapping[str, Any] | None = None,
     source_dir: str | Path | None = None,
+    partial: bool = False,
 ) -> DatasetPlan:
     """Url and commit from the arguments, else ``metadata.json`` (``from_repo``), else the first
-    theorem record; the Lean and LeanDojo versions from the arguments or the metadata."""
+    theorem record; the Lean and LeanDojo versions from the arguments or the metadata.
+
+    The split files of one strategy (``random``, else ``novel_premises``) and ``corpus.jsonl`` are
+    read; when one of them is missing, :class:`~lean_dojo_v2.errors.IncompleteDatasetError` names
+    it, unless ``partial`` (then what is there is read)."""
     d = DatasetDir(path)
-    meta = d.metadata()
-    strategy = "random" if (d.path / "random").is_dir() else "novel_premises"
-    split_files = [
-        d.split_path(strategy, s) for s in SPLIT_NAMES if d.split_path(strategy, s).exists()
+    strategy = "novel_premises" if _has_only_novel_premises(d.path) else "random"
+    missing = [
+        part
+        for part in missing_dataset_parts(d.path)
+        if part.startswith(f"{strategy}/") or part == CORPUS_FILE
     ]
+    if missing and not partial:
+        raise IncompleteDatasetError(d.path, missing, [m for m in missing if (d.path / m).exists()])
+    meta = d.metadata()
+    split_files = [d.split_path(strategy, s) for s in SPLIT_NAMES]
+    split_files = [f for f in split_files if _optional_file(f) is not None]
     if not split_files:
         raise DatasetNotFoundError(f"{path}/{strategy} has no train/val/test.json")
     origin = meta.get("from_repo") if isinstance(meta.get("from_repo"), dict) else {}
@@ -710,8 +581,6 @@ def plan_dataset(
         lean_version = meta["lean_version"]
     merged = dict(meta)
     merged.update(metadata or {})
-    corpus = d.path / "corpus.jsonl"
-    traced = d.path / "traced_files.jsonl"
     return DatasetPlan(
         path=d.path,
         url=url,
@@ -721,10 +590,26 @@ def plan_dataset(
         lean_dojo_version=lean_dojo_version,
         metadata=merged,
         split_files=split_files,
-        corpus_path=corpus if corpus.exists() else None,
-        traced_path=traced if traced.exists() else None,
+        corpus_path=_optional_file(d.path / CORPUS_FILE),
+        traced_path=_optional_file(d.path / TRACED_FILES_FILE),
         source_dir=Path(source_dir) if source_dir is not None else None,
     )
+
+
+def _has_only_novel_premises(path: Path) -> bool:
+    def has(strategy: str) -> bool:
+        return any((path / strategy / f"{s}.json").exists() for s in SPLIT_NAMES)
+
+    return not has("random") and has("novel_premises")
+
+
+def _optional_file(path: Path) -> Path | None:
+    """``path`` when it is a file, None when absent; anything else (a directory) is an error."""
+    if not path.exists():
+        return None
+    if not path.is_file():
+        raise DataFormatError("not a file (a directory?); it must be a file", file=path)
+    return path
 
 
 def feed_dataset(plan: DatasetPlan, ingest: Ingest) -> None:
@@ -738,39 +623,127 @@ def feed_dataset(plan: DatasetPlan, ingest: Ingest) -> None:
     ingest.flush()
 
 
-def prepare_dataset(plan: DatasetPlan) -> tuple[str, Any]:
-    """Run in a helper process: the rows of a dataset directory, or the error it raised (errors
-    travel as data so that their file, record and field survive the trip)."""
+def prepare_dataset(plan: DatasetPlan) -> list[Batch]:
+    """The rows of a dataset directory, built without a database (in a helper process of
+    :meth:`DynamicDatabase.add_repositories`; an error raised here is pickled back whole, with
+    its file, record and field)."""
     batches: list[Batch] = []
+    with gc_paused():
+        feed_dataset(
+            plan,
+            Ingest(
+                plan.url,
+                plan.commit,
+                lambda kind, rows: batches.append((kind, rows)),
+                plan.source(),
+            ),
+        )
+    return batches
+
+
+def _raw_theorem(d: Any) -> tuple | None:
+    """The leading arguments of :meth:`Ingest._queue` (identity, tactics, url, commit, statement,
+    extra keys) for a well-formed raw theorem record, else None (it takes the careful path)."""
+    if type(d) is not dict:
+        return None
+    url = d.get("url")
+    commit = d.get("commit")
+    file_path = d.get("file_path")
+    full_name = d.get("full_name")
+    start = d.get("start")
+    end = d.get("end")
+    raw_tactics = d.get("traced_tactics")
+    if not (
+        type(url) is str
+        and type(commit) is str
+        and type(file_path) is str
+        and type(full_name) is str
+        and _is_pos(start)
+        and _is_pos(end)
+        and type(raw_tactics) is list
+    ):
+        return None
+    has_statement = "theorem_statement" in d
+    statement = d["theorem_statement"] if has_statement else None
+    if statement is not None and type(statement) is not str:
+        return None
+    tactics = _raw_tactics(raw_tactics)
+    if tactics is None:
+        return None
+    extra = None
+    if len(d) != 7 + has_statement:
+        extra = {k: v for k, v in d.items() if k not in _KNOWN}
+    return (file_path, full_name, start, end, tactics, url, commit, statement, has_statement, extra)
+
+
+def _raw_tactics(items: list[Any]) -> list[RawTactic] | None:
+    """Raw traced tactics in the form :meth:`Ingest._queue` takes; None when one is not exactly
+    the LeanDojo shape (a missing key, another type, a position that is not two integers)."""
+    out: list[RawTactic] = []
     try:
-        with gc_paused():
-            feed_dataset(
-                plan,
-                Ingest(
-                    plan.url,
-                    plan.commit,
-                    lambda kind, rows: batches.append((kind, rows)),
-                    plan.source(),
-                ),
-            )
-    except DataFormatError as exc:
-        return "format", (exc.reason, exc.file, exc.record, exc.field)
-    except LeanDojoError as exc:
-        return "other", (type(exc).__name__, str(exc))
-    return "ok", batches
+        for tac in items:
+            if type(tac) is not dict:
+                return None
+            text = tac["tactic"]
+            marked, provenances = tac["annotated_tactic"]
+            before = tac["state_before"]
+            after = tac["state_after"]
+            if not (
+                type(text) is str
+                and type(marked) is str
+                and type(provenances) is list
+                and type(before) is str
+                and type(after) is str
+            ):
+                return None
+            refs: list[RefKey] = []
+            for a in provenances:
+                if type(a) is not dict:
+                    return None
+                name = a["full_name"]
+                path = a["def_path"]
+                l1, c1 = a["def_pos"]
+                l2, c2 = a["def_end_pos"]
+                if not (
+                    type(name) is str
+                    and type(path) is str
+                    and type(l1) is int
+                    and type(c1) is int
+                    and type(l2) is int
+                    and type(c2) is int
+                ):
+                    return None
+                refs.append((name, path, l1, c1, l2, c2))
+            out.append((text, marked, refs, before, after))
+    except (KeyError, TypeError, ValueError):
+        return None
+    return out
 
 
-def unwrap_prepared(result: tuple[str, Any]) -> list[Batch]:
-    status, payload = result
-    if status == "ok":
-        return payload
-    if status == "format":
-        reason, file, record, field = payload
-        raise DataFormatError(reason, file=file, record=record, field=field)
-    name, message = payload
-    if name == "DatasetNotFoundError":
-        raise DatasetNotFoundError(message)
-    raise LeanDojoError(message)
+def _parse_json_line(line: bytes, path: str | Path, record: int) -> Any:
+    """A JSON line orjson refused: parsed by ``json`` for its leniency and messages; bytes that
+    are not UTF-8 are named as such (``json`` would guess another encoding)."""
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DataFormatError(
+            f"not UTF-8 text ({exc.reason} at byte {exc.start} of the line); the file must be "
+            "UTF-8",
+            file=path,
+            record=record,
+        ) from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DataFormatError(f"invalid JSON: {exc}", file=path, record=record) from None
+
+
+def _corpus_entry_of(pf: PremiseFile) -> tuple[str, list[str], list[tuple]]:
+    premises = [
+        (p.full_name, p.code, p.start[0], p.start[1], p.end[0], p.end[1], p.kind)
+        for p in pf.premises
+    ]
+    return pf.path, list(pf.imports), premises
 
 
 def _raw_corpus_entry(d: Any) -> tuple[str, list[str], list[tuple]] | None:

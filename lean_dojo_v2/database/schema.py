@@ -27,7 +27,7 @@ Design notes:
   written when set: adding a repository is dominated by the number of values bound.
 - Every other child table has an index led by its parent key, so ``ON DELETE CASCADE`` is cheap.
 - Queries use portable SQL only (joins, window functions, ``IN`` sub-queries); SQLite specifics are
-  confined to the connection pragmas in :mod:`.dynamic_database` (WAL, 16 KiB pages) and the
+  confined to the connection pragmas in :mod:`.connection` (WAL, 16 KiB pages) and the
   ``WITHOUT ROWID`` clustering of tactics and premise uses.
 """
 
@@ -40,7 +40,24 @@ from .errors import DatabaseError
 
 SCHEMA_VERSION = 2
 
+READABLE_FROM = 1
+"""The oldest schema version this library reads without migrating (opened read-only): version 2
+only let ``tactics.state_before`` be NULL, which the queries handle either way."""
+
 SORRY_STATUSES = ("proven", "sorry_unproved", "sorry_proved")
+
+
+def _tactics_table(name: str, state_before: str) -> str:
+    return f"""CREATE TABLE {name} (
+    theorem_id INTEGER NOT NULL REFERENCES theorems(id) ON DELETE CASCADE,
+    idx INTEGER NOT NULL,
+    tactic TEXT NOT NULL,
+    annotated_tactic TEXT,
+    {state_before},
+    state_after TEXT NOT NULL,
+    PRIMARY KEY (theorem_id, idx)
+) WITHOUT ROWID"""
+
 
 _V1 = """
 CREATE TABLE db_meta (
@@ -117,15 +134,7 @@ CREATE TABLE theorems (
     UNIQUE (repository_id, file_id, full_name, start_line, start_col)
 );
 
-CREATE TABLE tactics (
-    theorem_id INTEGER NOT NULL REFERENCES theorems(id) ON DELETE CASCADE,
-    idx INTEGER NOT NULL,
-    tactic TEXT NOT NULL,
-    annotated_tactic TEXT,
-    state_before TEXT NOT NULL,
-    state_after TEXT NOT NULL,
-    PRIMARY KEY (theorem_id, idx)
-) WITHOUT ROWID;
+{tactics_v1}
 
 CREATE TABLE premise_refs (
     id INTEGER PRIMARY KEY,
@@ -181,20 +190,12 @@ CREATE TABLE proofs (
 );
 CREATE INDEX proofs_theorem ON proofs(theorem_id);
 CREATE INDEX proofs_training_run ON proofs(training_run_id);
-"""
+""".replace("{tactics_v1}", _tactics_table("tactics", "state_before TEXT NOT NULL") + ";")
 
 # v2: ``tactics.state_before`` may be NULL (meaning: the previous tactic's ``state_after``). SQLite
 # cannot drop a NOT NULL constraint in place, so the table is rebuilt; existing rows keep their text.
-_V2 = """
-CREATE TABLE tactics_v2 (
-    theorem_id INTEGER NOT NULL REFERENCES theorems(id) ON DELETE CASCADE,
-    idx INTEGER NOT NULL,
-    tactic TEXT NOT NULL,
-    annotated_tactic TEXT,
-    state_before TEXT,
-    state_after TEXT NOT NULL,
-    PRIMARY KEY (theorem_id, idx)
-) WITHOUT ROWID;
+_V2 = f"""
+{_tactics_table("tactics_v2", "state_before TEXT")};
 INSERT INTO tactics_v2 (theorem_id, idx, tactic, annotated_tactic, state_before, state_after)
     SELECT theorem_id, idx, tactic, annotated_tactic, state_before, state_after FROM tactics;
 DROP TABLE tactics;

@@ -21,12 +21,14 @@ from typing import TYPE_CHECKING, Any
 
 from ..data import PremiseFile, Theorem
 from ..data.jsonio import atomic_write, gc_paused, read_json
-from ..errors import DataFormatError
+from ..errors import DataFormatError, OutputExistsError
 from .ingest import Executor, Ingest
 from .records import RepositoryInfo, StoredTheorem
+from .repositories import corpus_rows, insert_repository, premise_rows, traced_paths
 
 if TYPE_CHECKING:
-    from .dynamic_database import DynamicDatabase, RepositoryRef
+    from .common import RepositoriesArg
+    from .dynamic_database import DynamicDatabase
 
 BUCKETS = (
     ("proven_theorems", "proven"),
@@ -83,7 +85,8 @@ def _import_repository(db: DynamicDatabase, conn: Any, repo: Any) -> int | None:
     if not isinstance(name, str):
         raise DataFormatError("expected text", field="name")
     pr_url = repo.get("pr_url")
-    rid = db._insert_repository(
+    rid = insert_repository(
+        conn,
         url=url,
         commit=commit,
         name=name,
@@ -245,9 +248,14 @@ def theorem_to_upstream(st: StoredTheorem) -> dict[str, Any]:
 def export_upstream_json(
     db: DynamicDatabase,
     path: str | Path,
-    repositories: RepositoryRef | Iterable[RepositoryRef] | None = None,
+    repositories: RepositoriesArg = None,
 ) -> Path:
     path = Path(path)
+    if path.is_dir():
+        raise OutputExistsError(
+            f"{path} is a directory; give the path of the JSON file to write (e.g. "
+            f"{path / 'dynamic_database.json'})"
+        )
     with db.snapshot() as conn, gc_paused(), atomic_write(path) as fh:
         infos = db.resolve_repositories(repositories)
         w = fh.write
@@ -278,19 +286,8 @@ def _repository_pairs(
     for field, status in BUCKETS:
         yield field, _List(_bucket(db, conn, info, status))
     yield "premise_files", _List(_premise_file_dicts(conn, info))
-    yield (
-        "files_traced",
-        [
-            _path(r[0])
-            for r in conn.execute(
-                "SELECT path FROM files WHERE repository_id = ? AND traced_ord IS NOT NULL "
-                "ORDER BY traced_ord",
-                (info.id,),
-            )
-        ],
-    )
-    pr = conn.execute("SELECT pr_url FROM repositories WHERE id = ?", (info.id,)).fetchone()
-    yield "pr_url", pr[0] if pr else None
+    yield "files_traced", [_path(p) for p in traced_paths(conn, info.id)]
+    yield "pr_url", info.pr_url
 
 
 def _bucket(
@@ -301,26 +298,18 @@ def _bucket(
 
 
 def _premise_file_dicts(conn: Any, info: RepositoryInfo) -> Iterator[dict[str, Any]]:
-    for file_id, path, imports in conn.execute(
-        "SELECT pf.file_id, f.path, pf.imports FROM premise_files pf JOIN files f "
-        "ON f.id = pf.file_id WHERE pf.repository_id = ? ORDER BY pf.corpus_ord",
-        (info.id,),
-    ).fetchall():
+    for row in corpus_rows(conn, info.id):
         yield {
-            "path": _path(path),
-            "imports": json.loads(imports),
+            "path": _path(row["path"]),
+            "imports": json.loads(row["imports"]),
             "premises": [
                 {
-                    "full_name": r[0],
-                    "code": r[1],
-                    "start": f"({r[2]}, {r[3]})",
-                    "end": f"({r[4]}, {r[5]})",
-                    "kind": r[6],
+                    "full_name": p["full_name"],
+                    "code": p["code"],
+                    "start": _pos((p["start_line"], p["start_col"])),
+                    "end": _pos((p["end_line"], p["end_col"])),
+                    "kind": p["kind"],
                 }
-                for r in conn.execute(
-                    "SELECT full_name, code, start_line, start_col, end_line, end_col, kind "
-                    "FROM premises WHERE file_id = ? ORDER BY idx",
-                    (file_id,),
-                )
+                for p in premise_rows(conn, row["file_id"])
             ],
         }
