@@ -8,17 +8,46 @@ subclasses on bad input (the main CLI prints them).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
+import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 HELP_DB = "database file (default: $RAID_DIR/dynamic_database.sqlite)"
 
+Handler = Callable[[argparse.Namespace], int]
 
-def _open(args: argparse.Namespace) -> Any:
+
+def _open(args: argparse.Namespace, *, readonly: bool = True, create: bool = False) -> Any:
+    """The database of ``--db``: read-only unless asked; only ``create`` makes a new one."""
     from .dynamic_database import DynamicDatabase, default_path
 
-    return DynamicDatabase(Path(args.db) if args.db else default_path())
+    path = Path(args.db) if args.db else default_path()
+    return DynamicDatabase(path, readonly=readonly, create=create and not readonly)
+
+
+def _typed(handler: Handler) -> Handler:
+    """SQLite's own errors (a corrupt page met while reading…) as typed one-line errors."""
+
+    @functools.wraps(handler)
+    def run(args: argparse.Namespace) -> int:
+        import sqlite3
+
+        from .connection import default_path, typed_error
+        from .errors import DatabaseError
+
+        try:
+            return handler(args)
+        except sqlite3.Error as exc:
+            where = args.db or default_path()
+            typed = typed_error(exc, where)
+            if typed is exc:
+                typed = DatabaseError(f"database {where}: {exc}")
+            raise typed from exc
+
+    return run
 
 
 def _repo_ref(text: str) -> str | tuple[str, str]:
@@ -38,22 +67,38 @@ def _print_table(rows: list[dict[str, Any]], columns: list[str]) -> None:
 
 
 def cmd_db_add(args: argparse.Namespace) -> int:
-    with _open(args) as db:
-        before = {r.id for r in db.repositories()}
-        info = db.add_repository(
-            Path(args.path),
-            url=args.url,
-            commit=args.commit,
-            name=args.name,
-            lean_version=args.lean_version,
-            source_dir=args.source_dir,
-            replace=args.replace,
+    from .errors import RepositoryExistsError
+
+    with _open(args, readonly=False, create=True) as db:
+        try:
+            info = db.add_repository(
+                Path(args.path),
+                url=args.url,
+                commit=args.commit,
+                name=args.name,
+                lean_version=args.lean_version,
+                source_dir=args.source_dir,
+                replace=args.replace,
+                partial=args.partial,
+                exist_ok=False,
+            )
+            added = True  # by this run's own transaction
+        except RepositoryExistsError as exc:
+            info, added = exc.repository, False
+        missing = db.theorem_files_missing_from_corpus(info) if added else []
+    if missing:
+        shown = ", ".join(missing[:5]) + (
+            f" and {len(missing) - 5} more" if len(missing) > 5 else ""
         )
-        new = info.id not in before or args.replace
+        print(
+            f"warning: {len(missing)} theorem files are not in corpus.jsonl ({shown}); their "
+            "theorems have no accessible premises",
+            file=sys.stderr,
+        )
     if args.json:
-        print(json.dumps({"added": new, **info.to_dict()}))
+        print(json.dumps({"added": added, **info.to_dict()}))
     else:
-        verb = "added" if new else "already present:"
+        verb = "added" if added else "already present:"
         print(
             f"{verb} {info.url} @ {info.commit[:12]}: {info.total_theorems} theorems "
             f"({info.num_sorry_theorems_unproved} sorry), {info.num_premises} premises"
@@ -99,7 +144,11 @@ def cmd_db_export(args: argparse.Namespace) -> int:
     refs = [_repo_ref(r) for r in args.repo] if args.repo else None
     with _open(args) as db:
         result = db.export_merged_data(
-            refs, Path(args.out), spec=spec, use_found_proofs=args.use_found_proofs
+            refs,
+            Path(args.out),
+            spec=spec,
+            use_found_proofs=args.use_found_proofs,
+            force=args.force,
         )
     if args.json:
         print(json.dumps(result))
@@ -111,7 +160,7 @@ def cmd_db_export(args: argparse.Namespace) -> int:
 
 
 def cmd_db_import_json(args: argparse.Namespace) -> int:
-    with _open(args) as db:
+    with _open(args, readonly=False, create=True) as db:
         added = db.import_json(Path(args.file))
     if args.json:
         print(json.dumps([r.to_dict() for r in added]))
@@ -155,7 +204,7 @@ def cmd_db_curriculum(args: argparse.Namespace) -> int:
 
 
 def cmd_db_delete(args: argparse.Namespace) -> int:
-    with _open(args) as db:
+    with _open(args, readonly=False) as db:
         db.delete_repository(args.url, args.commit)
     print(f"deleted {args.url} @ {args.commit}")
     return 0
@@ -178,16 +227,26 @@ def add_db_parser(subparsers: Any) -> argparse.ArgumentParser:
 
     db.set_defaults(func=_help)
 
-    def common(p: argparse.ArgumentParser, json_flag: bool = True) -> None:
+    def common(p: argparse.ArgumentParser, handler: Handler, json_flag: bool = True) -> None:
         p.add_argument("--db", metavar="FILE", help=HELP_DB)
         if json_flag:
             p.add_argument("--json", action="store_true", help="print JSON")
+        p.set_defaults(func=_typed(handler))
+
+    def repo_option(p: argparse.ArgumentParser) -> None:
+        p.add_argument(
+            "--repo",
+            action="append",
+            metavar="URL[@COMMIT]",
+            help="repository to include (repeatable; default: all; no commit: latest version)",
+        )
 
     p = sub.add_parser(
         "add",
         help="add a repository version from a LeanDojo dataset directory",
         description="Add a repository version (url + commit) from a LeanDojo-layout dataset "
-        "directory, in one transaction. Adding the same url + commit again changes nothing.",
+        "directory, in one transaction. Adding the same url + commit again changes nothing. "
+        "Creates the database when absent (the other commands only open an existing one).",
     )
     p.add_argument("path", help="dataset directory (random/, corpus.jsonl, traced_files.jsonl)")
     p.add_argument(
@@ -206,16 +265,18 @@ def add_db_parser(subparsers: Any) -> argparse.ArgumentParser:
         action="store_true",
         help="replace the version if present (its recorded proofs are dropped)",
     )
-    common(p)
-    p.set_defaults(func=cmd_db_add)
+    p.add_argument(
+        "--partial",
+        action="store_true",
+        help="accept a dataset missing split files or corpus.jsonl (default: refuse, naming them)",
+    )
+    common(p, cmd_db_add)
 
     p = sub.add_parser("list", help="list repository versions with their counts")
-    common(p)
-    p.set_defaults(func=cmd_db_list)
+    common(p, cmd_db_list)
 
     p = sub.add_parser("stats", help="counts over the whole database")
-    common(p)
-    p.set_defaults(func=cmd_db_stats)
+    common(p, cmd_db_stats)
 
     p = sub.add_parser(
         "export",
@@ -224,49 +285,48 @@ def add_db_parser(subparsers: Any) -> argparse.ArgumentParser:
         "dataset (random and novel_premises splits). Duplicated theorems come from the most "
         "recently processed version.",
     )
-    p.add_argument("out", help="output directory (replaced atomically)")
     p.add_argument(
-        "--repo",
-        action="append",
-        metavar="URL[@COMMIT]",
-        help="repository to include (repeatable; default: all; no commit: latest version)",
+        "out",
+        help="output directory: absent, empty, or a dataset this library wrote (replaced "
+        "atomically)",
     )
+    repo_option(p)
     add_split_options(p)
     p.add_argument(
         "--use-found-proofs",
         action="store_true",
         help="write former sorry theorems that we proved with their found proof as tactics",
     )
-    common(p)
-    p.set_defaults(func=cmd_db_export)
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="replace OUT even if it holds files this library did not write",
+    )
+    common(p, cmd_db_export)
 
     p = sub.add_parser(
         "import-json",
         help="import an upstream LeanAgent / LeanDojo-v2 dynamic_database.json",
     )
     p.add_argument("file", help="the upstream dynamic_database.json")
-    common(p)
-    p.set_defaults(func=cmd_db_import_json)
+    common(p, cmd_db_import_json)
 
     p = sub.add_parser(
         "export-json",
         help="write the upstream dynamic_database.json format",
     )
     p.add_argument("out", help="output JSON file")
-    p.add_argument("--repo", action="append", metavar="URL[@COMMIT]", help="repeatable")
-    common(p, json_flag=False)
-    p.set_defaults(func=cmd_db_export_json)
+    repo_option(p)
+    common(p, cmd_db_export_json, json_flag=False)
 
     p = sub.add_parser(
         "curriculum",
         help="repositories in LeanAgent's curriculum order (most easy theorems first)",
     )
-    common(p)
-    p.set_defaults(func=cmd_db_curriculum)
+    common(p, cmd_db_curriculum)
 
     p = sub.add_parser("delete", help="delete a repository version")
     p.add_argument("url")
     p.add_argument("commit")
-    common(p, json_flag=False)
-    p.set_defaults(func=cmd_db_delete)
+    common(p, cmd_db_delete, json_flag=False)
     return db
