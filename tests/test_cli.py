@@ -215,3 +215,221 @@ def test_split_with_previous_keeps_placed_theorems(capsys, tmp_path, b4_records_
             old = {t.full_name for t in v1.splits[strategy][split]}
             new = {t.full_name for t in v2.splits[strategy][split]}
             assert old <= new, (strategy, split)
+
+
+# ------------------------------------------------------------- nothing is lost; one-line errors
+
+
+@pytest.fixture
+def sample_copy(tmp_path):
+    import shutil
+
+    dst = tmp_path / "ds"
+    shutil.copytree(sample_dataset_path(), dst)
+    return dst
+
+
+def _one_line_error(code: int, err: str) -> str:
+    assert code == 1 and "Traceback" not in err, err
+    lines = [line for line in err.splitlines() if line.startswith("lean-dojo-v2: error:")]
+    assert len(lines) == 1, err
+    return lines[0]
+
+
+def test_split_refuses_foreign_output_dir(capsys, tmp_path):
+    precious = tmp_path / "precious"
+    precious.mkdir()
+    (precious / "thesis.tex").write_text("x")
+    code, _, err = _run(capsys, "data", "split", str(sample_dataset_path()), str(precious))
+    assert "--force" in _one_line_error(code, err)
+    assert (precious / "thesis.tex").read_text() == "x"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["precious"]
+    code, _, _ = _run(
+        capsys, "data", "split", str(sample_dataset_path()), str(precious), "--force"
+    )
+    assert code == 0 and not (precious / "thesis.tex").exists()
+    assert len(read_dataset(precious).theorems()) == 100
+
+
+def test_split_replaces_its_own_output(capsys, tmp_path):
+    out = tmp_path / "out"
+    assert _run(capsys, "data", "split", str(sample_dataset_path()), str(out))[0] == 0
+    assert _run(capsys, "data", "split", str(sample_dataset_path()), str(out))[0] == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+def test_split_refuses_output_containing_its_input(capsys, sample_copy):
+    before = {p: p.read_bytes() for p in sample_copy.rglob("*") if p.is_file()}
+    src = sample_copy / "random" / "train.json"
+    for extra in ([], ["--force"]):
+        code, _, err = _run(capsys, "data", "split", str(src), str(sample_copy), *extra)
+        assert "overlaps the input" in _one_line_error(code, err)
+    code, _, err = _run(capsys, "data", "split", str(sample_copy), str(sample_copy / "inner"))
+    _one_line_error(code, err)
+    after = {p: p.read_bytes() for p in sample_copy.rglob("*") if p.is_file()}
+    assert after == before
+
+
+def test_split_to_a_file_or_dot_is_a_one_line_error(capsys, tmp_path, monkeypatch):
+    target = tmp_path / "notes.txt"
+    target.write_text("keep")
+    code, _, err = _run(capsys, "data", "split", str(sample_dataset_path()), str(target))
+    assert "not a directory" in _one_line_error(code, err)
+    assert target.read_text() == "keep"
+    monkeypatch.chdir(tmp_path)
+    code, _, err = _run(capsys, "data", "split", str(sample_dataset_path()), ".")
+    assert "cannot be an output directory" in _one_line_error(code, err)
+    assert target.read_text() == "keep"
+
+
+def test_split_rejects_duplicated_theorem(capsys, tmp_path):
+    records = json.loads((sample_dataset_path() / "random" / "train.json").read_text())
+    src = tmp_path / "twice.json"
+    src.write_text(json.dumps([*records, records[3]]))
+    code, _, err = _run(capsys, "data", "split", str(src), str(tmp_path / "out"))
+    line = _one_line_error(code, err)
+    assert "record 3" in line and f"record {len(records)}" in line and str(src) in line
+    assert records[3]["full_name"] in line
+    assert not (tmp_path / "out").exists()
+
+
+def test_stats_rejects_theorem_in_two_splits(capsys, sample_copy):
+    train = sample_copy / "random" / "train.json"
+    val = sample_copy / "random" / "val.json"
+    records = json.loads(val.read_text())
+    first = json.loads(train.read_text())[0]
+    val.write_text(json.dumps([*records, first]))
+    code, _, err = _run(capsys, "data", "stats", str(sample_copy), "--json")
+    line = _one_line_error(code, err)
+    assert str(train) in line and "record 0" in line
+    assert str(val) in line and f"record {len(records)}" in line
+    # The other strategy holds every theorem once too: that is not a duplicate.
+    code, out, _ = _run(capsys, "data", "stats", str(sample_copy), "--strategy", "novel_premises")
+    assert code == 0
+
+
+def test_stats_refuses_dataset_missing_a_split_unless_partial(capsys, sample_copy):
+    (sample_copy / "random" / "val.json").unlink()
+    code, _, err = _run(capsys, "data", "stats", str(sample_copy), "--json")
+    line = _one_line_error(code, err)
+    assert "random/val.json" in line and "--partial" in line
+    code, out, _ = _run(capsys, "data", "stats", str(sample_copy), "--json", "--partial")
+    assert code == 0 and json.loads(out)["theorems"] == 90
+
+
+def test_stats_refuses_dataset_missing_its_corpus(capsys, sample_copy):
+    (sample_copy / "corpus.jsonl").unlink()
+    code, _, err = _run(capsys, "data", "stats", str(sample_copy))
+    assert "corpus.jsonl" in _one_line_error(code, err)
+    code, _, err = _run(capsys, "data", "split", str(sample_copy), str(sample_copy.parent / "o"))
+    assert "corpus.jsonl" in _one_line_error(code, err)
+
+
+def test_stats_warns_about_theorem_files_missing_from_corpus(capsys, caplog, sample_copy):
+    corpus = sample_copy / "corpus.jsonl"
+    theorem_files = {
+        t["file_path"] for t in json.loads((sample_copy / "random" / "test.json").read_text())
+    }
+    lines = corpus.read_text().splitlines()
+    kept = [
+        line
+        for line in lines
+        if json.loads(line)["path"] not in theorem_files or json.loads(line)["premises"]
+    ]
+    assert len(kept) < len(lines)
+    corpus.write_text("".join(line + "\n" for line in kept))
+    with caplog.at_level("WARNING", logger="lean_dojo_v2"):
+        code, _, _ = _run(capsys, "data", "stats", str(sample_copy), "--json")
+    assert code == 0
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warned) == 1 and f"{len(lines) - len(kept)} theorem file(s)" in warned[0]
+
+
+def test_non_utf8_corpus_is_a_one_line_error(capsys, sample_copy):
+    corpus = sample_copy / "corpus.jsonl"
+    data = corpus.read_bytes()
+    second = data.index(b"\n") + 1
+    bad_line = b'{"path": "\xff"}\n'
+    corpus.write_bytes(data[:second] + bad_line + data[second:])
+    code, _, err = _run(capsys, "data", "stats", str(sample_copy))
+    line = _one_line_error(code, err)
+    assert str(corpus) in line and "not UTF-8" in line
+    offset = second + bad_line.index(b"\xff")
+    assert f"byte offset {offset}" in line
+
+
+def test_non_utf8_split_file_is_a_one_line_error(capsys, tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_bytes(b'[{"full_name": "\xc3("}]')
+    code, _, err = _run(capsys, "data", "stats", str(bad))
+    line = _one_line_error(code, err)
+    assert str(bad) in line and "not UTF-8" in line and "byte offset 16" in line
+
+
+def test_corpus_that_is_a_directory_is_a_one_line_error(capsys, sample_copy, tmp_path):
+    corpus = sample_copy / "corpus.jsonl"
+    corpus.unlink()
+    corpus.mkdir()
+    code, _, err = _run(capsys, "data", "stats", str(sample_copy))
+    assert "corpus.jsonl (not a file)" in _one_line_error(code, err)
+    code, _, err = _run(
+        capsys, "data", "split", str(sample_copy), str(tmp_path / "o"), "--partial"
+    )
+    line = _one_line_error(code, err)
+    assert str(corpus) in line and "is a directory" in line
+
+
+@pytest.mark.parametrize(
+    "exc",
+    [
+        PermissionError(13, "Permission denied", "/x/db.sqlite"),
+        UnicodeDecodeError("utf-8", b"\xff", 0, 1, "invalid start byte"),
+        "sqlite",
+    ],
+)
+def test_cli_last_line_of_defence_prints_one_line(capsys, monkeypatch, exc):
+    import sqlite3
+
+    from lean_dojo_v2.data import stats
+
+    if exc == "sqlite":
+        exc = sqlite3.DatabaseError("database disk image is malformed")
+
+    def boom(*args, **kwargs):
+        raise exc
+
+    monkeypatch.setattr(stats, "stats_and_corpus_gaps", boom)
+    monkeypatch.delenv("LEAN_DOJO_V2_DEBUG", raising=False)
+    code, _, err = _run(capsys, "data", "stats", "x")
+    assert "--debug" in _one_line_error(code, err)
+    with pytest.raises(type(exc)):
+        main(["--debug", "data", "stats", "x"])
+    monkeypatch.setenv("LEAN_DOJO_V2_DEBUG", "1")
+    with pytest.raises(type(exc)):
+        main(["data", "stats", "x"])
+
+
+def _subparser(parser, *names):
+    import argparse
+
+    for name in names:
+        action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        parser = action.choices[name]
+    return parser
+
+
+def test_split_options_are_the_same_for_data_split_and_db_export():
+    from lean_dojo_v2.cli import build_parser
+
+    parser = build_parser()
+    seen = []
+    for names in (("data", "split"), ("db", "export")):
+        actions = _subparser(parser, *names)._actions
+        seen.append(
+            [
+                (a.option_strings, a.default, a.choices, a.metavar, a.help)
+                for a in actions
+                if a.dest in ("val", "test", "sorry")
+            ]
+        )
+    assert len(seen[0]) == 3 and seen[0] == seen[1]

@@ -23,7 +23,6 @@ from typing import Any
 from ..errors import (
     DataFormatError,
     DatasetNotFoundError,
-    DuplicateTheoremError,
     IncompleteDatasetError,
 )
 from .corpus import Corpus
@@ -38,9 +37,16 @@ from .jsonio import (
     write_json_list,
     write_jsonl,
 )
-from .model import Pos, PremiseFile, Theorem
+from .model import PremiseFile, Theorem
 from .output_dir import check_output_dir, staged_output_dir
-from .splits import SPLIT_NAMES, STRATEGIES, SplitSpec, split_theorems
+from .splits import (
+    SPLIT_NAMES,
+    STRATEGIES,
+    SplitSpec,
+    TheoremRegistry,
+    check_unique_theorems,
+    split_theorems,
+)
 
 CORPUS_FILE = "corpus.jsonl"
 TRACED_FILES_FILE = "traced_files.jsonl"
@@ -78,33 +84,6 @@ def _traced_file_from_dict(d: Any) -> str:
     if not isinstance(d, Mapping) or not isinstance(d.get("traced_file_path"), str):
         raise DataFormatError('expected {"traced_file_path": <path>}', field="traced_file_path")
     return d["traced_file_path"]
-
-
-class _TheoremRegistry:
-    """Remembers where each theorem (full name, file, start) was seen, to report a duplicate with
-    both of its records."""
-
-    def __init__(self) -> None:
-        self._seen: dict[tuple[str, str, Pos], tuple[str, int]] = {}
-
-    def add(self, theorems: Iterable[Theorem], source: str | Path) -> None:
-        for i, t in enumerate(theorems):
-            key = (t.full_name, t.file_path, t.start)
-            first = self._seen.setdefault(key, (str(source), i))
-            if first != (str(source), i):
-                raise DuplicateTheoremError(
-                    f"theorem {t.full_name!r} at {t.file_path}:{t.start.line_nb}:"
-                    f"{t.start.column_nb} appears twice: also in file {first[0]}, record "
-                    f"{first[1]}; each theorem must appear once per split strategy, remove one",
-                    file=source,
-                    record=i,
-                )
-
-
-def check_unique_theorems(theorems: Iterable[Theorem], source: str | Path = "input") -> None:
-    """Raise :class:`DuplicateTheoremError` naming both records if a theorem (same full name,
-    file and start) occurs twice in ``theorems``."""
-    _TheoremRegistry().add(theorems, source)
 
 
 def read_theorems(path: str | Path) -> list[Theorem]:
@@ -205,7 +184,7 @@ class DatasetDir:
 
     def _read_splits(self, strategy: str) -> Iterator[tuple[str, list[Theorem]]]:
         """Existing split files of ``strategy``, one at a time, checked for duplicates across."""
-        registry = _TheoremRegistry()
+        registry = TheoremRegistry()
         for split in SPLIT_NAMES:
             path = self.split_path(strategy, split)
             if path.exists():

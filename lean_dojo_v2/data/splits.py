@@ -20,11 +20,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from ..errors import SplitError
-from .model import Theorem
+from ..errors import DuplicateTheoremError, SplitError
+from .model import Pos, Theorem
 
 if TYPE_CHECKING:
     import argparse
+    from pathlib import Path
 
 SPLIT_NAMES = ("train", "val", "test")
 STRATEGIES = ("random", "novel_premises")
@@ -106,6 +107,35 @@ def split_spec_from_args(args: argparse.Namespace) -> SplitSpec:
 
 
 Splits = dict[str, list[Theorem]]
+
+
+class TheoremRegistry:
+    """Remembers where each theorem (full name, file, start) was seen, to report a duplicate with
+    both of its records."""
+
+    def __init__(self) -> None:
+        self._seen: dict[tuple[str, str, Pos], tuple[str | None, int]] = {}
+
+    def add(self, theorems: Iterable[Theorem], source: str | Path | None = None) -> None:
+        """Note ``theorems`` (records of file ``source``, or items of a list when None)."""
+        where = str(source) if source is not None else None
+        for i, t in enumerate(theorems):
+            first = self._seen.setdefault((t.full_name, t.file_path, t.start), (where, i))
+            if first != (where, i):
+                also = f"file {first[0]}, record {first[1]}" if first[0] else f"item {first[1]}"
+                raise DuplicateTheoremError(
+                    f"theorem {t.full_name!r} at {t.file_path}:{t.start.line_nb}:"
+                    f"{t.start.column_nb} appears twice (also {also}); each theorem must appear "
+                    "once per split strategy: remove one",
+                    file=source,
+                    record=i,
+                )
+
+
+def check_unique_theorems(theorems: Iterable[Theorem], source: str | Path | None = None) -> None:
+    """Raise :class:`DuplicateTheoremError` naming both records if a theorem (same full name,
+    file and start) occurs twice in ``theorems`` (the records of file ``source``)."""
+    TheoremRegistry().add(theorems, source)
 
 
 def theorem_hash(theorem: Theorem, salt: str = "") -> float:
@@ -250,9 +280,11 @@ def split_theorems(
     """Both strategies at once: ``{"random": {...}, "novel_premises": {...}}``.
 
     ``previous`` (an earlier result, e.g. a dataset read back) keeps existing theorems in their
-    ``novel_premises`` splits; ``random`` needs no memory with ratio sizes.
+    ``novel_premises`` splits; ``random`` needs no memory with ratio sizes. A theorem given twice
+    is a :class:`DuplicateTheoremError` (it could land in two splits).
     """
     theorems = list(theorems)
+    check_unique_theorems(theorems)
     return {
         "random": split_random(theorems, spec),
         "novel_premises": split_novel_premises(

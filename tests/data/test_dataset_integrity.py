@@ -11,13 +11,27 @@ import shutil
 
 import pytest
 
-from lean_dojo_v2.data import DatasetDir, read_dataset, sample_dataset_path
+from lean_dojo_v2.data import (
+    DatasetDir,
+    SplitSpec,
+    load_theorems,
+    read_dataset,
+    read_theorems,
+    sample_dataset_path,
+    split_theorems,
+    stats_of_path,
+    write_dataset,
+    write_split_dataset,
+)
 from lean_dojo_v2.data.corpus import theorem_files_missing_from_corpus
 from lean_dojo_v2.data.dataset import missing_dataset_parts, require_complete_dataset
 from lean_dojo_v2.errors import (
+    DataFormatError,
     DatasetNotFoundError,
+    DuplicateTheoremError,
     IncompleteDatasetError,
     LeanDojoError,
+    OutputExistsError,
 )
 
 
@@ -148,3 +162,100 @@ def test_sample_corpus_accessible_premises_work_for_every_theorem():
         assert {(a.def_path, a.full_name) for a in t.annotations} <= usable
     paths = [t.file_path for t in d.all_theorems()]
     assert theorem_files_missing_from_corpus(paths, corpus) == []
+
+
+# ------------------------------------------------------------------------ writing never loses
+
+
+def test_write_dataset_refuses_foreign_directory_unless_forced(tmp_path):
+    theorems = load_theorems(sample_dataset_path())
+    out = tmp_path / "precious"
+    out.mkdir()
+    (out / "thesis.tex").write_text("x")
+    with pytest.raises(OutputExistsError, match="force"):
+        write_split_dataset(out, theorems, SplitSpec(10, 10))
+    with pytest.raises(OutputExistsError):
+        write_dataset(out, {"random": {"train": theorems}})
+    assert (out / "thesis.tex").read_text() == "x"
+    write_split_dataset(out, theorems, SplitSpec(10, 10), force=True)
+    assert not (out / "thesis.tex").exists()
+    # a dataset this library wrote is replaced, as before
+    write_split_dataset(out, theorems[:50], SplitSpec(5, 5))
+    assert len(list(DatasetDir(out).all_theorems())) == 50
+
+
+def test_write_dataset_never_overwrites_its_sources(sample_copy):
+    theorems = load_theorems(sample_copy)
+    before = (sample_copy / "corpus.jsonl").read_bytes()
+    for target in (sample_copy, sample_copy / "random"):
+        with pytest.raises(OutputExistsError, match="overlaps"):
+            write_split_dataset(
+                target, theorems, force=True, sources=[sample_copy / "random" / "train.json"]
+            )
+    assert (sample_copy / "corpus.jsonl").read_bytes() == before
+
+
+# ------------------------------------------------------------------------ duplicated theorems
+
+
+def test_read_theorems_rejects_duplicate_within_a_file(tmp_path):
+    records = json.loads((sample_dataset_path() / "random" / "val.json").read_text())
+    path = tmp_path / "x.json"
+    path.write_text(json.dumps([*records, records[2]]))
+    with pytest.raises(DuplicateTheoremError) as info:
+        read_theorems(path)
+    err = info.value
+    assert isinstance(err, DataFormatError)
+    assert err.file == str(path) and err.record == len(records)
+    assert "record 2" in str(err) and records[2]["full_name"] in str(err)
+    with pytest.raises(DuplicateTheoremError):
+        load_theorems(path)
+
+
+def test_same_theorem_in_val_and_test_is_a_duplicate(sample_copy):
+    val = sample_copy / "novel_premises" / "val.json"
+    test = sample_copy / "novel_premises" / "test.json"
+    val_records = json.loads(val.read_text())
+    test.write_text(json.dumps([*json.loads(test.read_text()), val_records[0]]))
+    for read in (
+        lambda: list(DatasetDir(sample_copy).all_theorems("novel_premises")),
+        lambda: DatasetDir(sample_copy).load(),
+        lambda: DatasetDir(sample_copy).strategy_splits("novel_premises"),
+        lambda: load_theorems(sample_copy, "novel_premises"),
+        lambda: stats_of_path(sample_copy, "novel_premises"),
+    ):
+        with pytest.raises(DuplicateTheoremError, match=str(val)):
+            read()
+    # each strategy holds every theorem once: random/ and novel_premises/ are not duplicates
+    assert len(list(DatasetDir(sample_copy).all_theorems("random"))) == 100
+
+
+def test_split_theorems_rejects_a_theorem_given_twice():
+    theorems = load_theorems(sample_dataset_path())
+    with pytest.raises(DuplicateTheoremError, match="also item 4"):
+        split_theorems([*theorems, theorems[4]], SplitSpec(10, 10))
+
+
+# ----------------------------------------------------------------------- unreadable input
+
+
+def test_non_utf8_corpus_names_file_line_and_byte_offset(sample_copy):
+    corpus = sample_copy / "corpus.jsonl"
+    data = corpus.read_bytes()
+    cut = data.index(b"\n") + 1
+    corpus.write_bytes(data[:cut] + b'{"path": "caf\xe9"}\n' + data[cut:])
+    with pytest.raises(DataFormatError) as info:
+        list(DatasetDir(sample_copy).corpus_files())
+    err = info.value
+    assert err.file == str(corpus) and err.record == 1
+    assert f"not UTF-8 text (invalid continuation byte at byte offset {cut + 13})" in str(err)
+
+
+def test_corpus_that_is_a_directory_is_a_data_error(sample_copy):
+    corpus = sample_copy / "corpus.jsonl"
+    corpus.unlink()
+    corpus.mkdir()
+    with pytest.raises(DataFormatError, match="is a directory"):
+        list(DatasetDir(sample_copy, partial=True).corpus_files())
+    with pytest.raises(DataFormatError, match="is a directory"):
+        read_theorems(sample_copy / "random")
