@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from ..errors import LeanDojoError
+from ..errors import LeanDojoError, LeanNotFoundError, OutputExistsError, ToolchainNotInstalledError
+
+# "No Lean" is one error for the whole library (lean_dojo_v2.errors.LeanNotFoundError); the names
+# tracing code has always used stay importable from here.
+ToolchainNotFoundError = LeanNotFoundError
 
 
 class TracingError(LeanDojoError):
@@ -21,14 +25,6 @@ class NotALeanProjectError(TracingError):
     """The repository has no ``lean-toolchain`` (or no lakefile) at the commit."""
 
 
-class ToolchainNotFoundError(TracingError):
-    """Neither elan nor a usable ``lake``/``lean`` is on PATH."""
-
-
-class ToolchainNotInstalledError(ToolchainNotFoundError):
-    """elan is there but the project's toolchain is not installed (the message has the command)."""
-
-
 class BuildError(TracingError):
     """``lake build`` (or ``lake exe cache get``) failed; the message holds the end of its log."""
 
@@ -45,5 +41,21 @@ class TraceFormatError(TracingError, ValueError):
     """An extractor output file does not follow the documented schema."""
 
 
-class DestinationExistsError(TracingError, FileExistsError):
-    """A destination directory exists and is not empty (nothing is ever overwritten)."""
+class DestinationExistsError(OutputExistsError, TracingError):
+    """A destination directory exists and is not empty (nothing is ever overwritten): the
+    tracing flavour of :class:`lean_dojo_v2.errors.OutputExistsError`."""
+
+
+__all__ = [
+    "BuildError",
+    "CommitNotFoundError",
+    "DestinationExistsError",
+    "ExtractionError",
+    "LeanNotFoundError",
+    "NotALeanProjectError",
+    "RepoNotFoundError",
+    "ToolchainNotFoundError",
+    "ToolchainNotInstalledError",
+    "TraceFormatError",
+    "TracingError",
+]

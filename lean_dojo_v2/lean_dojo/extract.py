@@ -3,7 +3,7 @@
 Each file is one ``lake env lean --run ExtractData.lean FILE MODULE OUT`` process (a Lean process
 imports the file's dependencies, which for Mathlib takes gigabytes). At most ``workers`` run at
 once, and a new one starts only while the machine has room for another process as large as the
-largest seen so far (``psutil``), so tracing degrades to fewer workers instead of swapping or being
+largest seen so far (:mod:`lean_dojo_v2.system.processes`), so tracing degrades to fewer workers instead of swapping or being
 killed. Every file ends with a status — ok, failed (with the end of Lean's stderr) or timeout —
 nothing is skipped silently.
 """
@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import psutil
+from ..system.commands import start_command, stop
+from ..system.processes import available_memory, tree_rss
 
 logger = logging.getLogger("lean_dojo_v2.lean_dojo")
 
@@ -45,32 +46,8 @@ class _Running:
     peak_rss: int = 0
 
 
-def _tree_rss(pid: int) -> int:
-    try:
-        p = psutil.Process(pid)
-        procs = [p, *p.children(recursive=True)]
-    except psutil.Error:
-        return 0
-    total = 0
-    for q in procs:
-        try:
-            total += q.memory_info().rss
-        except psutil.Error:
-            pass
-    return total
-
-
 def _kill_tree(proc: subprocess.Popen[bytes]) -> None:
-    try:
-        parent = psutil.Process(proc.pid)
-        procs = [*parent.children(recursive=True), parent]
-    except psutil.Error:
-        procs = []
-    for q in procs:
-        try:
-            q.kill()
-        except psutil.Error:
-            pass
+    stop(proc)  # the process and everything it started (its own process group)
     try:
         proc.wait(timeout=10)
     except subprocess.TimeoutExpired:
@@ -118,7 +95,7 @@ def run_extractor(
             # Start what fits.
             while pending and len(running) < workers:
                 if running:
-                    available = psutil.virtual_memory().available
+                    available = available_memory()
                     if available < largest + memory_reserve_mib * MIB:
                         if not waited_for_memory:
                             logger.info(
@@ -135,20 +112,19 @@ def run_extractor(
                 job.output.parent.mkdir(parents=True, exist_ok=True)
                 job.output.unlink(missing_ok=True)
                 err = tempfile.TemporaryFile()
-                proc = subprocess.Popen(
-                    command(job),
-                    cwd=cwd,
-                    stdin=subprocess.DEVNULL,
-                    stdout=err,
-                    stderr=subprocess.STDOUT,
-                    env=env,
-                )
+                try:
+                    proc = start_command(
+                        command(job), cwd=cwd, stdout=err, stderr=subprocess.STDOUT, env=env
+                    )
+                except BaseException:
+                    err.close()
+                    raise
                 running.append(_Running(job, proc, time.monotonic(), err))
             # Watch the running ones.
             time.sleep(poll)
             still: list[_Running] = []
             for r in running:
-                rss = _tree_rss(r.proc.pid)
+                rss = tree_rss(r.proc.pid) or 0
                 r.peak_rss = max(r.peak_rss, rss)
                 largest = max(largest, r.peak_rss)
                 code = r.proc.poll()

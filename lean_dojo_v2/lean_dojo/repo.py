@@ -22,7 +22,6 @@ import os
 import posixpath
 import re
 import shutil
-import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
@@ -31,7 +30,9 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from ..config import get_settings
-from ..errors import DataFormatError
+from ..errors import CommandError, CommandNotFoundError, CommandTimeoutError, DataFormatError
+from ..system.commands import CommandResult, run_command
+from ..system.commands import tail as _output_tail
 from .errors import (
     CommitNotFoundError,
     DestinationExistsError,
@@ -111,16 +112,10 @@ def _configured_ssh_command() -> str:
     # A user's core.sshCommand (a particular key, a jump host) must win over our default, and
     # GIT_SSH_COMMAND would override it, so we only set ours when there is none.
     try:
-        proc = subprocess.run(
-            ["git", "config", "--get", "core.sshCommand"],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
+        result = run_command(["git", "config", "--get", "core.sshCommand"], timeout=30, check=False)
+        return result.text().strip()
+    except CommandError:
         return ""
-    return proc.stdout.strip()
 
 
 def _run_git(
@@ -130,7 +125,7 @@ def _run_git(
     network_url: str | None = None,
     timeout: float | None = None,
     stdin: bytes | None = None,
-) -> subprocess.CompletedProcess[bytes]:
+) -> CommandResult:
     """Run ``git args`` and return the finished process (never raises on a non-zero exit).
 
     ``network_url`` marks a command that may talk to that remote: it gets the stall limits and the
@@ -149,25 +144,39 @@ def _run_git(
         timeout = GIT_NETWORK_TIMEOUT_S if network_url is not None else GIT_LOCAL_TIMEOUT_S
     logger.debug("running %s (cwd=%s)", " ".join(cmd), cwd)
     try:
-        return subprocess.run(
+        return run_command(
             cmd,
             cwd=cwd,
             env=_git_env(network_url is not None),
             input=stdin,
-            stdin=None if stdin is not None else subprocess.DEVNULL,
-            capture_output=True,
             timeout=timeout,
             check=False,
         )
-    except FileNotFoundError as exc:
+    except CommandNotFoundError as exc:
         raise TracingError(
             "git is not installed or not on PATH; install git (e.g. `apt-get install git`, "
             "`brew install git`) and try again"
         ) from exc
-    except subprocess.TimeoutExpired as exc:
-        stderr = exc.stderr or b""
+    except CommandTimeoutError as exc:
         message = f"\ngit {' '.join(args[:2])} timed out after {timeout:.0f} s"
-        return subprocess.CompletedProcess(cmd, -1, exc.stdout or b"", stderr + message.encode())
+        return CommandResult(tuple(cmd), -1, exc.stdout, exc.stderr + message.encode())
+
+
+def _git_checked(
+    args: Sequence[str],
+    error: type[TracingError],
+    what: str,
+    advice: str,
+    *,
+    cwd: Path | None = None,
+    network_url: str | None = None,
+) -> CommandResult:
+    """:func:`_run_git`, raising ``error("<what>:\n<end of git's stderr>\n<advice>")`` when git
+    fails."""
+    proc = _run_git(args, cwd=cwd, network_url=network_url)
+    if proc.returncode != 0:
+        raise error(f"{what}:\n{_tail(proc.stderr)}\n{advice}")
+    return proc
 
 
 def _text(data: bytes) -> str:
@@ -175,8 +184,7 @@ def _text(data: bytes) -> str:
 
 
 def _tail(stderr: bytes, lines: int = 15) -> str:
-    text = _text(stderr).strip()
-    return "\n".join(text.splitlines()[-lines:]) if text else "(git printed nothing)"
+    return _output_tail(stderr, lines, empty="(git printed nothing)")
 
 
 def _rev_parse(git_dir: Path, rev: str) -> str | None:
@@ -611,12 +619,14 @@ class LeanGitRepo:
         blob = self._blob_id(filename, git_dir)
         if blob is None:
             return None
-        proc = _run_git(["cat-file", "blob", blob], cwd=git_dir, network_url=self.url)
-        if proc.returncode != 0:
-            raise RepoNotFoundError(
-                f"could not read {filename} of {self.url} at {self.commit}:\n"
-                f"{_tail(proc.stderr)}\n{_PRIVATE_HINT}"
-            )
+        proc = _git_checked(
+            ["cat-file", "blob", blob],
+            RepoNotFoundError,
+            f"could not read {filename} of {self.url} at {self.commit}",
+            _PRIVATE_HINT,
+            cwd=git_dir,
+            network_url=self.url,
+        )
         return proc.stdout
 
     def get_config(self, filename: str) -> str | dict[str, Any] | None:
@@ -730,16 +740,22 @@ class LeanGitRepo:
 
     def _clone_into(self, source: Path, root: Path) -> None:
         root.parent.mkdir(parents=True, exist_ok=True)
-        proc = _run_git(["clone", "--quiet", "--no-checkout", "--", str(source), str(root)])
-        if proc.returncode != 0:
-            raise RepoNotFoundError(
-                f"could not clone {source} into {root}:\n{_tail(proc.stderr)}\nCheck that there "
-                "is free disk space and that the directory is writable."
-            )
+        _git_checked(
+            ["clone", "--quiet", "--no-checkout", "--", str(source), str(root)],
+            RepoNotFoundError,
+            f"could not clone {source} into {root}",
+            "Check that there is free disk space and that the directory is writable.",
+        )
         if not self.is_local:
             # origin should be the real remote (relative submodule URLs resolve against it), and
             # if the mirror is blobless, this clone must know where to fetch older blobs from.
-            _check(_run_git(["remote", "set-url", "origin", self.url], cwd=root), "set origin")
+            _git_checked(
+                ["remote", "set-url", "origin", self.url],
+                TracingError,
+                f"git could not set origin of {root}",
+                "Check that the directory is writable.",
+                cwd=root,
+            )
             if _promisor_remote(source) is not None:
                 for key in ("promisor", "partialclonefilter"):
                     value = _run_git(["config", "--get", f"remote.origin.{key}"], cwd=source)
@@ -748,28 +764,24 @@ class LeanGitRepo:
                             ["config", f"remote.origin.{key}", _text(value.stdout).strip()],
                             cwd=root,
                         )
-        checkout = _run_git(
+        _git_checked(
             ["-c", "advice.detachedHead=false", "checkout", "--quiet", "--detach", self.commit],
+            TracingError,
+            f"could not check out {self.commit} of {self.url} in {root}",
+            f"If the cache is damaged, delete "
+            f"{source if not self.is_local else 'the destination'} and try again.",
             cwd=root,
             network_url=self.url,
         )
-        if checkout.returncode != 0:
-            raise TracingError(
-                f"could not check out {self.commit} of {self.url} in {root}:\n"
-                f"{_tail(checkout.stderr)}\nIf the cache is damaged, delete "
-                f"{source if not self.is_local else 'the destination'} and try again."
-            )
         if (root / ".gitmodules").is_file():
-            sub = _run_git(
+            _git_checked(
                 ["submodule", "update", "--init", "--recursive", "--quiet"],
+                RepoNotFoundError,
+                f"could not fetch the git submodules of {self.url} at {self.commit}",
+                f"Check the URLs in .gitmodules; {_PRIVATE_HINT}",
                 cwd=root,
                 network_url=self.url,
             )
-            if sub.returncode != 0:
-                raise RepoNotFoundError(
-                    f"could not fetch the git submodules of {self.url} at {self.commit}:\n"
-                    f"{_tail(sub.stderr)}\nCheck the URLs in .gitmodules; {_PRIVATE_HINT}"
-                )
 
     # -- optional GitHub metadata -----------------------------------------------------------------
 
@@ -820,11 +832,6 @@ class LeanGitRepo:
             "default_branch": data.get("default_branch"),
             "html_url": data.get("html_url"),
         }
-
-
-def _check(proc: subprocess.CompletedProcess[bytes], what: str) -> None:
-    if proc.returncode != 0:
-        raise TracingError(f"git could not {what}: {_tail(proc.stderr)}")
 
 
 def _is_git_dir(path: Path) -> bool:

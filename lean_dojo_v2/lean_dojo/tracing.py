@@ -16,7 +16,6 @@ import datetime as _dt
 import logging
 import os
 import shutil
-import subprocess
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -26,7 +25,8 @@ from filelock import FileLock
 
 from ..config import get_settings
 from ..data.jsonio import atomic_write, read_json
-from ..errors import DataFormatError, LeanDojoError
+from ..errors import CommandError, DataFormatError, LeanDojoError
+from ..system.commands import describe, run_command
 from .errors import BuildError, DestinationExistsError, ExtractionError
 from .extract import EXTRACTOR, ExtractJob, run_extractor
 from .layout import LeanSource, ProjectLayout
@@ -135,15 +135,12 @@ def trace(
 def _run_logged(cmd: Sequence[str], cwd: Path, log: Path, what: str) -> int:
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "ab") as fh:
-        fh.write(f"$ {' '.join(cmd)}\n".encode())
+        fh.write(f"$ {describe(cmd)}\n".encode())
         fh.flush()
         try:
-            proc = subprocess.run(
-                list(cmd), cwd=cwd, stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT
-            )
-        except OSError as exc:
-            raise BuildError(f"cannot run {what} ({' '.join(cmd)}): {exc}") from exc
-    return proc.returncode
+            return run_command(cmd, cwd=cwd, output=fh, check=False).returncode
+        except CommandError as exc:
+            raise BuildError(f"cannot run {what}: {exc}") from exc
 
 
 def _log_tail(log: Path, lines: int = 40) -> str:

@@ -532,3 +532,31 @@ def test_offline_default_branch_uses_the_cached_tip(github_repo, proj, caplog):
     assert "could not reach" in caplog.text
     with pytest.raises(RepoNotFoundError, match="could not update"):
         LeanGitRepo("https://github.com/owner/proj", "not-fetched-yet")
+
+
+def test_git_timeout_leaves_no_process_behind(monkeypatch, tmp_path):
+    """A git command past its time limit is stopped with everything it started: killing only
+    git used to leave its ssh (here: a fake one that hangs) running after the error."""
+    pidfile = tmp_path / "ssh.pid"
+    ssh = tmp_path / "fake-ssh"
+    ssh.write_text(f'#!/bin/sh\necho $$ > "{pidfile}"\nexec sleep 60\n')
+    ssh.chmod(0o755)
+    monkeypatch.setenv("GIT_SSH_COMMAND", str(ssh))
+    monkeypatch.setattr(repo_module, "GIT_NETWORK_TIMEOUT_S", 2.0)
+    start = time.monotonic()
+    with pytest.raises(RepoNotFoundError, match="timed out after 2 s"):
+        LeanGitRepo("ssh://git.example.invalid/owner/proj.git", "main")
+    assert time.monotonic() - start < 15
+    pid = int(pidfile.read_text())
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and _running(pid):
+        time.sleep(0.05)
+    assert not _running(pid), f"the fake ssh (pid {pid}) outlived the timeout"
+
+
+def _running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
+            return fh.read().rsplit(")", 1)[-1].split()[0] != "Z"
+    except OSError:
+        return False

@@ -196,3 +196,85 @@ def test_toolchain_for(env):
     install_toolchain(env["elan_home"], NAME, "4.9.0")
     fake_elan(env["bin"] / "elan")
     assert toolchain_for(project).name == NAME
+
+
+# ------------------------------------------------------------------ one toolchain module, one error
+
+
+def test_no_lean_is_one_error_class():
+    """Tracing's ToolchainNotFoundError and the Lean boundary's LeanNotFoundError were two
+    classes for one condition; now one (the old names are aliases) and catchable together."""
+    from lean_dojo_v2 import errors
+    from lean_dojo_v2.interaction import LeanNotFoundError
+    from lean_dojo_v2.lean_dojo import DestinationExistsError, TracingError
+
+    assert LeanNotFoundError is ToolchainNotFoundError is errors.LeanNotFoundError
+    assert ToolchainNotInstalledError is errors.ToolchainNotInstalledError
+    assert issubclass(ToolchainNotInstalledError, LeanNotFoundError)
+    assert issubclass(DestinationExistsError, errors.OutputExistsError)
+    assert issubclass(DestinationExistsError, TracingError)
+    assert issubclass(DestinationExistsError, FileExistsError)
+
+
+def test_resolving_a_toolchain_does_not_load_the_interaction_layer(tmp_path):
+    """lean_dojo.toolchain used to import interaction.pantograph.locate (asyncio, the client)
+    just to normalise a version; both now share lean_dojo_v2.system.toolchain."""
+    import subprocess
+    import sys
+
+    bin_dir = tmp_path / "bin"
+    fake_lean(bin_dir / "lean", "4.9.0")
+    script(bin_dir / "lake", "exit 0")
+    code = (
+        "import sys\n"
+        "from lean_dojo_v2.lean_dojo.toolchain import resolve_toolchain\n"
+        f"print(resolve_toolchain({NAME!r}).version)\n"
+        "print(sorted(m for m in sys.modules if m.startswith('lean_dojo_v2.interaction')))\n"
+    )
+    env = {
+        **os.environ,
+        "HOME": str(tmp_path),
+        "ELAN_HOME": str(tmp_path / "elan"),
+        "PATH": os.pathsep.join([str(bin_dir), "/usr/bin", "/bin"]),
+    }
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
+    )
+    assert out.stdout.split("\n")[:2] == ["4.9.0", "[]"]
+
+
+def test_undecodable_elan_output_is_not_a_traceback(env):
+    # elan printing bytes that are not UTF-8 (a broken terminal encoding, a different program
+    # named elan) used to escape as UnicodeDecodeError; the listing is only advice, so it is
+    # dropped and the error about the missing toolchain still comes through.
+    script(env["bin"] / "elan", r"printf '\377\376 broken\n'")
+    install_toolchain(env["elan_home"], "leanprover/lean4:v4.8.0", "4.8.0")
+    assert installed_toolchains() == ["leanprover/lean4:v4.8.0"]
+    with pytest.raises(ToolchainNotInstalledError, match="elan toolchain install"):
+        resolve_toolchain(NAME)
+
+
+def test_undecodable_lean_prefix_is_a_typed_error(env):
+    bin_dir = install_toolchain(env["elan_home"], NAME, "4.9.0")
+    script(
+        bin_dir / "lean",
+        'case "$1" in --version) echo "Lean (version 4.9.0)";; *) printf "/opt/\\377";; esac',
+    )
+    fake_elan(env["bin"] / "elan")
+    found = resolve_toolchain(NAME)
+    with pytest.raises(ToolchainNotFoundError, match="reinstall the toolchain"):
+        found.prefix()
+
+
+def test_lean_version_probe_that_hangs_is_stopped(env, monkeypatch):
+    from lean_dojo_v2.system import toolchain as st
+
+    monkeypatch.setattr(st, "COMMAND_TIMEOUT_S", 1.0)
+    script(env["bin"] / "lean", "sleep 30")
+    script(env["bin"] / "lake", "exit 0")
+    import time
+
+    t0 = time.monotonic()
+    with pytest.raises(ToolchainNotFoundError, match="did not report a version"):
+        resolve_toolchain(NAME)
+    assert time.monotonic() - t0 < 10

@@ -378,3 +378,15 @@ def test_an_extractor_that_does_not_compile_is_reported_once(
     runs = [a for a in calls(lean_env["log"]) if a[1:3] == ["env", "lean"]]
     assert len(runs) == 1  # only the probe ran
     assert not is_available_in_cache(LeanGitRepo(str(project.root)))
+
+
+def test_an_extractor_that_cannot_start_is_a_typed_error(tmp_path: Path):
+    """A missing ``lake`` used to escape the worker pool as a bare FileNotFoundError."""
+    from lean_dojo_v2.errors import CommandNotFoundError, LeanDojoError
+
+    jobs = [ExtractJob("F.lean", "F", tmp_path / "F.lean", tmp_path / "out.json")]
+    with pytest.raises(CommandNotFoundError, match="not installed or not on PATH") as info:
+        run_extractor(
+            jobs, lambda j: [str(tmp_path / "no" / "lake"), "env"], tmp_path, progress=False
+        )
+    assert isinstance(info.value, LeanDojoError)

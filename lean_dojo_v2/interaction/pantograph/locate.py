@@ -19,12 +19,20 @@ import os
 import re
 import shlex
 import shutil
-import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..types import LeanNotFoundError, VersionMismatchError
+from ...errors import CommandError, CommandNotFoundError, CommandTimeoutError, LeanNotFoundError
+from ...system.commands import run_command
+from ...system.toolchain import (
+    find_program,
+    is_executable,
+    lean_version,
+    read_toolchain_file,
+    same_lean_version,
+)
+from ..types import VersionMismatchError
 
 logger = logging.getLogger("lean_dojo_v2.interaction.pantograph")
 
@@ -137,7 +145,7 @@ def _check_runnable(cmd: tuple[str, ...], what: str) -> None:
         path = Path(exe)
         if not path.is_file():
             raise LeanNotFoundError(f"{what} names {exe}, which does not exist. " + INSTALL_HINT)
-        if not os.access(path, os.X_OK):
+        if not is_executable(path):
             raise LeanNotFoundError(f"{what} names {exe}, which is not executable. " + INSTALL_HINT)
     elif shutil.which(exe) is None:
         raise LeanNotFoundError(f"{what} names {exe!r}, which is not on PATH. " + INSTALL_HINT)
@@ -145,8 +153,9 @@ def _check_runnable(cmd: tuple[str, ...], what: str) -> None:
 
 # ----------------------------------------------------------------------------------- versions
 
-_SEMVER = re.compile(r"(\d+\.\d+\.\d+(?:-[0-9A-Za-z.]+)?)")
-_LEAN_PART = re.compile(r"/\s*v?(\d+\.\d+\.\d+(?:-[0-9A-Za-z.]+)?)")
+# A pre-release part may hold hyphens itself: ``4.10.0-nightly-2024-06-01``.
+_SEMVER = re.compile(r"(\d+\.\d+\.\d+(?:-[0-9A-Za-z.\-]+)?)")
+_LEAN_PART = re.compile(r"/\s*v?(\d+\.\d+\.\d+(?:-[0-9A-Za-z.\-]+)?)")
 
 
 @dataclass(frozen=True)
@@ -173,27 +182,14 @@ def parse_version(text: str) -> ReplVersion:
 
 
 def normalize_lean_version(text: str | None) -> str | None:
-    """``leanprover/lean4:v4.29.1`` / ``v4.29.1`` / ``4.29.1`` → ``4.29.1``; None when unknown."""
-    if not text:
-        return None
-    value = text.strip().splitlines()[0].strip() if text.strip() else ""
-    if ":" in value:
-        value = value.rsplit(":", 1)[1]
-    value = value.strip()
-    if value.startswith("v"):
-        value = value[1:]
-    return value or None
+    """``leanprover/lean4:v4.29.1`` / ``v4.29.1`` / ``4.29.1`` → ``4.29.1``; None when unknown
+    (:func:`lean_dojo_v2.system.toolchain.lean_version`)."""
+    return lean_version(text)
 
 
 def read_toolchain(directory: str | os.PathLike[str] | None) -> str | None:
     """The Lean version named by ``directory/lean-toolchain``, normalised; None when absent."""
-    if directory is None:
-        return None
-    path = Path(directory) / "lean-toolchain"
-    try:
-        return normalize_lean_version(path.read_text(encoding="utf-8"))
-    except OSError:
-        return None
+    return lean_version(read_toolchain_file(directory))
 
 
 def binary_toolchain(located: Located) -> str | None:
@@ -214,30 +210,29 @@ def binary_toolchain(located: Located) -> str | None:
 def query_version(
     located: Located, timeout: float = 60.0, env: dict[str, str] | None = None
 ) -> ReplVersion:
-    """Run ``<repl> --version``; a failure gives an empty version (unknown), never an error."""
+    """Run ``<repl> --version`` for at most ``timeout`` s; a failure gives an empty version
+    (unknown), never an error, except a binary that cannot be run at all
+    (:class:`LeanNotFoundError`)."""
+    what = " ".join(located.command)
     try:
-        proc = subprocess.run(
-            [*located.command, "--version"],
-            capture_output=True,
-            timeout=timeout,
-            env=env,
-            stdin=subprocess.DEVNULL,
-        )
-    except FileNotFoundError as exc:
+        result = run_command([*located.command, "--version"], env=env, timeout=timeout, check=False)
+    except CommandNotFoundError as exc:
         raise LeanNotFoundError(f"cannot run {located.command[0]}: {exc}. " + INSTALL_HINT) from exc
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        logger.warning("`%s --version` failed: %s", " ".join(located.command), exc)
+    except CommandError as exc:
+        logger.warning("`%s --version` failed: %s", what, exc)
         return ReplVersion("", None, None)
-    out = proc.stdout.decode("utf-8", "replace").strip()
-    if proc.returncode != 0 or not out:
+    out = result.stdout.decode("utf-8", "replace").strip()
+    if result.returncode != 0 or not out:
         logger.warning(
-            "`%s --version` exited %s: %s",
-            " ".join(located.command),
-            proc.returncode,
-            proc.stderr.decode("utf-8", "replace")[-500:],
+            "`%s --version` exited %s: %s", what, result.returncode, result.stderr_tail()[-500:]
         )
         return ReplVersion(out, None, None)
     return parse_version(out.splitlines()[0])
+
+
+def _tag(version: str) -> str:
+    """``4.9.0`` → ``v4.9.0`` (a release's tag); ``nightly-2024-06-01`` stays as it is."""
+    return f"v{version}" if version[:1].isdigit() else version
 
 
 def check_versions(
@@ -248,14 +243,14 @@ def check_versions(
     binary_lean = version.lean or binary_toolchain(located)
     project_lean = read_toolchain(project_dir)
     if binary_lean is not None and project_lean is not None:
-        if binary_lean != project_lean:
+        if not same_lean_version(binary_lean, project_lean):
             raise VersionMismatchError(
                 f"the Pantograph REPL {' '.join(located.command)} (version {version.raw or '?'}) "
-                f"was built for Lean v{binary_lean}, but the project {project_dir} uses Lean "
-                f"v{project_lean} (its lean-toolchain). The REPL must be built with exactly the "
-                "Lean version that built the project's .olean files: build Pantograph at a "
-                f"version whose lean-toolchain is leanprover/lean4:v{project_lean} and point "
-                f"{ENV_BINARY} (or PantographConfig.command) at it."
+                f"was built for Lean {_tag(binary_lean)}, but the project {project_dir} uses Lean "
+                f"{_tag(project_lean)} (its lean-toolchain). The REPL must be built with exactly "
+                "the Lean version that built the project's .olean files: build Pantograph at a "
+                f"version whose lean-toolchain is leanprover/lean4:{_tag(project_lean)} and "
+                f"point {ENV_BINARY} (or PantographConfig.command) at it."
             )
     elif binary_lean is None and project_lean is None:
         logger.warning(
@@ -284,31 +279,37 @@ def check_versions(
 
 
 def lake_lean_path(project_dir: str | os.PathLike[str], timeout: float = 300.0) -> str:
-    """``lake env printenv LEAN_PATH`` in ``project_dir``, decoded and stripped."""
-    lake = shutil.which("lake")
+    """``lake env printenv LEAN_PATH`` in ``project_dir``, decoded and stripped. ``lake`` is the
+    one of the project's toolchain when elan has it installed, else the one on PATH, else elan's
+    proxy in ``~/.elan/bin`` (:func:`lean_dojo_v2.system.toolchain.find_program`)."""
+    toolchain = read_toolchain_file(project_dir)
+    lake = find_program("lake", toolchain)
     if lake is None:
         raise LeanNotFoundError(
-            f"`lake` is not on PATH, so the LEAN_PATH of {project_dir} cannot be computed. "
-            "Pass PantographConfig(lean_path=...) or " + INSTALL_HINT
+            f"`lake` is not on PATH (nor in elan's ~/.elan/bin), so the LEAN_PATH of {project_dir} "
+            "cannot be computed. Pass PantographConfig(lean_path=...) or " + INSTALL_HINT
         )
+    env = dict(os.environ)
+    # The toolchain's own lake finds its own lean first on PATH.
+    env["PATH"] = str(lake.parent) + os.pathsep + env.get("PATH", "")
+    what = f"`lake env printenv LEAN_PATH` in {project_dir}"
     try:
-        proc = subprocess.run(
-            [lake, "env", "printenv", "LEAN_PATH"],
-            cwd=os.fspath(project_dir),
-            capture_output=True,
-            timeout=timeout,
-            stdin=subprocess.DEVNULL,
+        result = run_command(
+            [lake, "env", "printenv", "LEAN_PATH"], cwd=project_dir, env=env, timeout=timeout
         )
-    except subprocess.TimeoutExpired as exc:
+        return result.text().strip()
+    except CommandTimeoutError as exc:
         raise LeanNotFoundError(
-            f"`lake env printenv LEAN_PATH` in {project_dir} took longer than {timeout:.0f} s"
+            f"{what} took longer than {timeout:.0f} s; raise PantographConfig.lake_timeout if "
+            "lake is merely slow, or pass PantographConfig(lean_path=...)"
         ) from exc
-    if proc.returncode != 0:
+    except CommandError as exc:
+        status = f" (exit {exc.returncode})" if exc.returncode is not None else ""
+        why = exc.stderr.decode("utf-8", "replace").strip()[-2000:] or str(exc)
         raise LeanNotFoundError(
-            f"`lake env printenv LEAN_PATH` failed in {project_dir} (exit {proc.returncode}): "
-            + proc.stderr.decode("utf-8", "replace").strip()[-2000:]
-        )
-    return proc.stdout.decode("utf-8", "replace").strip()
+            f"{what} failed{status}: {why}. Check that the project builds (`lake build`) with "
+            "its own toolchain, or pass PantographConfig(lean_path=...)"
+        ) from exc
 
 
 # ------------------------------------------------------------------------------------ modules
