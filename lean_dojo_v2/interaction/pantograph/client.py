@@ -24,6 +24,7 @@ from typing import Any
 
 import orjson
 
+from ...errors import LeanNotFoundError
 from ..types import EnvCrashed, InteractionError, StaleStateError
 from .config import PantographConfig
 from .locate import (
@@ -144,7 +145,9 @@ class AsyncPantographClient:
         if cfg.env:
             env.update(cfg.env)
         if cfg.check_version:
-            self.version = await asyncio.to_thread(query_version, located, cfg.version_timeout, env)
+            # The probe is part of starting up: it never waits longer than ready_timeout.
+            probe_timeout = min(cfg.version_timeout, cfg.ready_timeout)
+            self.version = await asyncio.to_thread(query_version, located, probe_timeout, env)
             self.lean_version = check_versions(self.version, located, cfg.project_path)
         self.located = located
         self._child_env = env
@@ -204,7 +207,7 @@ class AsyncPantographClient:
             except EnvCrashed:
                 raise
             except BaseException as exc:
-                if isinstance(exc, InteractionError):
+                if isinstance(exc, (InteractionError, LeanNotFoundError)):
                     raise
                 raise EnvCrashed(f"restarting the Pantograph REPL failed: {exc!r}") from exc
             if proc.alive:

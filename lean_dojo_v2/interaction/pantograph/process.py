@@ -435,18 +435,10 @@ class ReplProcess:
         return self.transport.get_returncode()
 
     def rss_bytes(self) -> int | None:
-        """Resident memory of the REPL and its children (psutil); None when unavailable."""
-        try:
-            import psutil
+        """Resident memory of the REPL and its children; None when unavailable."""
+        from ...system.processes import tree_rss
 
-            p = psutil.Process(self.pid)
-            total = p.memory_info().rss
-            for child in p.children(recursive=True):
-                with contextlib.suppress(psutil.Error):
-                    total += child.memory_info().rss
-            return total
-        except Exception:  # noqa: BLE001 - memory is advisory
-            return None
+        return tree_rss(self.pid)
 
     async def kill(self) -> None:
         """SIGKILL the whole process group and wait (briefly) until the pipes are closed."""
