@@ -13,11 +13,12 @@ from lean_dojo_v2.data import (
     PremiseFile,
     SplitSpec,
     sample_dataset_path,
-    split_theorems,
 )
 from lean_dojo_v2.database import DynamicDatabase
 
-from .conftest import record_key, replicate
+from .conftest import SAMPLE_URL, record_key, replicate
+
+SPLITS = ("train", "val", "test")
 
 
 def _all_records(path: Path, strategy: str = "random") -> list[dict]:
@@ -47,19 +48,45 @@ def test_round_trip_sample(db: DynamicDatabase, records: list[dict], tmp_path: P
     assert meta["repositories"][0]["url"] == "https://github.com/leanprover-community/mathlib4"
 
 
-def test_splits_are_the_foundations(db: DynamicDatabase, tmp_path: Path) -> None:
+def _premise_names(t) -> set[str]:
+    return {a.full_name for tac in t.traced_tactics for a in tac.annotations}
+
+
+def test_export_splits_partition_and_hold_their_promises(
+    db: DynamicDatabase, records: list[dict], make_dataset, tmp_path: Path
+) -> None:
+    """Expectations derived from the records and the documented rules, not from the splitter."""
     db.add_repository(sample_dataset_path())
     out = tmp_path / "out"
-    spec = SplitSpec(0.1, 0.1)
-    result = db.export_merged_data(None, out, spec=spec)
-    theorems = list(db.theorems())
-    expected = split_theorems(theorems, spec)
+    result = db.export_merged_data(None, out, spec=SplitSpec(10, 10))
     d = DatasetDir(out)
-    for strategy, by_split in expected.items():
-        for split, ts in by_split.items():
-            got = [t.to_dict() for t in d.theorems(strategy, split)]
-            assert got == [t.to_dict() for t in ts], (strategy, split)
-            assert result["splits"][strategy][split] == len(ts)
+    expected = sorted(records, key=record_key)
+    for strategy in ("random", "novel_premises"):
+        by_split = {s: [t.to_dict() for t in d.theorems(strategy, s)] for s in SPLITS}
+        # Counts are exact, the splits partition the records, each record written as stored.
+        assert {s: len(v) for s, v in by_split.items()} == {"train": 80, "val": 10, "test": 10}
+        assert result["splits"][strategy] == {"train": 80, "val": 10, "test": 10}
+        assert sorted(sum(by_split.values(), []), key=record_key) == expected
+    # novel_premises: every val/test proof uses a premise that no training proof uses.
+    train_premises = set().union(*map(_premise_names, d.theorems("novel_premises", "train")))
+    for split in ("val", "test"):
+        for t in d.theorems("novel_premises", split):
+            assert _premise_names(t) - train_premises, (split, t.full_name)
+    # random is hash-stable: with more theorems in the database (another repository) every
+    # sample theorem stays in its split.
+    first = {record_key(t.to_dict()): s for s in SPLITS for t in d.theorems("random", s)}
+    db.add_repository(make_dataset(replicate(records, "https://x/more", "2" * 40, tag="m")))
+    out2 = tmp_path / "out2"
+    db.export_merged_data(None, out2, spec=SplitSpec(0.1, 0.1))
+    db.export_merged_data([SAMPLE_URL], out, spec=SplitSpec(0.1, 0.1))
+    alone = {
+        record_key(t.to_dict()): s for s in SPLITS for t in DatasetDir(out).theorems("random", s)
+    }
+    merged = {
+        record_key(t.to_dict()): s for s in SPLITS for t in DatasetDir(out2).theorems("random", s)
+    }
+    assert len(alone) == 100 and len(merged) == 200 and set(first) == set(alone)
+    assert {k: merged[k] for k in alone} == alone
 
 
 def test_round_trip_keeps_statement_extra_keys_and_own_url(
