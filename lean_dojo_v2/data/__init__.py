@@ -3,13 +3,15 @@
 Everything a user needs to read, write, split and inspect LeanDojo-layout datasets.
 """
 
-from .corpus import Corpus
+from .corpus import Corpus, theorem_files_missing_from_corpus
 from .dataset import (
     Dataset,
     DatasetDir,
     load_theorems,
+    missing_dataset_parts,
     read_dataset,
     read_theorems,
+    require_complete_dataset,
     write_dataset,
     write_split_dataset,
     write_theorems,
@@ -74,10 +76,12 @@ __all__ = [
     "is_no_goals",
     "load_theorems",
     "marked_identifiers",
+    "missing_dataset_parts",
     "normalize_state",
     "read_dataset",
     "read_theorems",
     "remove_marks",
+    "require_complete_dataset",
     "sample_dataset_path",
     "sorry_declarations",
     "split_goals",
@@ -86,6 +90,7 @@ __all__ = [
     "split_theorems",
     "stats_of_path",
     "strip_comments",
+    "theorem_files_missing_from_corpus",
     "write_dataset",
     "write_split_dataset",
     "write_theorems",
