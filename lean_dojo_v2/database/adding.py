@@ -87,7 +87,7 @@ class RepositoryAdding(RepositoryQueries):
         if isinstance(source, Repository):
             info, added = self._add_traced(source, replace, **options)
         elif isinstance(source, (str, Path)):
-            plan = plan_dataset(Path(source), partial=partial, **options)
+            plan = plan_dataset(Path(source), options, partial=partial)
             info, added = self._ingest_plan(
                 plan,
                 replace,

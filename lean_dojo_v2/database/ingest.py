@@ -522,23 +522,21 @@ class DatasetPlan:
 
 
 def plan_dataset(
-    path: Path,
-    *,
-    url: str | None = None,
-    commit: str | None = None,
-    name: str | None = None,
-    lean_version: str | None = None,
-    lean_dojo_version: str | None = None,
-    metadata: Mapping[str, Any] | None = None,
-    source_dir: str | Path | None = None,
-    partial: bool = False,
+    path: Path, options: Mapping[str, Any] | None = None, *, partial: bool = False
 ) -> DatasetPlan:
-    """Url and commit from the arguments, else ``metadata.json`` (``from_repo``), else the first
-    theorem record; the Lean and LeanDojo versions from the arguments or the metadata.
+    """What adding the dataset at ``path`` needs. ``options`` are the keyword arguments of
+    :meth:`DynamicDatabase.add_repository` that describe the repository (``url``, ``commit``,
+    ``name``, ``lean_version``, ``lean_dojo_version``, ``metadata``, ``source_dir``; absent or None:
+    not given). Url and commit come from the options, else ``metadata.json`` (``from_repo``), else
+    the first theorem record; the Lean and LeanDojo versions from the options or the metadata.
 
     The split files of one strategy (``random``, else ``novel_premises``) and ``corpus.jsonl`` are
     read; when one of them is missing, :class:`~lean_dojo_v2.errors.IncompleteDatasetError` names
     it, unless ``partial`` (then what is there is read)."""
+    options = options or {}
+    url, commit = options.get("url"), options.get("commit")
+    lean_version, lean_dojo_version = options.get("lean_version"), options.get("lean_dojo_version")
+    source_dir = options.get("source_dir")
     d = DatasetDir(path)
     strategy = "novel_premises" if _has_only_novel_premises(d.path) else "random"
     missing = [
@@ -580,12 +578,12 @@ def plan_dataset(
     if lean_version is None and isinstance(meta.get("lean_version"), str):
         lean_version = meta["lean_version"]
     merged = dict(meta)
-    merged.update(metadata or {})
+    merged.update(options.get("metadata") or {})
     return DatasetPlan(
         path=d.path,
         url=url,
         commit=commit,
-        name=name,
+        name=options.get("name"),
         lean_version=lean_version,
         lean_dojo_version=lean_dojo_version,
         metadata=merged,
@@ -654,10 +652,7 @@ def _raw_theorem(d: Any) -> tuple | None:
     end = d.get("end")
     raw_tactics = d.get("traced_tactics")
     if not (
-        type(url) is str
-        and type(commit) is str
-        and type(file_path) is str
-        and type(full_name) is str
+        _all_str(url, commit, file_path, full_name)
         and _is_pos(start)
         and _is_pos(end)
         and type(raw_tactics) is list
@@ -688,13 +683,7 @@ def _raw_tactics(items: list[Any]) -> list[RawTactic] | None:
             marked, provenances = tac["annotated_tactic"]
             before = tac["state_before"]
             after = tac["state_after"]
-            if not (
-                type(text) is str
-                and type(marked) is str
-                and type(provenances) is list
-                and type(before) is str
-                and type(after) is str
-            ):
+            if not (_all_str(text, marked, before, after) and type(provenances) is list):
                 return None
             refs: list[RefKey] = []
             for a in provenances:
@@ -705,8 +694,7 @@ def _raw_tactics(items: list[Any]) -> list[RawTactic] | None:
                 l1, c1 = a["def_pos"]
                 l2, c2 = a["def_end_pos"]
                 if not (
-                    type(name) is str
-                    and type(path) is str
+                    _all_str(name, path)
                     and type(l1) is int
                     and type(c1) is int
                     and type(l2) is int
@@ -767,16 +755,18 @@ def _raw_corpus_entry(d: Any) -> tuple[str, list[str], list[tuple]] | None:
         start = p.get("start")
         end = p.get("end")
         kind = p.get("kind")
-        if not (
-            type(name) is str
-            and type(code) is str
-            and type(kind) is str
-            and _is_pos(start)
-            and _is_pos(end)
-        ):
+        if not (_all_str(name, code, kind) and _is_pos(start) and _is_pos(end)):
             return None
         rows.append((name, code, start[0], start[1], end[0], end[1], kind))
     return path, imports, rows
+
+
+def _all_str(*values: Any) -> bool:
+    """Whether every value is exactly a ``str`` (the fast paths trust nothing else)."""
+    for v in values:
+        if type(v) is not str:
+            return False
+    return True
 
 
 def _is_pos(v: Any) -> bool:
