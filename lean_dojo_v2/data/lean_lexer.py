@@ -255,6 +255,8 @@ def _assign_index(code: list[Token]) -> int:
             if not pending:
                 return j
             pending -= 1
+        elif pending and token.text in ("←", "<-"):
+            pending -= 1  # ``let x ← e`` in ``do`` notation binds without ``:=``
         elif token.kind == "ident":
             if token.text in _LOCAL_BINDERS:
                 pending += 1
@@ -269,7 +271,8 @@ def find_top_level_assign(source: str, start: int = 0) -> int:
 
     A ``:=`` inside brackets (a binder's default value ``(a : Char := ')')``, a structure
     instance, ``instance (priority := low)``), in a comment, string or char literal, or bound by
-    a ``let``/``have`` of the statement itself is not the declaration's. The search stops at the
+    a ``let``/``have`` of the statement itself (``let x ← e`` of ``do`` notation has none) is not
+    the declaration's. The search stops at the
     next top-level command and at a ``where``/``termination_by``/``decreasing_by`` at depth 0
     (``instance : C where x := 1`` has no ``:=`` proof).
     """

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 
 import pytest
 
 from lean_dojo_v2.data import Theorem, goal_texts, load_theorems, sample_dataset_path
+from lean_dojo_v2.errors import LeanDojoError
 from lean_dojo_v2.interaction import (
+    EnvClosed,
+    InteractionError,
+    InvalidRequestError,
     ProofEnv,
     ProofFinished,
     ProofState,
@@ -216,7 +221,88 @@ def test_async_flavour(env, theorems):
     assert isinstance(asyncio.run(run()), ProofFinished)
 
 
-def test_table_prefers_the_longest_recorded_prefix():
+def test_table_prefers_the_longest_recorded_prefix(theorems):
     table = TransitionTable()
     assert table.apply([], "simp") is None
     assert len(table) == 0
+    # The sample's one tactic recorded on two goals (``exacts [...]`` closes both), and the same
+    # tactic as if recorded inside a bullet: on the first goal only, leaving the second goal.
+    thm = next(t for t in theorems if t.full_name == "MeasureTheory.OuterMeasure.comap_ofFunction")
+    both = next(t for t in thm.traced_tactics if t.tactic.startswith("exacts"))
+    first, second = goal_texts(both.state_before)
+    focused = replace(both, state_before=first, state_after=second)
+    assert goal_texts(focused.state_before) == [first]
+    for order in ([both], [focused]), ([focused], [both]):
+        table = TransitionTable()
+        for tactics in order:
+            table.add_theorem(replace(thm, traced_tactics=tactics))
+        assert len(table) == 2
+        # Both records apply to [first, second]; the longer prefix (both goals) wins.
+        assert table.apply([first, second], both.tactic) == []
+        assert table.apply([first, second, "⊢ True"], both.tactic) == ["⊢ True"]
+        # Only the shorter one applies to [first] alone.
+        assert table.apply([first], both.tactic) == [second]
+        state = ProofState((first, second), "replay")
+        assert isinstance(ReplayEnv(table).run_tactic(state, both.tactic), ProofFinished)
+
+
+def test_replay_verify_accepts_crlf_line_endings(theorems):
+    env = ReplayEnv.from_theorems(theorems)
+    thm = next(t for t in theorems if t.full_name == "IsGroupHom.inv_ker_one'")
+    proof = "by\n  " + "\n  ".join(t.tactic for t in thm.traced_tactics[:2])
+    assert env.verify(thm, proof).ok
+    assert env.verify(thm, proof.replace("\n", "\r\n")).ok
+    assert env.verify(thm, proof.replace("\n", "\r")).ok  # old Mac line ends
+    assert split_tactics(proof.replace("\n", "\r\n")) == split_tactics(proof)
+
+
+def test_replay_after_close_raises_the_shared_env_closed_error(theorems):
+    env = ReplayEnv.from_theorems(theorems)
+    thm = next(t for t in theorems if t.traced_tactics)
+    state = env.start(thm)
+    env.close()
+    for call in (
+        lambda: env.start(thm),
+        lambda: env.run_tactic(state, thm.traced_tactics[0].tactic),
+        lambda: env.verify(thm, "by\n  " + thm.traced_tactics[0].tactic),
+    ):
+        with pytest.raises(EnvClosed) as info:
+            call()
+        assert isinstance(info.value, InteractionError)  # the contract PantographEnv keeps
+        assert isinstance(info.value, LeanDojoError) and "closed" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "tactic, timeout",
+    [
+        ("rfl\ud800", None),  # a lone surrogate: cannot be encoded for Lean
+        ("\udfff", 5.0),
+        (None, None),
+        (b"rfl", None),
+        ("rfl", float("nan")),
+        ("rfl", "5"),
+        ("rfl", -1),
+        ("rfl", 0),
+        ("rfl", 0.0),
+        ("rfl", float("inf")),
+        ("rfl", True),
+    ],
+)
+def test_replay_run_tactic_rejects_bad_arguments_up_front(theorems, tactic, timeout):
+    env = ReplayEnv.from_theorems(theorems)
+    thm = next(t for t in theorems if t.traced_tactics)
+    state = env.start(thm)
+    with pytest.raises(InvalidRequestError) as info:
+        env.run_tactic(state, tactic, timeout)
+    assert isinstance(info.value, ValueError) and isinstance(info.value, InteractionError)
+    with pytest.raises(InvalidRequestError):
+        asyncio.run(env.as_async().run_tactic(state, tactic, timeout))
+
+
+def test_replay_run_tactic_accepts_valid_timeouts(theorems):
+    env = ReplayEnv.from_theorems(theorems)
+    thm = next(t for t in theorems if t.traced_tactics)
+    state = env.start(thm)
+    tactic = thm.traced_tactics[0].tactic
+    for timeout in (None, 1, 0.5, 30.0):
+        assert not isinstance(env.run_tactic(state, tactic, timeout), TacticError)

@@ -1,0 +1,191 @@
+"""The one Lean scanner (``lean_dojo_v2.data.lean_lexer``) on the corners real files rarely show.
+
+Real PutnamBench / miniF2F / miniCTX sources are scanned in ``test_sorry.py`` (sorry detection,
+statements, proof spans); here each lexer rule gets a small string of its own.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from lean_dojo_v2.data.lean_lexer import (
+    find_top_level_assign,
+    index_of,
+    iter_tokens,
+    proof_span,
+    strip_leading_by,
+    tokenize,
+)
+
+
+def _kinds(source: str) -> list[tuple[str, str]]:
+    return [(t.kind, t.text) for t in tokenize(source)]
+
+
+def _statement(source: str, start: int = 0) -> str:
+    cut = find_top_level_assign(source, start)
+    assert cut >= 0, source
+    return source[start:cut].rstrip()
+
+
+# ------------------------------------------------------------------------------------ tokens
+
+
+@pytest.mark.parametrize(
+    "literal",
+    ["'('", "')'", "'⟨'", "'⟩'", "'\"'", "'\\''", "'\\n'", "'\\\\'", "'\\x41'", "'\\u{3b1}'"],
+)
+def test_char_literals_are_one_token(literal: str) -> None:
+    assert _kinds(f"f {literal} x") == [("ident", "f"), ("char", literal), ("ident", "x")]
+
+
+def test_primes_in_names_are_not_char_literals() -> None:
+    tokens = _kinds("h' f ⁻¹' s ⁻¹' t")
+    assert ("ident", "h'") in tokens and ("ident", "t") in tokens
+    assert all(kind != "char" for kind, _ in tokens)
+
+
+def test_nested_block_comments_and_doc_comments() -> None:
+    source = "a /- x /- := -/ := -/ b /-- doc ( -/ c /-! mod -/ -- line := \nd"
+    assert [k for k, _ in _kinds(source)] == [
+        "ident",
+        "block",
+        "ident",
+        "doc",
+        "ident",
+        "moddoc",
+        "line",
+        "ident",
+    ]
+
+
+@pytest.mark.parametrize(
+    "string",
+    ['"a := b"', '"esc \\" ( := "', '"\\\\"', 'r"raw \\ ("', 'r#"raw " := ("#', 'r##"a "# b"##'],
+)
+def test_strings_and_raw_strings_are_one_token(string: str) -> None:
+    assert _kinds(f"x {string} y") == [("ident", "x"), ("string", string), ("ident", "y")]
+
+
+def test_guillemet_identifiers_and_name_literals() -> None:
+    assert _kinds("«a := (b» `foo.«x y» Nat.succ") == [
+        ("ident", "«a := (b»"),
+        ("namelit", "`foo.«x y»"),
+        ("ident", "Nat.succ"),
+    ]
+
+
+def test_brackets_and_assign_are_single_tokens() -> None:
+    # A run of symbols never swallows a bracket or ``:=`` (``}:=``, ``:=⟨``).
+    assert [t for _, t in _kinds("{x}:=⟨a⟩ ⦃y⦄ ⟦z⟧ @[simp]")] == [
+        "{", "x", "}", ":=", "⟨", "a", "⟩", "⦃", "y", "⦄", "⟦", "z", "⟧", "@[", "simp", "]",
+    ]  # fmt: skip
+
+
+def test_iter_tokens_is_lazy_and_starts_anywhere() -> None:
+    source = "a := b /- c -/ d"
+    it = iter_tokens(source, source.index("b"))
+    assert next(it).text == "b" and next(it).kind == "block"
+    assert tokenize(source, 2) == tokenize(source)[1:]
+
+
+# ----------------------------------------------------------------- find_top_level_assign
+
+
+@pytest.mark.parametrize("char", ["'('", "')'", "'⟨'", "'⟩'", "'\"'", "'['", "'{'"])
+def test_top_level_assign_after_char_literal(char: str) -> None:
+    source = f"theorem t : {char} = {char} := by rfl"
+    assert _statement(source) == f"theorem t : {char} = {char}"
+
+
+def test_top_level_assign_skips_binder_default_values() -> None:
+    source = "theorem t (a : Char := ')') (b : Nat := 0) : a = a := rfl"
+    assert _statement(source) == "theorem t (a : Char := ')') (b : Nat := 0) : a = a"
+    source = "theorem t (hf : IsAffineMap ℝ f := by fun_prop) {s : S := { a := 1 }} : P := h"
+    assert _statement(source).endswith(": P")
+
+
+def test_top_level_assign_skips_comments_strings_and_nested_comments() -> None:
+    source = 'theorem t /- /- := -/ := -/ -- :=\n (s : String := ":=") : s = r#":="# := rfl'
+    assert _statement(source).endswith('s = r#":="#')
+
+
+def test_top_level_assign_skips_let_and_have_in_the_statement() -> None:
+    source = "theorem t : let (a, b) := f 1; have h : a = a := rfl; a = b := by simp"
+    assert _statement(source).endswith("a = b")
+    # ``let x ← e`` (``do`` notation) binds without ``:=``.
+    source = "theorem t : (do let x ← m; let y := x; pure y) = m := by simp"
+    assert _statement(source).endswith("= m")
+    source = "theorem t : x = Id.run do\n    let x ← m\n    pure x := by simp"
+    assert _statement(source).endswith("pure x")
+
+
+def test_top_level_assign_after_header() -> None:
+    source = (
+        "/-- a doc (with ( and := -/\n@[simp, aesop (rule_sets := [x])]\n"
+        "open Foo in\nprivate theorem t : P := h"
+    )
+    assert _statement(source).endswith("private theorem t : P")
+    source = "instance (priority := 100) foo : C := ⟨⟩"
+    assert _statement(source) == "instance (priority := 100) foo : C"
+
+
+def test_top_level_assign_stops_at_the_next_command() -> None:
+    # No ``:=`` of its own: never the next declaration's.
+    for source in (
+        "instance : Inhabited Nat where\n  default := 0\ntheorem u : True := trivial",
+        "def f : Nat → Nat\n  | 0 => 1\n  | n + 1 => n\n\ntheorem u : True := trivial",
+        "structure S where\n  x : Nat := 0\n",
+        "theorem t : P",
+        "",
+    ):
+        assert find_top_level_assign(source) == -1, source
+        assert proof_span(source) is None
+    source = "def f : Nat → Nat\n  | 0 => 1\n  | n + 1 => n\n\ntheorem u : True := trivial"
+    assert _statement(source, source.index("theorem")) == "theorem u : True"
+
+
+def test_top_level_assign_from_a_start_index() -> None:
+    source = "theorem a : A := x\n\ntheorem b (c : Char := '(') : B := y\n"
+    assert _statement(source, source.index("theorem b")) == "theorem b (c : Char := '(') : B"
+
+
+# ------------------------------------------------------------------------------ proof_span
+
+
+def test_proof_span_replaces_sorry() -> None:
+    source = "/-- d -/\ntheorem t (c : Char := ':') : c = c := by\n  sorry -- todo\n\ntheorem u : Q := h\n"
+    begin, end = proof_span(source)
+    assert source[begin:end] == "by\n  sorry"
+    written = source[:begin] + "by\n  rfl" + source[end:]
+    assert written == source.replace("by\n  sorry", "by\n  rfl")
+    begin, end = proof_span(source, source.index("theorem u"))
+    assert source[begin:end] == "h"
+
+
+def test_proof_span_stops_before_where_and_termination_by() -> None:
+    source = "def f (n : Nat) : Nat := g n\nwhere\n  g (k : Nat) : Nat := k\n"
+    begin, end = proof_span(source)
+    assert source[begin:end] == "g n"
+    source = "def f : Nat → Nat := fun n => f n\ntermination_by n => n\ndecreasing_by sorry\n"
+    begin, end = proof_span(source)
+    assert source[begin:end] == "fun n => f n"
+
+
+# ------------------------------------------------------------------------------ small helpers
+
+
+def test_strip_leading_by() -> None:
+    assert strip_leading_by("  by\n  simp") == "\n  simp"
+    assert strip_leading_by("by\r\n  simp") == "\r\n  simp"
+    assert strip_leading_by("by") == ""
+    for text in ("by_cases h : p", "byContra", "simp", "", "  "):
+        assert strip_leading_by(text) is None
+
+
+def test_index_of_clamps_columns_and_refuses_lines() -> None:
+    source = "ab\ncd\n"
+    assert index_of(source, 1, 1) == 0 and index_of(source, 2, 2) == 4
+    assert index_of(source, 1, 99) == 2 and index_of(source, 3, 1) == 6
+    with pytest.raises(ValueError, match="outside"):
+        index_of(source, 4, 1)
