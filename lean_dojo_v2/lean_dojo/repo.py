@@ -170,10 +170,11 @@ def _git_checked(
     *,
     cwd: Path | None = None,
     network_url: str | None = None,
+    stdin: bytes | None = None,
 ) -> CommandResult:
     """:func:`_run_git`, raising ``error("<what>:\n<end of git's stderr>\n<advice>")`` when git
     fails."""
-    proc = _run_git(args, cwd=cwd, network_url=network_url)
+    proc = _run_git(args, cwd=cwd, network_url=network_url, stdin=stdin)
     if proc.returncode != 0:
         raise error(f"{what}:\n{_tail(proc.stderr)}\n{advice}")
     return proc
@@ -232,15 +233,13 @@ def _prefetch_commit_blobs(git_dir: Path, commit: str) -> None:
     remote = _promisor_remote(git_dir)
     if remote is None:
         return
-    proc = _run_git(
+    proc = _git_checked(
         ["rev-list", "--objects", "--no-walk", "--missing=print", "--no-object-names", commit],
+        TracingError,
+        f"could not list the files of commit {commit} in {git_dir}",
+        f"If the cache is damaged, delete {git_dir} and try again.",
         cwd=git_dir,
     )
-    if proc.returncode != 0:
-        raise TracingError(
-            f"could not list the files of commit {commit} in {git_dir}: {_tail(proc.stderr)}. "
-            f"If the cache is damaged, delete {git_dir} and try again."
-        )
     missing = [line[1:] for line in _text(proc.stdout).splitlines() if line.startswith("?")]
     if not missing:
         return
@@ -248,7 +247,7 @@ def _prefetch_commit_blobs(git_dir: Path, commit: str) -> None:
     url = _text(url_proc.stdout).strip() or remote
     logger.info("fetching %d files of %s from %s", len(missing), commit[:12], url)
     # The same request git itself makes to fill a partial clone, but for all files at once.
-    fetch = _run_git(
+    _git_checked(
         [
             "-c",
             "fetch.negotiationAlgorithm=noop",
@@ -260,15 +259,13 @@ def _prefetch_commit_blobs(git_dir: Path, commit: str) -> None:
             "--filter=blob:none",
             "--stdin",
         ],
+        RepoNotFoundError,
+        f"could not download the files of commit {commit} from {url}",
+        f"{_PRIVATE_HINT} If you are offline, connect and try again.",
         cwd=git_dir,
         network_url=url,
         stdin=("\n".join(missing) + "\n").encode(),
     )
-    if fetch.returncode != 0:
-        raise RepoNotFoundError(
-            f"could not download the files of commit {commit} from {url}:\n{_tail(fetch.stderr)}\n"
-            f"{_PRIVATE_HINT} If you are offline, connect and try again."
-        )
 
 
 def _url_hash(url: str) -> str:
@@ -601,12 +598,13 @@ class LeanGitRepo:
             return None
         # ls-tree reads only trees, which a blobless mirror has: "missing" is then told apart
         # from "the blob still has to be downloaded".
-        listing = _run_git(["ls-tree", "-z", self.commit, "--", path], cwd=git_dir)
-        if listing.returncode != 0:
-            raise TracingError(
-                f"could not list {path} at {self.commit} in {self.url}: {_tail(listing.stderr)}. "
-                "If the cache is damaged, delete it and try again."
-            )
+        listing = _git_checked(
+            ["ls-tree", "-z", self.commit, "--", path],
+            TracingError,
+            f"could not list {path} at {self.commit} in {self.url}",
+            "If the cache is damaged, delete it and try again.",
+            cwd=git_dir,
+        )
         entry = _text(listing.stdout).split("\0", 1)[0]
         meta, _, entry_path = entry.partition("\t")
         fields = meta.split()
