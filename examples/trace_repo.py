@@ -11,7 +11,8 @@ from __future__ import annotations
 import argparse
 import logging
 
-from lean_dojo_v2.lean_dojo import LeanGitRepo, TracingError, generate_benchmark
+from lean_dojo_v2.errors import LeanDojoError
+from lean_dojo_v2.lean_dojo import LeanGitRepo, generate_benchmark
 
 
 def main() -> int:
@@ -27,7 +28,7 @@ def main() -> int:
         repo = LeanGitRepo(args.repo, args.commit)
         print(f"{repo} uses Lean {repo.lean_version}")
         [result] = generate_benchmark([repo], build_deps=args.build_deps, output_dir=args.out)
-    except TracingError as exc:  # every message says how to fix it
+    except LeanDojoError as exc:  # tracing errors, no Lean (LeanNotFoundError): each says the fix
         print(f"error: {exc}")
         return 1
 
