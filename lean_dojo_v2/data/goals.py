@@ -195,10 +195,29 @@ def goal_texts(state: str) -> list[str]:
     return [_canonical_goal(block) for block in _split_goal_blocks(text)]
 
 
+_MACRO_SCOPES = re.compile(r"\.(?:«_@»|_@)(?:\.|$)")
+
+
+def erase_case_macro_scopes(goal: str) -> str:
+    """A goal text whose ``case`` tag has its macro scopes erased, as Lean's
+    ``Name.eraseMacroScopes`` does (``case h._@.Foo._hyg.123`` → ``case h``; the printed form
+    ``a.«_@».M._hyg.177.«0»`` too). LeanDojo's tracer erases them; Pantograph keeps them. A tag
+    that is nothing but scopes is left as it is."""
+    if "_@" not in goal or not goal.startswith("case "):
+        return goal
+    head, sep, rest = goal.partition("\n")
+    tags = []
+    for tag in head[5:].split(" "):
+        m = _MACRO_SCOPES.search(tag)
+        tags.append(tag[: m.start()] if m is not None and m.start() > 0 else tag)
+    return "case " + " ".join(tags) + sep + rest
+
+
 def canonical_state(state: str) -> str:
     """A canonical string for dedup and lookup: goals re-rendered one hypothesis per line with
-    white space collapsed, so line wrapping and printer headers do not make two states differ."""
-    goals = goal_texts(state)
+    white space collapsed, so line wrapping and printer headers do not make two states differ;
+    macro scopes in case tags are erased (:func:`erase_case_macro_scopes`)."""
+    goals = [erase_case_macro_scopes(g) for g in goal_texts(state)]
     return "\n\n".join(goals) if goals else NO_GOALS
 
 

@@ -24,7 +24,11 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-DEFAULT_VERSION = "0.3.15/v4.29.1"
+# What `--version` prints. Pantograph's Version.lean holds a bare "0.3.x" at v0.3.4 and again from
+# 0.3.9 on (PyPantograph 0.3.15's test expects "0.3.15"); 0.3.5-0.3.8 printed "0.3.7/v4.21.0".
+DEFAULT_VERSION = "0.3.15"
+# The newest server whose shapes differ from the newest: <= this behaves as Pantograph v0.3.4.
+LEGACY_MAX = (0, 3, 4)
 SLEEP_FOREVER = 3600.0
 
 
@@ -44,37 +48,111 @@ def write_stderr(text: str) -> None:
         pass
 
 
+def _toolchain_here(want: str) -> bool:
+    """True when ``want`` is the toolchain elan would pick here: named by LEAN_SYSROOT's
+    directory name or by a ``lean-toolchain`` file in the working directory or above."""
+    if os.environ.get("LEAN_SYSROOT"):
+        return True
+    here = Path.cwd()
+    for d in (here, *here.parents):
+        f = d / "lean-toolchain"
+        if f.is_file():
+            return f.read_text(encoding="utf-8").strip() == want.strip()
+    return False
+
+
 def sleep_forever() -> None:
     while True:
         time.sleep(SLEEP_FOREVER)
 
 
-def split_arguments(argv: list[str]) -> tuple[dict[str, str] | None, list[str]]:
-    """(core options ``--key=value``, or None when one is malformed; module names)."""
-    core_options: dict[str, str] | None = {}
-    modules: list[str] = []
-    for arg in argv:
-        if arg.startswith("--"):
-            key, sep, value = arg[2:].partition("=")
-            if not sep or not key.strip():
-                core_options = None
-            elif core_options is not None:
-                core_options[key.strip()] = value.strip()
-        else:
-            modules.append(arg)
-    return core_options, modules
+def fake_version() -> str:
+    return os.environ.get("FAKE_PANTOGRAPH_VERSION", DEFAULT_VERSION)
+
+
+def version_tuple(text: str) -> tuple[int, ...]:
+    m = re.match(r"\s*v?(\d+(?:\.\d+)*)", text)
+    return tuple(int(x) for x in m.group(1).split(".")) if m else ()
+
+
+def is_legacy() -> bool:
+    """True when the fake plays a Pantograph <= v0.3.4 (``FAKE_PANTOGRAPH_VERSION``)."""
+    v = version_tuple(fake_version())
+    return bool(v) and v <= LEGACY_MAX
+
+
+# Lean core options the fake knows (name -> type), as `getOptionDefaultValue` would find them.
+KNOWN_CORE_OPTIONS = {
+    "maxHeartbeats": "Nat",
+    "maxRecDepth": "Nat",
+    "synthInstance.maxHeartbeats": "Nat",
+    "synthInstance.maxSize": "Nat",
+    "pp.all": "Bool",
+    "pp.raw": "Bool",
+    "pp.proofs": "Bool",
+    "pp.fieldNotation": "Bool",
+    "pp.notation": "Bool",
+    "pp.funBinderTypes": "Bool",
+    "autoImplicit": "Bool",
+    "relaxedAutoImplicit": "Bool",
+    "linter.all": "Bool",
+    "trace.profiler": "Bool",
+}
+
+
+def parse_core_option(entry: str) -> tuple[str, str]:
+    """One ``key=value`` as Pantograph's ``setOptionFromString'`` (Library.lean) reads it: a
+    malformed entry or a bad value is ``Options cannot be parsed: ...`` (ValueError); an unknown
+    key is Lean's ``unknown option '...'`` (LookupError), an IO error that escapes uncaught."""
+    parts = [p.strip() for p in entry.split("=")]
+    if len(parts) != 2:
+        raise ValueError(
+            "invalid configuration option entry, it must be of the form '<key> = <value>'"
+        )
+    key, value = parts
+    kind = KNOWN_CORE_OPTIONS.get(key)
+    if kind is None:
+        raise LookupError(f"unknown option '{key}'")
+    if kind == "Bool" and value not in ("true", "false"):
+        raise ValueError(f"invalid Bool option value '{value}'")
+    if kind == "Nat" and not value.isdigit():
+        raise ValueError(f"invalid Nat option value '{value}'")
+    return key, value
+
+
+def split_arguments(argv: list[str]) -> tuple[list[str], list[str]]:
+    """(``--`` arguments without the dashes, module names), as Main.lean partitions them."""
+    options = [a[2:] for a in argv if a.startswith("--")]
+    modules = [a for a in argv if not a.startswith("--")]
+    return options, modules
+
+
+def core_options_of(entries: list[str]) -> dict[str, str]:
+    return dict(parse_core_option(e) for e in entries)
 
 
 def startup_checks(argv: list[str]) -> int | None:
     """What happens before the (slow) library import: ``--version``, a malformed core option and
     the start-up failure switches. Returns an exit status, or None to go on."""
     if argv == ["--version"]:
-        write_stdout(os.environ.get("FAKE_PANTOGRAPH_VERSION", DEFAULT_VERSION) + "\n")
+        write_stdout(fake_version() + "\n")
         return 0
-    if split_arguments(argv)[0] is None:
+    try:  # createCoreContext runs before createCoreState (the import)
+        core_options_of(split_arguments(argv)[0])
+    except ValueError as exc:
+        write_stderr(f"uncaught exception: Options cannot be parsed: {exc}\n")
+        return 1
+    except LookupError as exc:
+        write_stderr(f"uncaught exception: {exc.args[0]}\n")
+        return 1
+    need = os.environ.get("FAKE_PANTOGRAPH_NEED_TOOLCHAIN")
+    if need and not _toolchain_here(need):
+        # elan resolved the toolchain from the working directory (its default without a
+        # lean-toolchain file): the Init .olean files are of another Lean version.
         write_stderr(
-            "uncaught exception: invalid configuration option entry, it must be of the "
-            "form '<key> = <value>'\n"
+            "uncaught exception: failed to read file "
+            f"'{Path.home()}/.elan/toolchains/leanprover--lean4---stable/lib/lean/Init.olean', "
+            "invalid header\n"
         )
         return 1
     if os.environ.get("FAKE_PANTOGRAPH_NO_READY") == "1":
@@ -121,7 +199,38 @@ MINIF2F_FILE = "MiniF2F/Test.lean"
 NOT_RECORDED = "unknown tactic (not among recorded transitions)"
 NOT_EMULATED = "the fake Pantograph REPL does not emulate"
 INTERRUPT = {"error": "io", "desc": "interrupt"}
+# A `frontend.process` stopped by the `timeout` option: the interrupt escapes the command
+# elaborator. Newer Lean: an `io` error object; older Lean (the v0.3.4 shape): an error message
+# inside the unit. Neither says just "interrupt".
+FRONTEND_INTERRUPT = {"error": "io", "desc": "unexpected internal error: interrupt"}
+LEGACY_FRONTEND_INTERRUPT = "internal exception: interrupt"
 HUGE_BYTES = 10 * 1024 * 1024
+
+
+class FrontendInterrupted(Exception):
+    """The REPL `timeout` stopped a `frontend.process`."""
+
+
+def statement_signature(statement: str, named: bool = True) -> str:
+    """A declaration's binders and type, white space collapsed: the text between its name
+    (``named``: the first word, after an optional ``theorem``/``lemma``) and the top-level
+    ``:=``. Empty when there is none."""
+    text = statement.strip()
+    if named:
+        text = re.sub(r"^(theorem|lemma)\s+", "", text)
+        m = re.match(r"(«[^»]*»|[^\s(\[{⦃:]+)", text)
+        if m is None:
+            return ""
+        text = text[m.end() :]
+    depth = 0
+    for i, ch in enumerate(text):
+        if ch in "([{⟨⦃":
+            depth += 1
+        elif ch in ")]}⟩⦄":
+            depth -= 1
+        elif depth == 0 and text.startswith(":=", i):
+            return " ".join(text[:i].split())
+    return ""
 
 
 class CommandError(Exception):
@@ -308,6 +417,26 @@ SPECS: dict[str, tuple[str, list[tuple[str, Any]]]] = {
     ),
 }
 
+# Pantograph v0.3.4 (Protocol.lean at tag v0.3.4): `frontend.process` also has the Bool fields
+# `sorrys` and `typeErrorsAsGoals`; like every Bool field they must be present (Lean's derived
+# FromJson reads a missing field as null). Commands added after v0.3.4 are unknown there.
+LEGACY_SPECS: dict[str, tuple[str, list[tuple[str, Any]]]] = {
+    "frontend.process": (
+        "FrontendProcess",
+        [
+            ("fileName", OPT(STR)),
+            ("file", OPT(STR)),
+            ("readHeader", BOOL),
+            ("inheritEnv", BOOL),
+            ("invocations", OPT(STR)),
+            ("sorrys", BOOL),
+            ("typeErrorsAsGoals", BOOL),
+            ("newConstants", BOOL),
+        ],
+    ),
+}
+LEGACY_UNKNOWN = frozenset({"frontend.distil", "env.parse", "goal.subsume"})
+
 _TYPE_ERRORS = {
     NAT: "Natural number expected",
     BOOL: "Bool expected",
@@ -344,8 +473,8 @@ def _check(value: Any, spec: Any) -> tuple[bool, Any, str]:
     return (True, value, "") if ok else (False, None, _TYPE_ERRORS[spec])
 
 
-def decode_payload(cmd: str, payload: Any) -> dict[str, Any]:
-    struct, fields = SPECS[cmd]
+def decode_payload(cmd: str, payload: Any, legacy: bool = False) -> dict[str, Any]:
+    struct, fields = (LEGACY_SPECS.get(cmd) if legacy else None) or SPECS[cmd]
     obj = payload if isinstance(payload, dict) else {}
     args: dict[str, Any] = {}
     for name, spec in fields:
@@ -359,15 +488,19 @@ def decode_payload(cmd: str, payload: Any) -> dict[str, Any]:
 
 
 def parse_request(line: str) -> tuple[str, Any]:
-    """``<cmd> <json>`` or ``{"cmd": ..., "payload": ...}`` (Main.lean: parseCommand)."""
-    text = line.strip()
-    if text.startswith("{"):
-        obj = _json_loads(text)
+    """``<cmd> <json>`` or ``{"cmd": ..., "payload": ...}``, exactly as Main.lean's
+    ``parseCommand``: JSON mode when the trimmed line starts with ``{``; otherwise the command is
+    everything before the first space of the line *as read* (its newline included), so a command
+    without a payload (``stat\\n``) is the unknown command ``stat\\n``."""
+    if line.strip().startswith("{"):
+        obj = _json_loads(line)
         if not isinstance(obj, dict) or not isinstance(obj.get("cmd"), str):
             raise CommandError("command", "Pantograph.Protocol.Command.cmd: String expected")
         return obj["cmd"], obj.get("payload")
-    cmd, sep, rest = text.partition(" ")
-    return cmd, (_json_loads(rest) if sep else None)
+    cut = line.find(" ")
+    if cut < 0:
+        return line, None
+    return line[:cut], _json_loads(line[cut:])
 
 
 def _json_loads(text: str) -> Any:
@@ -662,6 +795,17 @@ class FakeRepl:
         theorems = load_recorded_theorems()
         self.table = TransitionTable.from_theorems(theorems)
         self.theorems = {t.full_name: t for t in theorems}
+        self.by_signature: dict[str, str] = {}
+        for t in theorems:
+            sig = statement_signature(t.theorem_statement or "")
+            if sig:
+                self.by_signature.setdefault(sig, t.full_name)
+        self.legacy = is_legacy()
+        # Test switch, unlike the real server: copyFrom answers the recorded first state (for
+        # tests of tactic mechanics on B4 sample theorems, whose statements are not recorded).
+        self.copy_from_recorded = os.environ.get("FAKE_PANTOGRAPH_COPYFROM_RECORDED") == "1"
+        # Cooperative cancellation: an interrupted tactic answers this many seconds late.
+        self.lateness = float(os.environ.get("FAKE_PANTOGRAPH_INTERRUPT_LATENESS") or 0)
         seed = os.environ.get("FAKE_PANTOGRAPH_SEED")
         self.rng = random.Random(seed)
         self.shuffle = os.environ.get("FAKE_PANTOGRAPH_SHUFFLE_KEYS") == "1"
@@ -889,11 +1033,11 @@ class FakeRepl:
                 f"[Elab.command] fake trace: elaborating {cmd} ▶\n"
             )
         handler = getattr(self, "cmd_" + cmd.replace(".", "_"), None)
-        if handler is None or cmd not in SPECS:
+        if handler is None or cmd not in SPECS or (self.legacy and cmd in LEGACY_UNKNOWN):
             self.answer({"error": "command", "desc": f"Unknown command {cmd}"})
             return
         try:
-            args = decode_payload(cmd, payload)
+            args = decode_payload(cmd, payload, self.legacy)
             result = handler(args)
         except CommandError as exc:
             result = exc.to_json()
@@ -959,7 +1103,7 @@ class FakeRepl:
             if added.get("value") is not None and (args["value"] or not added.get("isTheorem")):
                 out["value"] = self.expr(added["value"])
             return out
-        raise CommandError("index", f"Symbol not found: {name}")
+        raise CommandError("index", f"Symbol not found {name}")
 
     def cmd_env_catalog(self, args: dict[str, Any]) -> dict[str, Any]:
         prefix = args["modulePrefix"]
@@ -1027,8 +1171,13 @@ class FakeRepl:
         if (expr is None) == (copy_from is None):
             raise CommandError("command", "Exactly one of {expr, copyFrom} must be supplied")
         if copy_from is not None:
+            # GoalState.create cInfo.type: one goal whose target is the constant's whole type
+            # (binders as ∀/→), no hypotheses, as the real server answers.
             initial = self.table.initial_goals(copy_from)
-            if not initial:
+            if initial:
+                if not self.copy_from_recorded:
+                    initial = ["⊢ " + telescope(initial[0])]
+            else:
                 added = self.env_constants.get(copy_from)
                 if added is None or not added.get("type"):
                     raise CommandError("index", f"Symbol not found: {copy_from}")
@@ -1129,7 +1278,7 @@ class FakeRepl:
                 return self.tactic_failure(f"{NOT_RECORDED}: {normalize_tactic(tactic)}")
             timeout = self.options["timeout"]
             if timeout > 0 and ms > timeout:
-                time.sleep(timeout / 1000)
+                time.sleep(timeout / 1000 + self.lateness)
                 return dict(INTERRUPT)
             time.sleep(ms / 1000)
             return self.tactic_failure(f"{NOT_RECORDED}: {normalize_tactic(tactic)}")
@@ -1267,10 +1416,30 @@ class FakeRepl:
                     )
                 )
             elif decl is not None:
-                messages, invocations = self.check_declaration(source, decl, file_name, declared)
+                try:
+                    messages, invocations = self.check_declaration(
+                        source, decl, file_name, declared
+                    )
+                except FrontendInterrupted:
+                    if not self.legacy:
+                        raise CommandError(
+                            FRONTEND_INTERRUPT["error"], FRONTEND_INTERRUPT["desc"]
+                        ) from None
+                    messages = [
+                        self.message(
+                            LEGACY_FRONTEND_INTERRUPT, file_name, source.position(start)
+                        )
+                    ]
                 if decl.name is not None:
                     names.append(decl.name)
                     declared.add(decl.name)
+                if self.legacy and args.get("sorrys") and decl.has_sorry:
+                    found = self.sorry_goals(source, decl)
+                    if found:
+                        state = self.start_state([g for texts in found for g in texts])
+                        unit["goalStateId"] = self.new_state(state)
+                        unit["goals"] = [self.goal_json(g) for g in state.goals]
+                        unit["goalSrcBoundaries"] = [[source.byte(start), source.byte(stop)]]
             unit["messages"] = messages
             if args["invocations"] is not None:
                 unit["nInvocations"] = len(invocations)
@@ -1312,12 +1481,13 @@ class FakeRepl:
             severity="warning",
             kind="hasSorry",
         )
-        initial = self.table.initial_goals(decl.name) if decl.name else None
+        recorded = self.recorded_name(source, decl)
+        initial = self.table.initial_goals(recorded) if recorded else None
         proof = source.tactic_proof(decl) if initial else None
         if proof is None:
             return ([sorry_warning] if decl.has_sorry else []), []
         by_start, tactics = proof
-        thm = self.theorems.get(decl.name)
+        thm = self.theorems.get(recorded) if recorded else None
         goals: list[str] = list(initial or [])
         invocations: list[dict[str, Any]] = []
         used_sorry = False
@@ -1326,7 +1496,7 @@ class FakeRepl:
             if not goals:
                 return [self.message("no goals to be proved", file_name, *where)], invocations
             if text.split()[0] in _FRONTEND_MAGIC and self.magic(text) == INTERRUPT:
-                raise CommandError(INTERRUPT["error"], INTERRUPT["desc"])
+                raise FrontendInterrupted()
             if is_sorry_tactic(text):
                 after: list[str] | None = goals[1:]
                 used_sorry = True
@@ -1373,32 +1543,48 @@ class FakeRepl:
                     return tt.premises
         return []
 
+    def recorded_name(self, source: SourceFile, decl: Any) -> str | None:
+        """The recorded theorem a declaration of the file states: by its (full) name, else by
+        its statement text (binders and type) when the record has one. The fake cannot
+        elaborate a statement; this stands in for Lean elaborating the same statement."""
+        if decl.name is not None and self.table.initial_goals(decl.name):
+            return decl.name
+        start, end = source.offset(decl.start), source.offset(decl.end) + 1
+        name_end = source.name_span(decl)[1]
+        sig = statement_signature(source.clean[name_end:end], named=False)
+        return self.by_signature.get(sig) if sig else None
+
+    def sorry_goals(self, source: SourceFile, decl: Any) -> list[list[str]]:
+        """The goals at each ``sorry`` of a recorded declaration (replaying the tactics before)."""
+        recorded = self.recorded_name(source, decl)
+        initial = self.table.initial_goals(recorded) if recorded else None
+        if not initial:
+            return []
+        found: list[list[str]] = []
+        proof = source.tactic_proof(decl)
+        if proof is not None:
+            goals: list[str] | None = list(initial)
+            for text, _, _ in proof[1]:
+                if not goals:
+                    break
+                if is_sorry_tactic(text):
+                    found.append(goals[:1])
+                    goals = goals[1:]
+                else:
+                    goals = self.run_text(goals, text)
+                    if goals is None:
+                        break
+        elif source.term_value(decl) == "sorry":
+            found.append(list(initial))
+        return found
+
     def cmd_frontend_distil(self, args: dict[str, Any]) -> dict[str, Any]:
         source = SourceFile(args["file"])
         targets = []
         for decl in source.declarations:
-            if not decl.has_sorry or decl.name is None:
+            if not decl.has_sorry:
                 continue
-            initial = self.table.initial_goals(decl.name)
-            if not initial:
-                continue
-            found: list[list[str]] = []
-            proof = source.tactic_proof(decl)
-            if proof is not None:
-                goals: list[str] | None = list(initial)
-                for text, _, _ in proof[1]:
-                    if not goals:
-                        break
-                    if is_sorry_tactic(text):
-                        found.append(goals[:1])
-                        goals = goals[1:]
-                    else:
-                        goals = self.run_text(goals, text)
-                        if goals is None:
-                            break
-            elif source.term_value(decl) == "sorry":
-                found.append(list(initial))
-            for texts in found:
+            for texts in self.sorry_goals(source, decl):
                 state = self.start_state(texts)
                 sid = self.new_state(state)
                 targets.append({"stateId": sid, "goals": [self.goal_json(g) for g in state.goals]})
@@ -1576,8 +1762,8 @@ def main(argv: list[str]) -> int:
     code = startup_checks(argv)
     if code is not None:
         return code
-    core_options, modules = split_arguments(argv)
-    repl = FakeRepl(modules, core_options or {})
+    entries, modules = split_arguments(argv)
+    repl = FakeRepl(modules, core_options_of(entries))
     delay = float(os.environ.get("FAKE_PANTOGRAPH_READY_DELAY") or 0)
     if delay > 0:
         time.sleep(delay)

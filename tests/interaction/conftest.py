@@ -54,6 +54,10 @@ def fake_config(**kwargs) -> PantographConfig:
         tactic_timeout=10.0,
     )
     base.update(kwargs)
+    # Tactic-mechanics tests start B4 sample theorems, whose statements are not recorded: the
+    # fake's copyFrom then answers the recorded first state (the real server gives the whole
+    # type; tests of start() itself switch this off).
+    base["env"] = {"FAKE_PANTOGRAPH_COPYFROM_RECORDED": "1", **dict(base.get("env") or {})}
     return PantographConfig(**base)
 
 

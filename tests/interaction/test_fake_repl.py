@@ -56,7 +56,9 @@ class Fake:
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            env={**os.environ, **(env or {})},
+            # Tactic-mechanics tests start B4 theorems with copyFrom: the fake then answers the
+            # recorded first state (unlike the real server; the start tests switch it off).
+            env={**os.environ, "FAKE_PANTOGRAPH_COPYFROM_RECORDED": "1", **(env or {})},
         )
         self.lines: queue.Queue[bytes | None] = queue.Queue()
         self.stderr_bytes = 0
@@ -104,7 +106,9 @@ class Fake:
         self.proc.stdin.flush()
 
     def raw(self, cmd: str, payload: Any = None, timeout: float = 10) -> bytes:
-        self.send(cmd if payload is None else f"{cmd} {json.dumps(payload, ensure_ascii=False)}")
+        # Always with a payload: without one the real server's command name keeps the newline.
+        payload = {} if payload is None else payload
+        self.send(f"{cmd} {json.dumps(payload, ensure_ascii=False)}")
         line = self.readline(timeout)
         assert line is not None, "the fake closed stdout"
         return line
@@ -216,7 +220,8 @@ def check_goal(goal_json: dict[str, Any], text: str) -> None:
 
 def test_version():
     out = subprocess.run([*fake_command(), "--version"], capture_output=True, text=True)
-    assert (out.returncode, out.stdout) == (0, "0.3.15/v4.29.1\n")
+    # bare from 0.3.9 on (PyPantograph 0.3.15's test_version expects "0.3.15")
+    assert (out.returncode, out.stdout) == (0, "0.3.15\n")
     env = {**os.environ, "FAKE_PANTOGRAPH_VERSION": "0.3.4"}
     out = subprocess.run([*fake_command(), "--version"], capture_output=True, text=True, env=env)
     assert out.stdout == "0.3.4\n"
@@ -275,7 +280,7 @@ def test_write_fake_binary(tmp_path, spawn):
     out = subprocess.run([str(script), "--version"], capture_output=True, text=True)
     assert (out.returncode, out.stdout) == (0, "9.9.9/v4.0.0\n")
     proc = subprocess.run(
-        [str(script), "Init"], input="stat\n", capture_output=True, text=True, timeout=20
+        [str(script), "Init"], input="stat {}\n", capture_output=True, text=True, timeout=20
     )
     assert proc.stdout == 'ready.\n{"nGoals":0}\n' and proc.returncode == 0
     bare = write_fake_binary(tmp_path / "bare", lean_toolchain=None)
@@ -589,9 +594,9 @@ def test_goal_print_and_inspect(repl, b4):
     target = split_goals(b4[MULTI_GOAL].traced_tactics[0].state_before)[0].target
     assert info["type"]["pp"].endswith(target)
     assert info["valueDependency"] == b4[MULTI_GOAL].premises
-    assert repl("env.inspect", {"name": "Nat.nope"}) == {
+    assert repl("env.inspect", {"name": "Nat.nope"}) == {  # Environment.lean: no colon
         "error": "index",
-        "desc": "Symbol not found: Nat.nope",
+        "desc": "Symbol not found Nat.nope",
     }
 
 
@@ -689,7 +694,7 @@ def test_delay_noise_and_log(spawn, tmp_path):
     time.sleep(0.1)
     assert b"stdout: " in fake.stderr_tail
     assert log.read_text(encoding="utf-8").splitlines() == [
-        "stat",
+        "stat {}",
         '{"cmd": "reset", "payload": {}}',
     ]
 
@@ -825,5 +830,89 @@ def test_frontend_stray_text_and_magic(spawn, b4):
     assert unit["messages"][0]["data"] == "unexpected identifier; expected command"
     fake("options.set", {"timeout": 50})
     text = f"theorem {MULTI_GOAL} : x := by\n  fake_sleep 3000\n"
-    assert process(fake, text) == {"error": "io", "desc": "interrupt"}
+    assert process(fake, text) == {"error": "io", "desc": "unexpected internal error: interrupt"}
     assert fake("stat") == {"nGoals": 0}
+
+
+# --- issue 17: the fake as strict as the real server ---------------------------------------------
+
+LEGACY = {"FAKE_PANTOGRAPH_VERSION": "0.3.4"}
+NEWEST = {"FAKE_PANTOGRAPH_VERSION": "0.3.15"}
+
+
+@pytest.mark.parametrize("version", [LEGACY, NEWEST], ids=["0.3.4", "0.3.15"])
+def test_command_without_payload_is_unknown_like_main_lean(spawn, version):
+    fake = spawn(env=version)
+    fake.send("options.print")  # Main.lean: the name is everything before the first space
+    assert json.loads(fake.readline()) == {
+        "error": "command",
+        "desc": "Unknown command options.print\n",
+    }
+    assert fake("options.print")["timeout"] == 0  # with a payload it is known
+
+
+def test_version_bare_and_unknown_core_option_rejected_before_import(spawn):
+    for version in ("0.3.4", "0.3.15", "0.3.7/v4.21.0"):
+        env = {**os.environ, "FAKE_PANTOGRAPH_VERSION": version}
+        out = subprocess.run([*fake_command(), "--version"], capture_output=True, text=True, env=env)
+        assert out.stdout == version + "\n"
+    fake = spawn("Init", "--noSuchOption=1", ready=False)
+    assert fake.proc.wait(timeout=10) == 1
+    fake.drain()
+    assert fake.readline() is None
+    assert fake.stderr_tail.strip() == b"uncaught exception: unknown option 'noSuchOption'"
+    bad = spawn("Init", "--maxHeartbeats=lots", ready=False)
+    assert bad.proc.wait(timeout=10) == 1
+    bad.drain()
+    assert b"Options cannot be parsed: invalid Nat option value 'lots'" in bad.stderr_tail
+
+
+def test_goal_start_copy_from_is_the_whole_type_like_the_real_server(spawn, b4):
+    fake = spawn(env={"FAKE_PANTOGRAPH_COPYFROM_RECORDED": "0"})
+    sid = fake("goal.start", {"copyFrom": MULTI_GOAL})["stateId"]
+    (goal,) = fake("goal.print", {"stateId": sid, "goals": True})["goals"]
+    recorded = split_goals(b4[MULTI_GOAL].traced_tactics[0].state_before)[0]
+    assert goal["vars"] == [] and goal["target"]["pp"].startswith("∀ ")
+    assert goal["target"]["pp"].endswith(recorded.target)
+
+
+@pytest.mark.parametrize("version", [LEGACY, NEWEST], ids=["0.3.4", "0.3.15"])
+def test_frontend_process_fields_and_sorrys_by_version(spawn, b4, version):
+    fake = spawn(env=version)
+    text = f"theorem {MULTI_GOAL} : x := by\n  sorry\n"
+    base = {"file": text, "readHeader": False, "inheritEnv": False, "newConstants": False}
+    without = fake("frontend.process", base)
+    legacy = version is LEGACY
+    if legacy:  # Protocol.lean v0.3.4: Bool fields without `?` are required
+        assert without == {
+            "error": "command",
+            "desc": "Unable to parse json: Pantograph.Protocol.FrontendProcess.sorrys: "
+            "Bool expected",
+        }
+    else:
+        assert "units" in without
+    (unit,) = fake("frontend.process", {**base, "sorrys": True, "typeErrorsAsGoals": False})[
+        "units"
+    ]
+    distil = fake("frontend.distil", {"file": text, "ignoreValues": True})
+    first = goal_texts(b4[MULTI_GOAL].traced_tactics[0].state_before)
+    if legacy:
+        assert distil == {"error": "command", "desc": "Unknown command frontend.distil"}
+        check_goal(unit["goals"][0], first[0])
+        assert isinstance(unit["goalStateId"], int)
+    else:
+        assert "goalStateId" not in unit
+        check_goal(distil["targets"][0]["goals"][0], first[0])
+
+
+@pytest.mark.parametrize("version", [LEGACY, NEWEST], ids=["0.3.4", "0.3.15"])
+def test_frontend_timeout_shapes_by_version(spawn, b4, version):
+    fake = spawn(env=version)
+    fake("options.set", {"timeout": 50})
+    text = f"theorem {MULTI_GOAL} : x := by\n  fake_sleep 3000\n"
+    out = process(fake, text, sorrys=False, typeErrorsAsGoals=False)
+    if version is LEGACY:  # older Lean: an error message inside the unit
+        (unit,) = out["units"]
+        assert unit["messages"][0]["data"] == "internal exception: interrupt"
+    else:
+        assert out == {"error": "io", "desc": "unexpected internal error: interrupt"}

@@ -215,3 +215,42 @@ def test_stderr_is_drained_and_kept(penv):
     tail = penv.client.stderr_tail()
     assert "[fake pantograph] running" in tail  # noise from every command, ring-buffered
     assert len(penv.client.process.pipes.stderr) <= penv.config.stderr_lines
+
+
+def test_options_print_sends_a_payload_so_the_real_server_knows_it(penv, wire_log):
+    assert "timeout" in run(penv, penv.client.options_print())
+    sent = wire_log.read_text(encoding="utf-8").splitlines()
+    assert sent and all(" " in line or line.startswith("{") for line in sent)
+    assert "options.print {}" in sent
+
+
+# Real goal text with macro scopes in the case tag: a Lean proof's recorded state, as printed
+# (``case a.«_@».Mathlib.Data.Matrix.Defs._hyg.177.«0»``), and the hygienic user name Lean gives
+# a binder (``a._@._internal.0.test.SimpTrace.Fixtures.2021293418._hygCtx._hyg.21``).
+MATRIX_CASE = (
+    "case a.«_@».Mathlib.Data.Matrix.Defs._hyg.177.«0»\n"
+    "z : Complex\n"
+    "i : Fin 2\n"
+    "⊢ Eq (Matrix.vecCons z.re (Matrix.vecCons z.im Matrix.vecEmpty) i) (Matrix.vec z i)"
+)
+
+
+def test_canonical_state_erases_macro_scopes_in_case_tags():
+    from lean_dojo_v2.data.goals import canonical_state
+
+    erased = canonical_state(MATRIX_CASE)
+    assert erased.startswith("case a\nz : Complex\n")
+    hyg = "case a._@._internal.0.test.SimpTrace.Fixtures.2021293418._hygCtx._hyg.21\n⊢ True"
+    assert canonical_state(hyg) == "case a\n⊢ True"
+    assert canonical_state("case h\n⊢ True") == "case h\n⊢ True"
+
+
+def test_pantograph_goals_erase_macro_scopes_like_traced_states():
+    goal = {
+        "name": "_uniq.7",
+        "userName": "a._@.Mathlib.Data.Matrix.Defs._hyg.177",
+        "fragment": "tactic",
+        "target": {"pp": "z.re = z.re"},
+        "vars": [{"name": "_uniq.3", "userName": "z", "type": {"pp": "Complex"}}],
+    }
+    assert canonical_goals([goal]) == ("case a\nz : Complex\n⊢ z.re = z.re",)

@@ -449,3 +449,91 @@ def test_goal_root_after_finishing_and_contract(env, minif2f_theorems):
     assert isinstance(done, ProofFinished) and done.handle is not None
     root = env.goal_root(done)
     assert root and thm.traced_tactics[-1].tactic.split()[0] in root
+
+
+# ------------------------------------------------------------------- issue 17: the real server
+
+REAL_START = {"FAKE_PANTOGRAPH_COPYFROM_RECORDED": "0"}  # copyFrom as the real server answers
+VERSIONS = [pytest.param("0.3.4", id="0.3.4"), pytest.param("0.3.15", id="0.3.15")]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_start_gives_leandojo_first_state_so_first_recorded_tactic_works(
+    version, minif2f_theorems
+):
+    cfg = fake_config(env={**REAL_START, "FAKE_PANTOGRAPH_VERSION": version})
+    with PantographEnv(cfg) as env:
+        for thm in minif2f_theorems[:5]:
+            before, tactic, after = first_step(thm)
+            state = env.start(thm)
+            assert state.goals == before and state.handle.route == "source", thm.full_name
+            assert goals_of(env.run_tactic(state, tactic)) == after, thm.full_name
+
+
+def test_start_without_statement_falls_back_to_copy_from_labelled(sample_proofs):
+    thm = sample_proofs[0]  # a B4 theorem: no statement recorded, no project to read it from
+    with PantographEnv(fake_config(env=REAL_START)) as env:
+        state = env.start(thm)
+    assert state.handle.route == "copyFrom" and len(state.goals) == 1
+    assert state.goals[0].startswith("⊢ ∀") or state.goals[0].startswith("⊢ ")
+    assert state.goals != first_step(thm)[0]  # the whole type, not LeanDojo's first state
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_frontend_timeout_is_a_timeout_verdict_on_old_and_new_lean(version, sample_proofs):
+    name = sample_proofs[0].full_name
+    cfg = fake_config(env={"FAKE_PANTOGRAPH_VERSION": version})
+    with PantographEnv(cfg) as env:
+        verdict = env.check_source(f"theorem {name} : x := by\n  fake_sleep 3000\n", timeout=0.2)
+        assert not verdict.ok and verdict.messages[0].startswith("timeout after 0.2 s")
+        assert env.client.restarts == 0  # the REPL stopped it; the process was kept
+
+
+def test_check_source_on_0_3_4_sends_required_frontend_fields(minif2f_theorems):
+    thm = minif2f_theorems[0]
+    proof = "\n".join(t.tactic for t in thm.traced_tactics)
+    with PantographEnv(fake_config(env={"FAKE_PANTOGRAPH_VERSION": "0.3.4"})) as env:
+        assert env.verify(thm, proof).ok
+
+
+def test_watchdog_grace_is_seconds_and_grows_with_the_limit():
+    from lean_dojo_v2.interaction.pantograph import PantographConfig
+
+    cfg = PantographConfig()
+    assert cfg.watchdog_limit(1.0) >= 1.0 + 5.0
+    assert cfg.watchdog_limit(60.0) >= 60.0 + 30.0
+    assert PantographConfig(timeout_grace=0.2, timeout_grace_factor=0).watchdog_limit(1) == 1.2
+
+
+def test_late_interrupt_within_grace_keeps_the_process(sample_proofs):
+    # Lean's interrupt comes late (cooperative cancellation): 0.3 s limit, answer after ~1.1 s.
+    cfg = fake_config(tactic_timeout=0.3, env={"FAKE_PANTOGRAPH_INTERRUPT_LATENESS": "0.8"})
+    cfg = cfg.with_(timeout_grace=PantographConfig_default_grace())
+    with PantographEnv(cfg) as env:
+        state = env.start(sample_proofs[0])
+        pid, generation = env.client.pid, env.client.generation
+        result = env.run_tactic(state, "fake_sleep 5000")
+        assert isinstance(result, TacticTimeout) and "interrupted by the REPL" in result.message
+        assert (env.client.pid, env.client.generation, env.client.restarts) == (pid, generation, 0)
+        assert goals_of(env.run_tactic(state, first_step(sample_proofs[0])[1])) is not None
+
+
+def PantographConfig_default_grace() -> float:
+    from lean_dojo_v2.interaction.pantograph import PantographConfig
+
+    return PantographConfig().timeout_grace
+
+
+def test_repl_without_project_runs_in_the_binary_directory(tmp_path):
+    from fake_pantograph.launcher import write_fake_binary
+
+    need = {"FAKE_PANTOGRAPH_NEED_TOOLCHAIN": "leanprover/lean4:v4.29.1"}
+    good = write_fake_binary(tmp_path / "good", env=need)  # lean-toolchain beside the binary
+    with PantographEnv(fake_config(command=str(good))) as env:
+        assert env.run_async(env.client.stat()) == 0
+    bare = write_fake_binary(tmp_path / "bare", lean_toolchain=None, env=need)
+    with pytest.raises(ReplStartError) as err:
+        with PantographEnv(fake_config(command=str(bare))):
+            pass
+    msg = str(err.value)
+    assert "Init.olean" in msg and "lean-toolchain" in msg and "LEAN_SYSROOT" in msg

@@ -189,7 +189,7 @@ def test_encode_one_compact_line_never_blank():
     assert line.endswith(b"\n") and line.count(b"\n") == 1
     assert line.startswith(b'goal.tactic {"stateId":0,')
     assert "⊢".encode() in line  # raw UTF-8, no \u escapes
-    assert ReplProcess.encode("stat", None) == b"stat\n"
+    assert ReplProcess.encode("stat", None) == b"stat {}\n"
     for bad in ("", " ", "goal tactic", "x\n"):
         with pytest.raises(ValueError):
             ReplProcess.encode(bad, {})

@@ -25,7 +25,7 @@ from typing import Any
 import orjson
 
 from ...errors import LeanNotFoundError
-from ..types import EnvCrashed, InteractionError, StaleStateError
+from ..types import EnvClosed, EnvCrashed, InteractionError, StaleStateError
 from .config import PantographConfig
 from .locate import (
     Located,
@@ -35,7 +35,7 @@ from .locate import (
     locate_repl,
     query_version,
 )
-from .process import ReplProcess
+from .process import ReplProcess, ReplStartError, launch_directory
 from .protocol import (
     CompilationUnit,
     ContinuedGoal,
@@ -65,7 +65,7 @@ _TIMED = frozenset(
 _TACTIC_FIELDS = ("tactic", "mode", "expr", "have", "let", "draft")
 
 
-class ClientClosed(InteractionError):
+class ClientClosed(EnvClosed):
     """The client was closed."""
 
 
@@ -158,15 +158,35 @@ class AsyncPantographClient:
         assert self.located is not None
         cfg = self.config
         args = [*cfg.imports, *cfg.core_option_args()]
-        proc = await ReplProcess.launch(
-            self.located.command,
-            args,
-            cwd=cfg.project_path,
-            env=self._child_env,
-            ready_timeout=cfg.ready_timeout,
-            stderr_lines=cfg.stderr_lines,
-            stderr_tail_lines=cfg.stderr_tail_lines,
-        )
+        cwd = launch_directory(self.located.binary, cfg.project_path)
+        try:
+            proc = await ReplProcess.launch(
+                self.located.command,
+                args,
+                cwd=cwd,
+                env=self._child_env,
+                ready_timeout=cfg.ready_timeout,
+                stderr_lines=cfg.stderr_lines,
+                stderr_tail_lines=cfg.stderr_tail_lines,
+            )
+        except ReplStartError as exc:
+            if cfg.project_path is not None or (self._child_env or {}).get("LEAN_SYSROOT"):
+                raise
+            where = str(cwd) if cwd is not None else os.getcwd()
+            raise ReplStartError(
+                f"{exc}\nNo project_dir was given, so the REPL ran in {where}"
+                + (
+                    ""
+                    if cwd is not None
+                    else " (the binary's directory has no lean-toolchain file)"
+                )
+                + ": elan then picks the Lean toolchain named by the lean-toolchain file there "
+                "or its default one, which may not be the Lean the binary was built with "
+                "(an Init .olean of another version, or no lean at all). Give "
+                "PantographConfig.project_dir, put the binary's lean-toolchain beside it (as "
+                "PyPantograph ships it), or set LEAN_SYSROOT (in PantographConfig.env) to that "
+                "toolchain's directory."
+            ) from exc
         try:
             if self._options:
                 reply = await proc.request("options.set", self._options, cfg.request_timeout)
@@ -344,7 +364,7 @@ class AsyncPantographClient:
 
         ``timeout`` (s): for commands that run Lean code the REPL's own ``timeout`` option is set
         to it (the REPL answers ``interrupt`` and survives), and the client watchdog waits
-        ``timeout + timeout_grace``; without it the watchdog waits ``request_timeout``.
+        ``config.watchdog_limit(timeout)``; without it the watchdog waits ``request_timeout``.
         ``generation``: the request refers to states of that process generation; if the REPL
         was restarted since, :class:`StaleStateError` is raised instead of sending it (a state
         id of the old process could name another state of the new one).
@@ -381,7 +401,7 @@ class AsyncPantographClient:
                         )
                     self._repl_timeout_ms = want
             self._flush_deletes(proc)
-            limit = timeout + cfg.timeout_grace if timeout is not None else cfg.request_timeout
+            limit = cfg.watchdog_limit(timeout) if timeout is not None else cfg.request_timeout
             return await proc.request(cmd, payload, limit)
         except EnvCrashed:
             await proc.kill()
@@ -416,7 +436,7 @@ class AsyncPantographClient:
             self._repl_timeout_ms = int(options["timeout"] or 0)
 
     async def options_print(self) -> dict[str, Any]:
-        return await self.call("options.print")
+        return await self.call("options.print", {})
 
     async def stat(self) -> int:
         """Number of live goal states in the REPL."""
@@ -594,12 +614,16 @@ class AsyncPantographClient:
         inherit_env: bool = False,
         new_constants: bool = False,
         invocations: bool = False,
-        sorrys: bool | None = None,
+        sorrys: bool = False,
+        type_errors_as_goals: bool = False,
         timeout: float | None = None,
     ) -> list[CompilationUnit]:
         """``frontend.process`` on file content (or ``file_name``). With ``invocations`` the
         tactic invocations the REPL writes to a side file are read back into each unit.
-        ``sorrys`` is for ≤ 0.3.4 REPLs (goal states from ``sorry``)."""
+        ``sorrys`` asks ≤ 0.3.4 REPLs for goal states from ``sorry`` (newer ones use
+        ``frontend.distil``). ``sorrys`` and ``typeErrorsAsGoals`` are always sent: on ≤ 0.3.4
+        they are required fields (Protocol.lean v0.3.4, derived ``FromJson``, no defaults);
+        newer servers ignore them."""
         if (file is None) == (file_name is None):
             raise ValueError("frontend_process needs exactly one of file and file_name")
         payload: dict[str, Any] = {
@@ -611,9 +635,8 @@ class AsyncPantographClient:
             payload["file"] = file
         else:
             payload["fileName"] = os.fspath(file_name)  # type: ignore[arg-type]
-        if sorrys is not None:
-            payload["sorrys"] = sorrys
-            payload["typeErrorsAsGoals"] = False
+        payload["sorrys"] = bool(sorrys)
+        payload["typeErrorsAsGoals"] = bool(type_errors_as_goals)
         tmp: tempfile.TemporaryDirectory[str] | None = None
         try:
             if invocations:

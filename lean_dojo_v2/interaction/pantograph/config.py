@@ -32,8 +32,14 @@ class PantographConfig:
     - ``ready_timeout``: seconds to wait for ``ready.`` (imports can take minutes).
     - ``request_timeout``: client-side limit (s) of a request without its own timeout.
     - ``tactic_timeout``: default limit (s) of one tactic: set as the REPL ``timeout`` option (the
-      REPL interrupts the tactic and stays usable) plus ``timeout_grace`` for the client-side
-      watchdog (kills and restarts the REPL). None: no tactic limit beyond ``request_timeout``.
+      REPL interrupts the tactic and stays usable); the client-side watchdog (kills and restarts
+      the REPL) waits :meth:`watchdog_limit` of it. None: no tactic limit beyond
+      ``request_timeout``.
+    - ``timeout_grace`` / ``timeout_grace_factor``: the watchdog waits the limit plus
+      ``max(timeout_grace, timeout_grace_factor * limit)`` seconds. Lean's cancellation is
+      cooperative and the REPL's timeout timers block a pool thread with ``IO.sleep``
+      (``goal.tactic`` runs two), so the REPL's own ``interrupt`` can come seconds late; killing
+      it earlier costs a relaunch and re-import (minutes with Mathlib) where waiting works.
     - ``verify_timeout``: limit (s) of one ``verify``/``frontend.process``.
     - ``max_requests`` / ``max_rss_mb``: memory guard; when exceeded the REPL is restarted at the next
       ``start`` (between theorems, so live states are not lost mid-search).
@@ -54,7 +60,8 @@ class PantographConfig:
     request_timeout: float = 120.0
     tactic_timeout: float | None = 30.0
     verify_timeout: float | None = 300.0
-    timeout_grace: float = 0.5
+    timeout_grace: float = 5.0
+    timeout_grace_factor: float = 0.5
     max_requests: int | None = None
     max_rss_mb: float | None = None
     stderr_lines: int = 500
@@ -70,6 +77,8 @@ class PantographConfig:
         for name in ("ready_timeout", "request_timeout", "timeout_grace", "version_timeout"):
             if not getattr(self, name) > 0:
                 raise ConfigError(f"PantographConfig.{name} must be positive")
+        if not self.timeout_grace_factor >= 0:
+            raise ConfigError("PantographConfig.timeout_grace_factor must be >= 0")
         for name in ("tactic_timeout", "verify_timeout", "max_rss_mb"):
             v = getattr(self, name)
             if v is not None and not v > 0:
@@ -88,6 +97,10 @@ class PantographConfig:
                 "the ProofEnv layer needs automaticMode on (a tactic keeps the other goals); "
                 "use the low-level AsyncPantographClient for manual mode"
             )
+
+    def watchdog_limit(self, timeout: float) -> float:
+        """Seconds the client waits for a command the REPL itself stops after ``timeout``."""
+        return timeout + max(self.timeout_grace, self.timeout_grace_factor * timeout)
 
     def core_option_args(self) -> list[str]:
         """``--key=value`` arguments."""

@@ -62,10 +62,21 @@ T = TypeVar("T")
 class StateHandle:
     """What a :class:`ProofState` from Pantograph carries: which environment made it
     (``env_id``), in which process generation, its REPL ``state_id`` and the goals' mvar names
-    (``goal_names``; ``goals`` gives the structured goals). Treat it as immutable; while it is
-    alive the REPL keeps the state, once it is garbage-collected the state is freed."""
+    (``goal_names``; ``goals`` gives the structured goals). ``route`` says how a first state was
+    made: ``"source"`` (the statement elaborated with ``by sorry``: LeanDojo's first state, binders
+    introduced), ``"copyFrom"`` (the fallback: one goal whose target is the constant's whole
+    type), ``"expr"``, or ``"tactic"`` for a state a tactic made. Treat it as immutable; while it
+    is alive the REPL keeps the state, once it is garbage-collected the state is freed."""
 
-    __slots__ = ("env_id", "generation", "state_id", "goal_names", "_goals", "__weakref__")
+    __slots__ = (
+        "env_id",
+        "generation",
+        "state_id",
+        "goal_names",
+        "route",
+        "_goals",
+        "__weakref__",
+    )
 
     def __init__(
         self,
@@ -74,11 +85,13 @@ class StateHandle:
         state_id: int,
         goal_names: tuple[str, ...],
         goals: Sequence[GoalInfo | dict[str, Any]] = (),
+        route: str = "tactic",
     ) -> None:
         self.env_id = env_id
         self.generation = generation
         self.state_id = state_id
         self.goal_names = goal_names
+        self.route = route
         self._goals = goals
 
     @property
@@ -91,7 +104,7 @@ class StateHandle:
     def __repr__(self) -> str:
         return (
             f"StateHandle(env_id={self.env_id!r}, generation={self.generation}, "
-            f"state_id={self.state_id}, goal_names={self.goal_names!r})"
+            f"state_id={self.state_id}, goal_names={self.goal_names!r}, route={self.route!r})"
         )
 
 
@@ -248,11 +261,15 @@ class AsyncPantographEnv(AsyncProofEnv):
         return self.client.generation
 
     def _make_state(
-        self, state_id: int, goals: Sequence[GoalInfo | dict[str, Any]], theorem: Any
+        self,
+        state_id: int,
+        goals: Sequence[GoalInfo | dict[str, Any]],
+        theorem: Any,
+        route: str = "tactic",
     ) -> ProofState:
         client = self.client
         names = tuple(g["name"] if type(g) is dict else g.name for g in goals)  # type: ignore[index,union-attr]
-        handle = StateHandle(self.env_id, client.generation, state_id, names, goals)
+        handle = StateHandle(self.env_id, client.generation, state_id, names, goals, route)
         client.track(handle, state_id)
         return ProofState(canonical_goals(goals), BACKEND, handle=handle, theorem=theorem)
 
@@ -288,11 +305,42 @@ class AsyncPantographEnv(AsyncProofEnv):
 
     # ---------------------------------------------------------------------------- start
     async def start(self, theorem: Theorem | str, *, recycle: bool = True) -> ProofState:
-        """Root goals of ``theorem`` (a :class:`Theorem` or a full name) via
-        ``goal.start {"copyFrom": name}``. With ``recycle`` the memory guard may restart the REPL
-        first (states of other theorems become stale)."""
+        """LeanDojo's first state of ``theorem`` (a :class:`Theorem` or a full name): inside
+        ``by``, the binders before the colon introduced as hypotheses.
+
+        Route ``"source"``: the statement (``theorem_statement``, or read from ``project_dir``)
+        with ``:= by sorry``, in its namespace and under a fresh name, goes through
+        ``frontend.distil`` (newer servers) or ``frontend.process`` with ``sorrys`` (≤ 0.3.4);
+        the goal at the ``sorry`` is the first state. Route ``"copyFrom"`` (fallback, when no
+        statement is at hand or the source route gives no state): ``goal.start {"copyFrom"}``,
+        whose single goal's target is the whole type (``⊢ ∀ (a b : ℕ), …``, no hypotheses), so
+        LeanDojo's first tactic may not apply. ``state.handle.route`` says which was used.
+        With ``recycle`` the memory guard may restart the REPL first (states of other theorems
+        become stale)."""
         if recycle:
             await self.client.recycle_if_needed()
+        thm = theorem if isinstance(theorem, Theorem) else None
+        statement = self._statement_or_none(thm) if thm is not None else None
+        if statement is not None and thm is not None:
+            text = proof_file(statement, "sorry", thm.full_name, rename=True)
+            try:
+                states = await self.start_from_source(text, recycle=False, theorem=thm)
+            except PantographError as exc:
+                logger.info(
+                    "start(%s): the source route failed (%s); falling back to copyFrom",
+                    thm.full_name,
+                    exc,
+                )
+                states = []
+            if len(states) == 1:
+                return states[0]
+            for extra in states:
+                await self.release(extra)
+            logger.info(
+                "start(%s): the source route gave %d states; falling back to copyFrom",
+                thm.full_name,
+                len(states),
+            )
         name = theorem if isinstance(theorem, str) else theorem.full_name
         try:
             started, printed = await self.client.goal_start_print(
@@ -302,9 +350,15 @@ class AsyncPantographEnv(AsyncProofEnv):
             if exc.is_unknown_symbol or exc.kind == "index":
                 raise UnknownTheoremError(self._unknown_message(theorem, exc)) from exc
             raise
-        return self._make_state(
-            started.state_id, printed.goals, theorem if isinstance(theorem, Theorem) else None
-        )
+        return self._make_state(started.state_id, printed.goals, thm, "copyFrom")
+
+    def _statement_or_none(self, theorem: Theorem) -> str | None:
+        """The statement for the source route, or None (logged) when there is none to read."""
+        try:
+            return self.statement_of(theorem)
+        except InteractionError as exc:
+            logger.debug("start(%s): no statement (%s); using copyFrom", theorem.full_name, exc)
+            return None
 
     def _unknown_message(self, theorem: Theorem | str, exc: PantographError) -> str:
         name = theorem if isinstance(theorem, str) else theorem.full_name
@@ -329,28 +383,34 @@ class AsyncPantographEnv(AsyncProofEnv):
         started, printed = await self.client.goal_start_print(
             expr, levels=levels, timeout=self.config.tactic_timeout
         )
-        return self._make_state(started.state_id, printed.goals, None)
+        return self._make_state(started.state_id, printed.goals, None, "expr")
 
     async def start_from_source(
-        self, file_text: str, *, binder_name: str | None = None, recycle: bool = True
+        self,
+        file_text: str,
+        *,
+        binder_name: str | None = None,
+        recycle: bool = True,
+        theorem: Theorem | None = None,
     ) -> list[ProofState]:
         """One state per ``sorry`` of ``file_text`` (its file context included), via
-        ``frontend.distil`` (≥ 0.3.6) or, on older REPLs, ``frontend.process`` with ``sorrys``."""
+        ``frontend.distil`` (newer servers) or, where that command is unknown (≤ 0.3.4),
+        ``frontend.process`` with ``sorrys``."""
         if recycle:
             await self.client.recycle_if_needed()
         try:
             targets = await self.client.frontend_distil(
                 file_text, binder_name=binder_name, timeout=self.config.verify_timeout
             )
-            return [self._make_state(t.state_id, t.goals, None) for t in targets]
+            return [self._make_state(t.state_id, t.goals, theorem, "source") for t in targets]
         except PantographError as exc:
-            if "frontend.distil" not in exc.desc:
+            if not (exc.kind == "command" and "Unknown command" in exc.desc):
                 raise
         units = await self.client.frontend_process(
             file_text, sorrys=True, timeout=self.config.verify_timeout
         )
         return [
-            self._make_state(u.goal_state_id, u.goals, None)
+            self._make_state(u.goal_state_id, u.goals, theorem, "source")
             for u in units
             if u.goal_state_id is not None
         ]
@@ -501,10 +561,19 @@ class AsyncPantographEnv(AsyncProofEnv):
         except ReplTimeout as exc:
             return Verdict(False, BACKEND, "lean", (f"timeout: {exc}",))
         except PantographError as exc:
-            if exc.is_interrupt:
-                return Verdict(False, BACKEND, "lean", (f"timeout after {limit} s",))
+            if exc.is_frontend_interrupt:
+                return Verdict(
+                    False, BACKEND, "lean", (f"timeout after {limit} s ({exc.desc})",)
+                )
             raise
         messages = [m for u in units for m in u.messages]
+        if limit is not None and any(m.is_interrupt for m in messages):
+            return Verdict(
+                False,
+                BACKEND,
+                "lean",
+                (f"timeout after {limit} s", *(str(m) for m in messages)),
+            )
         bad = [m for m in messages if m.is_error or m.is_sorry_warning]
         return Verdict(not bad, BACKEND, "lean", tuple(str(m) for m in messages))
 

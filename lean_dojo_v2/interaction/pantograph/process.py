@@ -201,6 +201,23 @@ def _expire(fut: asyncio.Future[Any], exc: BaseException) -> None:
         fut.set_exception(exc)
 
 
+def launch_directory(
+    binary: str | os.PathLike[str] | None, project: str | os.PathLike[str] | None
+) -> str | None:
+    """Working directory of the REPL: the project when there is one (its ``lean-toolchain``
+    decides the toolchain and ``lake`` finds its packages); else the binary's own directory when
+    a ``lean-toolchain`` lies beside it (as PyPantograph ships it, and launches from there), so
+    elan resolves the Lean the binary was built with instead of its default toolchain; else
+    None (inherit ours)."""
+    if project is not None:
+        return os.fspath(project)
+    if binary is not None:
+        directory = os.path.dirname(os.path.abspath(os.fspath(binary)))
+        if os.path.isfile(os.path.join(directory, "lean-toolchain")):
+            return directory
+    return None
+
+
 class ReplProcess:
     """A started REPL process. Use :meth:`launch`; then :meth:`request` (one at a time, or
     pipelined: replies are matched in FIFO order), :meth:`kill` / :meth:`close`."""
@@ -331,14 +348,18 @@ class ReplProcess:
 
     @staticmethod
     def encode(cmd: str, payload: Any) -> bytes:
-        """``cmd payload`` as one line: compact JSON, raw UTF-8, never a blank line."""
+        """``cmd payload`` as one line: compact JSON, raw UTF-8, never a blank line.
+
+        A payload is always sent (``{}`` for None): Pantograph's ``parseCommand`` (Main.lean)
+        takes the command name as everything before the first space of the line with its
+        newline, so a bare ``stat`` is answered ``Unknown command stat\\n``."""
         head = _COMMANDS.get(cmd)
         if head is None:
             if not cmd or cmd.split() != [cmd] or not cmd.isprintable():
                 raise ValueError(f"bad Pantograph command name {cmd!r}")
             head = _COMMANDS[cmd] = cmd.encode()
         if payload is None:
-            return head + b"\n"
+            return head + b" {}\n"
         return b"%s %s\n" % (head, orjson.dumps(payload))
 
     def send(self, line: bytes) -> asyncio.Future[bytes]:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from ...data.goals import NO_GOALS, goal_texts
+from ...data.goals import NO_GOALS, erase_case_macro_scopes, goal_texts
 from ..types import InteractionError
 
 _WS = re.compile(r"\s+")
@@ -38,6 +38,17 @@ class PantographError(InteractionError):
     def is_interrupt(self) -> bool:
         """The REPL's own ``timeout`` option fired (the process is still usable)."""
         return self.desc.strip() == "interrupt"
+
+    @property
+    def is_frontend_interrupt(self) -> bool:
+        """A ``frontend.process`` stopped by the REPL's ``timeout`` option. The interrupt escapes
+        Lean's command elaborator: newer Lean answers ``{"error": "io", "desc": "unexpected
+        internal error: ..."}`` (Repl.lean's ``execute`` turns the ``IO.Error`` into an ``io``
+        object), never a bare ``interrupt``."""
+        desc = self.desc.strip()
+        return self.is_interrupt or (
+            self.kind == "io" and desc.startswith("unexpected internal error")
+        )
 
     @property
     def is_bad_state(self) -> bool:
@@ -240,7 +251,20 @@ def _already_canonical(text: str) -> bool:
 
 def canonical_goals(goals: Sequence[GoalInfo | dict[str, Any]]) -> tuple[str, ...]:
     """Each goal's canonical text (:func:`lean_dojo_v2.data.goal_texts`), comparable with traced
-    LeanDojo states. Goals may be :class:`GoalInfo` or the REPL's goal JSON."""
+    LeanDojo states. Goals may be :class:`GoalInfo` or the REPL's goal JSON.
+
+    Pantograph keeps macro scopes in case tags (``case h._@.Foo._hyg.12``) where LeanDojo's
+    tracer erased them: they are erased here as :func:`~lean_dojo_v2.data.canonical_state`
+    does. A residual difference is not normalised: Pantograph prints goals after
+    ``instantiateAll`` (auxiliary lemmas and ``match`` applications unfolded), LeanDojo after
+    ``instantiateMVars``, so a goal holding a ``match`` may print differently."""
+    texts = _canonical_goals(goals)
+    if any("_@" in t for t in texts):
+        return tuple(erase_case_macro_scopes(t) for t in texts)
+    return texts
+
+
+def _canonical_goals(goals: Sequence[GoalInfo | dict[str, Any]]) -> tuple[str, ...]:
     if not goals:
         return ()
     rendered = [_render_any(g) for g in goals]
@@ -264,6 +288,9 @@ def parse_goals(goals: Sequence[GoalInfo | dict[str, Any]]) -> tuple[GoalInfo, .
 class Position:
     line: int
     column: int
+
+
+_INTERRUPT_MESSAGE = re.compile(r"^\s*(?:internal exception: )?interrupt(?:ed)?\s*$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -298,6 +325,12 @@ class Message:
     @property
     def is_error(self) -> bool:
         return self.severity == "error"
+
+    @property
+    def is_interrupt(self) -> bool:
+        """An error message saying the command was interrupted: how older Lean reports a
+        ``frontend.process`` stopped by the REPL's ``timeout`` (inside the unit's messages)."""
+        return self.is_error and _INTERRUPT_MESSAGE.search(self.data) is not None
 
     @property
     def is_sorry_warning(self) -> bool:
