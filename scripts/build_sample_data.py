@@ -16,6 +16,8 @@ import json
 import shutil
 from pathlib import Path
 
+from sample_corpus_imports import main as add_implied_imports
+
 from lean_dojo_v2.data import (
     Pos,
     Premise,
@@ -26,7 +28,6 @@ from lean_dojo_v2.data import (
 )
 from lean_dojo_v2.data.output_dir import MARKER
 from lean_dojo_v2.data.sample import sample_dataset_path
-from sample_corpus_imports import main as add_implied_imports
 
 PROVENANCE = """\
 # Provenance of the bundled sample `leandojo_b4_sample`

@@ -53,7 +53,9 @@ def complete_corpus(files: Iterable[PremiseFile], theorems: list[Theorem]) -> li
     ]
     corpus = Corpus(completed)  # checks that the imports form a DAG
     for thm in theorems:
-        usable = {(p.path, p.full_name) for p in corpus.accessible_premises(thm.file_path, thm.start)}
+        usable = {
+            (p.path, p.full_name) for p in corpus.accessible_premises(thm.file_path, thm.start)
+        }
         for a in thm.annotations:
             if (a.def_path, a.full_name) not in usable:
                 raise ValueError(f"{a.full_name} is not accessible in {thm.full_name}")

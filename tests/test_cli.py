@@ -244,9 +244,7 @@ def test_split_refuses_foreign_output_dir(capsys, tmp_path):
     assert "--force" in _one_line_error(code, err)
     assert (precious / "thesis.tex").read_text() == "x"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["precious"]
-    code, _, _ = _run(
-        capsys, "data", "split", str(sample_dataset_path()), str(precious), "--force"
-    )
+    code, _, _ = _run(capsys, "data", "split", str(sample_dataset_path()), str(precious), "--force")
     assert code == 0 and not (precious / "thesis.tex").exists()
     assert len(read_dataset(precious).theorems()) == 100
 
@@ -372,9 +370,7 @@ def test_corpus_that_is_a_directory_is_a_one_line_error(capsys, sample_copy, tmp
     corpus.mkdir()
     code, _, err = _run(capsys, "data", "stats", str(sample_copy))
     assert "corpus.jsonl (not a file)" in _one_line_error(code, err)
-    code, _, err = _run(
-        capsys, "data", "split", str(sample_copy), str(tmp_path / "o"), "--partial"
-    )
+    code, _, err = _run(capsys, "data", "split", str(sample_copy), str(tmp_path / "o"), "--partial")
     line = _one_line_error(code, err)
     assert str(corpus) in line and "is a directory" in line
 

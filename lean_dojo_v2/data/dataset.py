@@ -188,7 +188,8 @@ class DatasetDir:
         for split in SPLIT_NAMES:
             path = self.split_path(strategy, split)
             if path.exists():
-                theorems = read_theorems(path)
+                # One registry checks within each file and across the strategy's files.
+                theorems = read_json_list(path, Theorem.from_dict)
                 registry.add(theorems, path)
                 yield split, theorems
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from ..errors import DuplicateTheoremError, SplitError
+from .jsonio import gc_paused
 from .model import Pos, Theorem
 
 if TYPE_CHECKING:
@@ -119,9 +120,14 @@ class TheoremRegistry:
     def add(self, theorems: Iterable[Theorem], source: str | Path | None = None) -> None:
         """Note ``theorems`` (records of file ``source``, or items of a list when None)."""
         where = str(source) if source is not None else None
+        with gc_paused():  # millions of small tuples: the cyclic collector would rescan the heap
+            self._add(theorems, source, where)
+
+    def _add(self, theorems: Iterable[Theorem], source: str | Path | None, where: str | None) -> None:
+        seen = self._seen
         for i, t in enumerate(theorems):
-            first = self._seen.setdefault((t.full_name, t.file_path, t.start), (where, i))
-            if first != (where, i):
+            first = seen.setdefault((t.full_name, t.file_path, t.start), (where, i))
+            if first[1] != i or first[0] != where:
                 also = f"file {first[0]}, record {first[1]}" if first[0] else f"item {first[1]}"
                 raise DuplicateTheoremError(
                     f"theorem {t.full_name!r} at {t.file_path}:{t.start.line_nb}:"
