@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 
-.PHONY: install quickstart test test-all lint bench clean-venv
+.PHONY: install quickstart test test-all test-lean lint bench clean-venv
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,13 @@ test: install
 
 test-all: install
 	$(PY) -m pytest -m "slow or not slow"
+
+# The `lean`-marked tests against a real toolchain (elan's lean and lake on PATH), a Pantograph
+# REPL (LEAN_DOJO_V2_PANTOGRAPH, or an installed PyPantograph) and, for the traced-theorem test, a
+# built small public Lean project (LEAN_DOJO_V2_TEST_PROJECT) with a LeanDojo dataset traced from
+# it (LEAN_DOJO_V2_TEST_DATASET). Whatever is missing is skipped with the reason.
+test-lean: install
+	$(PY) -m pytest -m lean -rs tests/interaction/test_pantograph_lean.py tests/lean_dojo
 
 lint: install
 	$(VENV)/bin/ruff check lean_dojo_v2 tests benchmarks

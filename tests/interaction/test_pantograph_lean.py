@@ -103,3 +103,54 @@ def test_check_and_verify_tiny_file(lean_env):
         has_statement_field=True,
     )
     assert lean_env.verify(core, "omega").ok
+
+
+def test_start_from_statement_is_leandojo_first_state(lean_env):
+    # Binders before the colon are hypotheses (inside `by`), as LeanDojo records the first state.
+    thm = Theorem(
+        "https://github.com/leanprover/lean4",
+        "",
+        "Ldv2/Check.lean",
+        "ldv2_add_comm_start",
+        Pos(1, 1),
+        Pos(1, 1),
+        theorem_statement="theorem ldv2_add_comm_start (a b : Nat) : a + b = b + a :=",
+        has_statement_field=True,
+    )
+    state = lean_env.start(thm)
+    assert state.handle.route == "source"
+    assert state.goals == ("a b : Nat\n⊢ a + b = b + a",)
+    assert isinstance(lean_env.run_tactic(state, "omega"), ProofFinished)
+
+
+def test_options_print_and_frontend_fields_accepted(lean_env):
+    assert "timeout" in lean_env.run_async(lean_env.client.options_print())
+
+
+def test_first_recorded_tactic_of_traced_theorem_succeeds_from_start():
+    """``make test-lean``: a traced theorem of a small public Lean project (the environment
+    variables of the Makefile's ``test-lean`` target name it) starts in LeanDojo's first state and
+    its first recorded tactic applies."""
+    import os
+
+    from lean_dojo_v2.data import goal_texts, load_theorems
+    from lean_dojo_v2.interaction.pantograph import module_name
+
+    project = os.environ.get("LEAN_DOJO_V2_TEST_PROJECT")
+    dataset = os.environ.get("LEAN_DOJO_V2_TEST_DATASET")
+    if not project or not dataset:
+        pytest.skip("LEAN_DOJO_V2_TEST_PROJECT / LEAN_DOJO_V2_TEST_DATASET not set (make test-lean)")
+    theorems = [t for t in load_theorems(dataset) if t.traced_tactics]
+    if not theorems:
+        pytest.skip(f"no traced theorem with tactics in {dataset}")
+    thm = theorems[0]
+    cfg = PantographConfig(
+        project_dir=project, imports=("Init", module_name(thm.file_path)), ready_timeout=600
+    )
+    with PantographEnv(cfg) as env:
+        state = env.start(thm)
+        tt = thm.traced_tactics[0]
+        assert state.handle.route == "source"
+        assert state.goals == tuple(goal_texts(tt.state_before))
+        after = env.run_tactic(state, tt.tactic)
+        assert isinstance(after, (ProofState, ProofFinished)), after
