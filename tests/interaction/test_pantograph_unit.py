@@ -3,18 +3,30 @@ statements, config."""
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import logging
 import sys
 
 import pytest
 
-from lean_dojo_v2.data import goal_texts
+from lean_dojo_v2.data import goal_texts, sorry_declarations
+from lean_dojo_v2.data.lean_lexer import index_of
 from lean_dojo_v2.errors import ConfigError
-from lean_dojo_v2.interaction import LeanNotFoundError, VersionMismatchError
+from lean_dojo_v2.interaction import (
+    EnvClosed,
+    InteractionError,
+    InvalidRequestError,
+    LeanNotFoundError,
+    ProofState,
+    TacticError,
+    VersionMismatchError,
+)
 from lean_dojo_v2.interaction.pantograph import (
+    AsyncPantographEnv,
     GoalInfo,
     PantographConfig,
+    PantographEnv,
     ReplProcess,
     TacticOutcome,
     Variable,
@@ -35,7 +47,7 @@ from lean_dojo_v2.interaction.pantograph.protocol import (
     PantographError,
 )
 
-from .conftest import write_script
+from .conftest import fake_config, write_script
 
 # ----------------------------------------------------------------------------------- versions
 
@@ -343,6 +355,63 @@ def test_statement_from_source_uses_1_based_positions(minif2f_theorems):
         statement_from_source(text, 999, 1)
 
 
+@pytest.mark.parametrize("char", ["'('", "')'", "'⟨'", "'⟩'", "'\"'", "'\\''", "'\\n'", "'{'"])
+def test_statement_from_source_reads_char_literals(char):
+    text = f"theorem t : {char} = {char} := by rfl"
+    assert statement_from_source(text, 1, 1) == f"theorem t : {char} = {char}"
+    # Whatever follows the literal: the bracket inside it opens nothing.
+    text = f"theorem t (c : Char := {char}) : c = c := by\n  rfl\n"
+    assert statement_from_source(text, 1, 1) == f"theorem t (c : Char := {char}) : c = c"
+
+
+def test_statement_from_source_on_putnam_bench_files(shared_data):
+    # Oracle: each ``sorry`` declaration ends ``:= sorry`` / ``:= by sorry``; statements hold
+    # ``let … :=`` (putnam_2025_b5), binders, set-builder braces and doc comments.
+    root = shared_data / "prover_benchmarks" / "putnambench_lean4" / "src"
+    files = sorted(root.glob("*.lean"))
+    assert files
+    for path in files:
+        source = path.read_text(encoding="utf-8")
+        for decl in sorry_declarations(source):
+            start = index_of(source, *decl.start)
+            sorry_at = index_of(source, *decl.sorry_positions[-1])
+            expected = source[start : source.rindex(":=", 0, sorry_at)].rstrip()
+            assert statement_from_source(source, *decl.start) == expected, path.stem
+
+
+def test_statement_from_source_skips_binder_default_values():
+    text = "theorem t (a : Char := ')') (b : Nat := 0) : a = a := rfl"
+    assert statement_from_source(text, 1, 1) == "theorem t (a : Char := ')') (b : Nat := 0) : a = a"
+    text = 'theorem t (s : String := "(") (n : Nat := 0) : s = s := rfl'
+    assert statement_from_source(text, 1, 1) == text[: text.rindex(" :=")]
+
+
+def test_statement_from_source_skips_let_in_the_statement():
+    # PutnamBench writes ``let ⟨a, b⟩ := putnam_..._solution`` in statements (1965 B4, 1984 A5).
+    text = "theorem t (n : ℕ) :\n    let (a, b) := sol;\n    a = b := by\n  sorry\n"
+    assert (
+        statement_from_source(text, 1, 1)
+        == "theorem t (n : ℕ) :\n    let (a, b) := sol;\n    a = b"
+    )
+
+
+def test_statement_from_source_does_not_run_into_the_next_declaration():
+    text = "instance : Inhabited Nat where\n  default := 0\n\ntheorem u : True := trivial\n"
+    with pytest.raises(InteractionError, match="no ':='"):
+        statement_from_source(text, 1, 1)
+    text = "def f : Nat → Nat\n  | 0 => 1\n  | n + 1 => n\n\ntheorem u : True := trivial\n"
+    with pytest.raises(InteractionError, match="no ':='"):
+        statement_from_source(text, 1, 1)
+    assert statement_from_source(text, 5, 1) == "theorem u : True"
+
+
+def test_proof_file_accepts_crlf_line_endings():
+    for proof in ("by\n  intro h\n  trivial", "intro h\n  trivial", "by intro h\n   trivial"):
+        lf = proof_file("theorem t : True → True", proof)
+        assert proof_file("theorem t : True → True", proof.replace("\n", "\r\n")) == lf
+        assert "\r" not in lf and lf.startswith("theorem t : True → True := by\n  intro h\n")
+
+
 def test_proof_file_layout(minif2f_theorems):
     thm = minif2f_theorems[0]
     proof = "\n".join(t.tactic for t in thm.traced_tactics)
@@ -417,3 +486,60 @@ def test_every_recorded_state_renders_back_to_its_canonical_text(sample_proofs, 
                 assert canonical_goals([GoalInfo.from_json(g) for g in raw]) == expected
                 n += 1
     assert n > 400
+
+
+# ------------------------------------------------------------------- run_tactic argument checks
+
+BAD_TACTIC_CALLS = [
+    ("rfl\ud800", None),  # a lone surrogate cannot be encoded for Lean
+    ("\udc80", 5.0),
+    (None, None),
+    (["rfl"], None),
+    ("rfl", float("nan")),
+    ("rfl", "5"),
+    ("rfl", -1),
+    ("rfl", 0),
+    ("rfl", float("-inf")),
+    ("rfl", float("inf")),  # refused: every call is bounded; None means the default limit
+    ("rfl", False),
+]
+
+
+@pytest.mark.parametrize("tactic, timeout", BAD_TACTIC_CALLS)
+def test_async_run_tactic_rejects_bad_arguments_before_sending(tactic, timeout):
+    # No REPL is started: the check comes before anything else (the state is not even looked at).
+    aenv = AsyncPantographEnv(fake_config())
+    state = ProofState(("⊢ True",), "pantograph")
+    with pytest.raises(InvalidRequestError) as info:
+        asyncio.run(aenv.run_tactic(state, tactic, timeout))
+    assert isinstance(info.value, ValueError)
+    assert aenv.client._proc is None and aenv.generation == 0
+    if not isinstance(tactic, str) or not isinstance(timeout, str | None):
+        return
+    with pytest.raises(InvalidRequestError):
+        asyncio.run(aenv.run_tactic_raw(state, timeout, expr=tactic))
+
+
+def test_run_tactic_bad_arguments_leave_the_repl_running(sample_proofs):
+    thm = next(t for t in sample_proofs if t.traced_tactics)
+    with PantographEnv(fake_config()) as env:
+        state = env.start(thm)
+        generation, restarts = env.client.generation, env.client.restarts
+        for bad_tactic, bad_timeout in BAD_TACTIC_CALLS:
+            with pytest.raises(InvalidRequestError, match="timeout|tactic"):
+                env.run_tactic(state, bad_tactic, bad_timeout)
+        # The REPL was neither killed nor restarted: the same state still answers.
+        result = env.run_tactic(state, "exact this_is_not_recorded", 5)
+        assert isinstance(result, TacticError) and result.kind == "tactic"
+        assert (env.client.generation, env.client.restarts) == (generation, restarts)
+
+
+def test_pantograph_env_after_close_raises_env_closed(sample_proofs):
+    thm = next(t for t in sample_proofs if t.traced_tactics)
+    env = PantographEnv(fake_config())
+    state = env.start(thm)
+    env.close()
+    with pytest.raises(EnvClosed):
+        env.run_tactic(state, "rfl")
+    with pytest.raises(EnvClosed):
+        env.start(thm)

@@ -32,9 +32,11 @@ from collections.abc import Coroutine, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from ...data.lean_lexer import find_top_level_assign, index_of, strip_leading_by
 from ...data.model import Theorem
-from ..base import AsyncProofEnv, ProofEnv
+from ..base import AsyncProofEnv, ProofEnv, check_tactic_call, check_text, check_timeout
 from ..types import (
+    EnvClosed,
     EnvCrashed,
     InteractionError,
     ProofFinished,
@@ -111,62 +113,29 @@ class StateHandle:
 # ------------------------------------------------------------------------------ verify helpers
 
 
-def _find_top_level_assign(text: str) -> int:
-    """Index of the first ``:=`` outside brackets, comments and strings; -1 when none."""
-    depth = 0
-    i = 0
-    n = len(text)
-    while i < n:
-        c = text[i]
-        if c == "-" and text.startswith("--", i):
-            j = text.find("\n", i)
-            i = n if j < 0 else j
-            continue
-        if c == "/" and text.startswith("/-", i):
-            level = 1
-            i += 2
-            while i < n and level:
-                if text.startswith("/-", i):
-                    level += 1
-                    i += 2
-                elif text.startswith("-/", i):
-                    level -= 1
-                    i += 2
-                else:
-                    i += 1
-            continue
-        if c == '"':
-            i += 1
-            while i < n and text[i] != '"':
-                i += 2 if text[i] == "\\" else 1
-            i += 1
-            continue
-        if c in "([{⟨⦃":
-            depth += 1
-        elif c in ")]}⟩⦄":
-            depth -= 1
-        elif c == ":" and depth == 0 and text.startswith(":=", i):
-            return i
-        i += 1
-    return -1
+# The one Lean scanner lives in the data layer; the old private name stays for callers.
+_find_top_level_assign = find_top_level_assign
 
 
 def statement_from_source(text: str, start_line: int, start_column: int) -> str:
     """The declaration text from LeanDojo's 1-based ``(line, column)`` start up to (not
-    including) the ``:=`` that begins its proof."""
-    lines = text.split("\n")
-    if not 1 <= start_line <= len(lines):
-        raise InteractionError(f"line {start_line} is outside the file ({len(lines)} lines)")
-    first = lines[start_line - 1]
-    body = "\n".join([first[max(0, start_column - 1) :], *lines[start_line:]])
-    cut = _find_top_level_assign(body)
+    including) the ``:=`` that begins its proof (see
+    :func:`lean_dojo_v2.data.lean_lexer.find_top_level_assign`)."""
+    try:
+        start = index_of(text, start_line, start_column)
+    except ValueError:
+        num_lines = text.count("\n") + 1
+        raise InteractionError(
+            f"line {start_line} is outside the file ({num_lines} lines)"
+        ) from None
+    cut = find_top_level_assign(text, start)
     if cut < 0:
         raise InteractionError(
             f"no ':=' after line {start_line}, column {start_column}: the declaration there has "
             "no term/tactic proof to replace (pattern-matching or `where` definitions are not "
             "supported)"
         )
-    return body[:cut].rstrip()
+    return text[start:cut].rstrip()
 
 
 def _normalize_statement(statement: str) -> str:
@@ -201,10 +170,10 @@ def proof_file(
     ``_ldv2_check`` to the declared name: a theorem that is already in the REPL's environment
     (its module is imported) cannot be declared again under its own name.
     """
-    body = proof.strip("\n")
-    stripped = body.lstrip()
-    if stripped.startswith("by") and (len(stripped) == 2 or stripped[2] in " \n\t"):
-        body = stripped[2:].strip("\n")
+    body = proof.replace("\r\n", "\n").strip("\n")
+    after_by = strip_leading_by(body)
+    if after_by is not None:
+        body = after_by.strip("\n")
         if body.startswith(" "):
             body = body.lstrip(" ")
     body = textwrap.dedent(body)
@@ -419,6 +388,7 @@ class AsyncPantographEnv(AsyncProofEnv):
     async def run_tactic(
         self, state: ProofState, tactic: str, timeout: float | None = None
     ) -> TacticResult:
+        check_tactic_call(tactic, timeout)
         handle = self._check(state)
         limit = timeout if timeout is not None else self.config.tactic_timeout
         try:
@@ -436,6 +406,10 @@ class AsyncPantographEnv(AsyncProofEnv):
     ) -> TacticResult:
         """Like :meth:`run_tactic` with the other ``goal.tactic`` fields (``mode``, ``expr``,
         ``have``, ``let``, ``draft``, ``binder_name``, ``goal_id``, ``auto_resume``)."""
+        check_timeout(timeout)
+        for name, value in fields.items():
+            if isinstance(value, str):
+                check_text(value, name)
         handle = self._check(state)
         limit = timeout if timeout is not None else self.config.tactic_timeout
         try:
@@ -655,7 +629,7 @@ class PantographEnv(ProofEnv):
         """Run a coroutine of this environment (or its client) on the private loop."""
         if self._closed:
             coro.close()
-            raise InteractionError("this PantographEnv is closed")
+            raise EnvClosed("this PantographEnv is closed; create a new one")
         return self._thread.run(coro)
 
     def open(self) -> PantographEnv:
