@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from lean_dojo_v2.data.lean_lexer import find_top_level_assign, index_of, proof_span
 from lean_dojo_v2.data.sorry import (
     Declaration,
     file_has_sorry,
@@ -440,3 +441,60 @@ def test_declaration_headers_and_scopes() -> None:
 def test_text_without_commands_has_no_declarations(text):
     assert find_declarations(text) == []
     assert not file_has_sorry(text)
+
+
+# ------------------------------------------- the shared lexer: statements and proof spans
+# ``find_top_level_assign`` / ``proof_span`` (``data.lean_lexer``) serve statement extraction and
+# proof write-back; the declarations found above give where each declaration starts.
+
+
+def test_putnam_statement_ends_right_before_the_proof_assign(putnam: dict[str, str]) -> None:
+    # Oracle: every ``sorry`` declaration of PutnamBench ends ``:= sorry`` / ``:= by sorry``, so
+    # its proof's ``:=`` is the last one before its ``sorry`` (statements have ``let … :=``).
+    lets = 0
+    for stem, source in putnam.items():
+        for decl in sorry_declarations(source):
+            start = index_of(source, *decl.start)
+            sorry_at = index_of(source, *decl.sorry_positions[-1])
+            assign = source.rindex(":=", 0, sorry_at)
+            assert find_top_level_assign(source, start) == assign, (stem, decl.name)
+            begin, end = proof_span(source, start)
+            assert end == sorry_at + 5 and source[begin:sorry_at].strip() in ("", "by"), stem
+            lets += "let " in source[start:assign]
+    assert lets >= 1  # putnam_2025_b5 (and 14 more in ../shared/data)
+
+
+def test_minif2f_proof_span_is_the_declaration_tail(minif2f: dict[str, str]) -> None:
+    # Kimina-Prover proofs are ``... := by`` + tactics (with ``have … := by`` inside): the proof
+    # runs from ``by`` to the declaration's last code token (comments after it excluded).
+    count = 0
+    for stem, source in minif2f.items():
+        for decl in find_declarations(source):
+            if decl.kind not in ("theorem", "lemma"):
+                continue
+            start = index_of(source, *decl.start)
+            assign = find_top_level_assign(source, start)
+            begin, end = proof_span(source, start)
+            assert source[assign : begin + 2] in (":= by", ":=\n  by"), (stem, decl.name)
+            assert source[assign:begin].strip() == ":=", (stem, decl.name)
+            assert end == index_of(source, *decl.end) + 1, (stem, decl.name)
+            count += 1
+    assert count >= len(minif2f)
+
+
+def test_minictx_statement_ends_where_the_record_statement_ends(
+    minictx: dict[str, list[dict]],
+) -> None:
+    # Oracle: miniCTX gives the statement alone; we append ``:= sorry``. Statements have binder
+    # defaults ``(hf : … := by fun_prop)``, ``do`` blocks with ``let x ← …`` and ``instance
+    # (priority := 100)``.
+    for corpus, records in minictx.items():
+        for record in records:
+            head = record["srcContext"] + (record["theoremStatement"] or "")
+            source = head + " := sorry\n"
+            start = index_of(source, *find_declarations(source)[-1].start)
+            assert find_top_level_assign(source, start) == len(head) + 1, (
+                corpus,
+                record["theoremName"],
+            )
+            assert proof_span(source, start) == (len(head) + 4, len(head) + 9)
