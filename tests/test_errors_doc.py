@@ -91,3 +91,14 @@ def test_every_documented_error_says_when_and_what_to_do():
     assert not incomplete, f"rows without 'when' or 'what to do': {incomplete}"
     names = [r["name"] for r in rows]
     assert len(names) == len(set(names)), "one row per error name"
+
+
+def test_no_two_error_classes_share_a_name():
+    """One name, one meaning: ``LeanNotFoundError`` was once two classes (tracing and the Lean
+    boundary); an alias (``ToolchainNotFoundError = LeanNotFoundError``) is fine, a second class
+    is not."""
+    by_name: dict[str, list[str]] = {}
+    for cls in error_classes():
+        by_name.setdefault(cls.__name__, []).append(f"{cls.__module__}.{cls.__qualname__}")
+    clashes = {name: where for name, where in by_name.items() if len(where) > 1}
+    assert not clashes, f"error classes sharing a name: {clashes}"
