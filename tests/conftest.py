@@ -1,9 +1,11 @@
-"""Shared test set-up: offline hubs, the real data folder, and skips for Lean/GPU tests."""
+"""Shared test set-up: offline hubs, the bundled real data, and skips for Lean/GPU tests (the only
+tests that may skip)."""
 
 from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -13,10 +15,17 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+# The real Lean data the tests read: a trimmed, byte-for-byte copy of ``shared/data`` with the same
+# layout (tests/data/real/README.md; regenerate with scripts/copy_real_test_data.py).
+REAL_DATA = Path(__file__).resolve().parent / "data" / "real"
 
 
-def shared_data_dir() -> Path | None:
-    """``../shared/data`` beside the checkout (or ``LEAN_DOJO_V2_SHARED_DATA``)."""
+def full_shared_data_dir() -> Path | None:
+    """The complete ``../shared/data`` beside the checkout (or ``LEAN_DOJO_V2_SHARED_DATA``), if any.
+
+    Optional extra coverage only: a test may read more there, but the tests collected, run and
+    passed must be the same without it (``LEAN_DOJO_V2_SHARED_DATA=/nonexistent`` simulates that).
+    """
     env = os.environ.get("LEAN_DOJO_V2_SHARED_DATA")
     path = Path(env) if env else REPO_ROOT.parent / "shared" / "data"
     return path if path.is_dir() else None
@@ -24,10 +33,27 @@ def shared_data_dir() -> Path | None:
 
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
-    path = shared_data_dir()
-    if path is None:
-        pytest.skip("real Lean data (../shared/data) not found")
-    return path
+    """The bundled real data (``tests/data/real``); paths under it are those under ``shared/data``."""
+    return REAL_DATA
+
+
+@pytest.fixture(scope="session")
+def full_shared_data() -> Path | None:
+    """``../shared/data`` when it is there (see :func:`full_shared_data_dir`), else None."""
+    return full_shared_data_dir()
+
+
+@pytest.fixture(scope="session")
+def fullest_data(shared_data: Path, full_shared_data: Path | None) -> Callable[[str], Path]:
+    """``fullest_data("a/b")``: ``a/b`` under ``../shared/data`` where that exists, else the bundled
+    copy. For tests that loop over every file or record they find (never parametrise over it)."""
+
+    def pick(relative: str) -> Path:
+        if full_shared_data is not None and (full_shared_data / relative).exists():
+            return full_shared_data / relative
+        return shared_data / relative
+
+    return pick
 
 
 @pytest.fixture(scope="session")

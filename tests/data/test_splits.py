@@ -25,7 +25,7 @@ from lean_dojo_v2.errors import SplitError
 
 @pytest.fixture(scope="module")
 def records(b4_records_path) -> list[dict]:
-    """The 100 real records (``b4_records_path`` comes from tests/conftest.py; skips without data)."""
+    """The 100 real records (``b4_records_path`` comes from tests/conftest.py: the bundled copy)."""
     return json.loads(b4_records_path.read_text(encoding="utf-8"))
 
 

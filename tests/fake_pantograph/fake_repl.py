@@ -520,10 +520,8 @@ _NO_GOALS_FINAL = {"no goals", "🎉 no goals"}
 _BLOCK_SEPARATOR = "\n-/\n/-\n"
 
 
-def shared_data_dir() -> Path | None:
-    env = os.environ.get("LEAN_DOJO_V2_SHARED_DATA")
-    path = Path(env) if env else REPO_ROOT.parent / "shared" / "data"
-    return path if path.is_dir() else None
+# The real data bundled with the tests (a trimmed copy of shared/data, same layout).
+REAL_DATA = REPO_ROOT / "tests" / "data" / "real"
 
 
 def _minictx_state(state: str) -> str:
@@ -585,9 +583,7 @@ def load_recorded_theorems() -> list[Theorem]:
                 theorems.extend(_load_path(Path(part)))
         return theorems
     theorems = load_theorems(sample_dataset_path())
-    shared = shared_data_dir()
-    if shared is not None and (shared / MINIF2F_RELATIVE).is_file():
-        theorems.extend(_load_path(shared / MINIF2F_RELATIVE))
+    theorems.extend(_load_path(REAL_DATA / MINIF2F_RELATIVE))
     return theorems
 
 

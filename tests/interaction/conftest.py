@@ -1,13 +1,12 @@
 """Fixtures for the Pantograph client tests: the fake REPL's command line and recorded theorems.
 
 Every expected goal state comes from real recorded transitions: the bundled LeanDojo Benchmark 4
-sample and miniCTX's miniF2F-test proofs (``../shared/data``).
+sample and miniCTX's miniF2F-test proofs (``tests/data/real``, the ``shared_data`` fixture).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import shlex
 import stat
 import sys
@@ -80,20 +79,11 @@ def sample_proofs() -> list[Theorem]:
     return [t for t in load_theorems(sample_dataset_path()) if t.traced_tactics]
 
 
-def _shared_minif2f() -> Path | None:
-    env = os.environ.get("LEAN_DOJO_V2_SHARED_DATA")
-    root = Path(env) if env else TESTS_DIR.parents[0].parent / "shared" / "data"
-    path = root / MINIF2F_JSON
-    return path if path.is_file() else None
-
-
 @pytest.fixture(scope="session")
-def minif2f_theorems() -> list[Theorem]:
+def minif2f_theorems(shared_data: Path) -> list[Theorem]:
     """miniF2F-test proofs recorded by miniCTX whose states are plain goal text (no comment-block
     separators) and end in ``no goals``: as :class:`Theorem` with their statement."""
-    path = _shared_minif2f()
-    if path is None:
-        pytest.skip("shared/data/minictx/derived/minif2f_test_traced_tactics.json not found")
+    path = shared_data / MINIF2F_JSON
     out = []
     for rec in json.loads(path.read_text(encoding="utf-8")):
         steps = rec.get("traced_tactics") or []

@@ -24,7 +24,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
-RECORDS = ROOT.parent / "shared" / "data" / "leandojo_b4" / "random_test_records_1_100.json"
+# The real records bundled with the tests (a copy of shared/data/leandojo_b4).
+RECORDS = ROOT / "tests" / "data" / "real" / "leandojo_b4" / "random_test_records_1_100.json"
 OUT = HERE / "upstream_dynamic_database.json"
 
 REPOS = [
