@@ -123,13 +123,23 @@ class DuplicateTheoremError(DataFormatError):
     remove one of them."""
 
 
-class LeanNotFoundError(LeanDojoError):
+class InteractionError(LeanDojoError):
+    """Base of errors raised by the Lean boundary (``lean_dojo_v2.interaction``)."""
+
+
+class TracingError(LeanDojoError):
+    """Base class of everything that can go wrong while tracing a repository
+    (``lean_dojo_v2.lean_dojo``)."""
+
+
+class LeanNotFoundError(InteractionError, TracingError):
     """No usable Lean: no toolchain (``lean``/``lake``, with or without elan) or no Pantograph REPL
     binary was found. Raised by tracing and by the Lean boundary alike; the message says what to
     install (elan, the project's toolchain, Pantograph) and how to point the library at it.
 
     ``lean_dojo_v2.interaction.LeanNotFoundError`` and
-    ``lean_dojo_v2.lean_dojo.ToolchainNotFoundError`` are this class."""
+    ``lean_dojo_v2.lean_dojo.ToolchainNotFoundError`` are this class; it is both an
+    ``InteractionError`` and a ``TracingError``, so code catching either family still catches it."""
 
 
 class ToolchainNotInstalledError(LeanNotFoundError):

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..data.goals import NO_GOALS
-from ..errors import LeanDojoError
+from ..errors import InteractionError  # noqa: F401  (re-exported: the Lean boundary's base error)
 from ..errors import LeanNotFoundError as _LeanNotFoundError
 
 # The public results and errors of the Lean boundary (re-exported by ``lean_dojo_v2.interaction``).
@@ -112,10 +112,6 @@ class Verdict:
 
     def __bool__(self) -> bool:
         return self.ok
-
-
-class InteractionError(LeanDojoError):
-    """Base of errors raised by the Lean boundary."""
 
 
 class EnvClosed(InteractionError, RuntimeError):

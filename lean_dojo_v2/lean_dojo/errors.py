@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from ..errors import LeanDojoError, LeanNotFoundError, OutputExistsError, ToolchainNotInstalledError
+from ..errors import (
+    LeanNotFoundError,
+    OutputExistsError,
+    ToolchainNotInstalledError,
+    TracingError,
+)
 
 # "No Lean" is one error for the whole library (lean_dojo_v2.errors.LeanNotFoundError); the names
 # tracing code has always used stay importable from here.
 ToolchainNotFoundError = LeanNotFoundError
-
-
-class TracingError(LeanDojoError):
-    """Base class of everything that can go wrong while tracing a repository."""
 
 
 class RepoNotFoundError(TracingError):

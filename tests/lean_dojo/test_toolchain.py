@@ -216,6 +216,21 @@ def test_no_lean_is_one_error_class():
     assert issubclass(DestinationExistsError, FileExistsError)
 
 
+def test_no_lean_is_still_caught_as_interaction_or_tracing_error():
+    """Merging the two "no Lean" classes must not break callers that catch the family of the layer
+    they use (``except InteractionError`` around a PantographEnv, ``except TracingError`` around
+    trace())."""
+    from lean_dojo_v2.interaction import InteractionError, LeanNotFoundError
+    from lean_dojo_v2.lean_dojo import TracingError
+
+    for family in (InteractionError, TracingError):
+        try:
+            raise LeanNotFoundError("no lean")
+        except family:
+            pass
+    assert issubclass(ToolchainNotInstalledError, InteractionError)
+
+
 def test_resolving_a_toolchain_does_not_load_the_interaction_layer(tmp_path):
     """lean_dojo.toolchain used to import interaction.pantograph.locate (asyncio, the client)
     just to normalise a version; both now share lean_dojo_v2.system.toolchain."""
