@@ -109,7 +109,7 @@ class RepositoryAdding(RepositoryQueries):
         return info
 
     def _warn_missing_corpus_files(self, info: RepositoryInfo) -> None:
-        missing = self.theorem_files_missing_from_corpus(info)
+        missing = self._missing_corpus_files(info.id)
         if missing:
             shown = ", ".join(missing[:_SHOWN_MISSING])
             more = (

@@ -268,17 +268,20 @@ class RepositoryQueries(DatabaseConnection):
     def theorem_files_missing_from_corpus(self, repository: RepositoryRef) -> list[str]:
         """The files holding theorems of ``repository`` that its corpus lacks, sorted: their
         theorems have no accessible premises (LeanDojo's loaders fail on them)."""
+        (info,) = self.resolve_repositories([repository])
+        return self._missing_corpus_files(info.id)
+
+    def _missing_corpus_files(self, repo_id: int) -> list[str]:
         from ..data.corpus import theorem_files_missing_from_corpus
 
-        (info,) = self.resolve_repositories([repository])
         with self.snapshot() as conn:
             theorem_paths = [
                 r[0]
                 for r in conn.execute(
-                    "SELECT DISTINCT f.path FROM theorems t JOIN files f ON f.id = t.file_id "
-                    "WHERE t.repository_id = ?",
-                    (info.id,),
+                    "SELECT path FROM files WHERE id IN "
+                    "(SELECT DISTINCT file_id FROM theorems WHERE repository_id = ?)",
+                    (repo_id,),
                 )
             ]
-            corpus = [row["path"] for row in corpus_rows(conn, info.id)]
+            corpus = [row["path"] for row in corpus_rows(conn, repo_id)]
         return theorem_files_missing_from_corpus(theorem_paths, corpus)
