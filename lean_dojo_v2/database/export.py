@@ -11,7 +11,7 @@ from ..data import Annotation, Corpus, Pos, PremiseFile, SplitSpec, Theorem, Tra
 from ..data.dataset import CORPUS_FILE
 from ..data.jsonio import gc_paused, write_jsonl
 from ..data.output_dir import check_output_dir, staged_output_dir
-from .common import RepositoriesArg, chunks, marks, named, parse_date
+from .common import RepositoriesArg, chunks, marks, parse_date
 from .proofs import ProofsAndRuns
 from .queries import THEOREM_COLUMNS, THEOREM_FROM
 from .records import RepositoryInfo
@@ -236,8 +236,7 @@ class DatasetExport(ProofsAndRuns):
         """The stored records of ``stubs``, in their order, fetched a chunk at a time."""
         for chunk in chunks(stubs):
             ids = [s.row_id for s in chunk]  # type: ignore[attr-defined]
-            rows = named(
-                self._conn,
+            rows = self._conn.execute(
                 f"SELECT {THEOREM_COLUMNS} FROM {THEOREM_FROM} WHERE t.id IN ({marks(len(ids))})",
                 ids,
             ).fetchall()

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from ..data import Annotation, Pos, Theorem, TracedTactic
-from .common import RepositoriesArg, StatusFilter, chunks, marks, named
+from .common import RepositoriesArg, StatusFilter, chunks, marks
 from .curriculum import CurriculumQueries, difficulty_sql
 from .difficulty import CATEGORIES
 from .errors import NotFoundError
@@ -26,7 +25,7 @@ THEOREM_COLUMNS = (
     "t.sorry_source AS sorry_source, t.proof_steps AS proof_steps, "
     "t.upstream_difficulty AS upstream_difficulty"
 )
-"""The columns :meth:`TheoremQueries._build` reads (by these names), over :data:`THEOREM_FROM`."""
+"""The columns :meth:`TheoremQueries._build` unpacks (in this order), over :data:`THEOREM_FROM`."""
 THEOREM_FROM = (
     "theorems t JOIN files f ON f.id = t.file_id JOIN repositories r ON r.id = t.repository_id"
 )
@@ -94,11 +93,11 @@ class TheoremQueries(CurriculumQueries):
             + f" ORDER BY t.id LIMIT {_PAGE}"
         )
         while True:
-            rows = named(self._conn, sql, [*params, last]).fetchall()
+            rows = self._conn.execute(sql, [*params, last]).fetchall()
             if not rows:
                 return
             yield from self._build(rows, with_tactics)
-            last = rows[-1]["id"]
+            last = rows[-1][0]  # the id (first of THEOREM_COLUMNS)
 
     def theorems(self, repository: RepositoriesArg = None, **filters: Any) -> Iterator[Theorem]:
         """Theorem records, with the filters of :meth:`stored_theorems` (``status``,
@@ -132,8 +131,8 @@ class TheoremQueries(CurriculumQueries):
         """The stored theorem for a record (matched on url, commit, file, name and start) or an
         id; :class:`NotFoundError` when absent."""
         tid = self._theorem_id(theorem)
-        rows = named(
-            self._conn, f"SELECT {THEOREM_COLUMNS} FROM {THEOREM_FROM} WHERE t.id = ?", (tid,)
+        rows = self._conn.execute(
+            f"SELECT {THEOREM_COLUMNS} FROM {THEOREM_FROM} WHERE t.id = ?", (tid,)
         ).fetchall()
         return self._build(rows, True)[0]
 
@@ -167,34 +166,51 @@ class TheoremQueries(CurriculumQueries):
             )
         return row[0]
 
-    def _build(self, rows: Sequence[sqlite3.Row], with_tactics: bool) -> list[StoredTheorem]:
-        """Theorem rows (:data:`THEOREM_COLUMNS`, by name) → stored theorems, with their
-        tactics."""
-        tactics = self._tactics_for([r["id"] for r in rows]) if with_tactics else {}
+    def _build(self, rows: Sequence[Sequence[Any]], with_tactics: bool) -> list[StoredTheorem]:
+        """Theorem rows (:data:`THEOREM_COLUMNS`, unpacked into their names) → stored theorems,
+        with their tactics."""
+        tactics = self._tactics_for([r[0] for r in rows]) if with_tactics else {}
         out = []
-        for r in rows:
-            extra = r["extra"]
+        for (
+            tid,
+            repository_id,
+            url,
+            commit,
+            file_path,
+            full_name,
+            start_line,
+            start_col,
+            end_line,
+            end_col,
+            statement,
+            has_statement,
+            extra,
+            sorry_status,
+            sorry_source,
+            proof_steps,
+            upstream_difficulty,
+        ) in rows:
             thm = Theorem(
-                url=r["url"],
-                commit=r["commit_hash"],
-                file_path=r["file_path"],
-                full_name=r["full_name"],
-                start=Pos(r["start_line"], r["start_col"]),
-                end=Pos(r["end_line"], r["end_col"]),
-                traced_tactics=tactics.get(r["id"], []),
-                theorem_statement=r["theorem_statement"],
-                has_statement_field=bool(r["has_statement"]),
+                url=url,
+                commit=commit,
+                file_path=file_path,
+                full_name=full_name,
+                start=Pos(start_line, start_col),
+                end=Pos(end_line, end_col),
+                traced_tactics=tactics.get(tid, []),
+                theorem_statement=statement,
+                has_statement_field=bool(has_statement),
                 extra=json.loads(extra) if extra is not None else {},
             )
             out.append(
                 StoredTheorem(
-                    r["id"],
-                    r["repository_id"],
+                    tid,
+                    repository_id,
                     thm,
-                    r["sorry_status"],
-                    r["sorry_source"],
-                    r["proof_steps"],
-                    r["upstream_difficulty"],
+                    sorry_status,
+                    sorry_source,
+                    proof_steps,
+                    upstream_difficulty,
                 )
             )
         return out
