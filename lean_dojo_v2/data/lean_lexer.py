@@ -26,9 +26,10 @@ from typing import NamedTuple
 
 # fmt: off
 __all__ = [
-    "COMMANDS", "COMMENT_KINDS", "DECL_KINDS", "MODIFIERS", "Positions", "Token",
-    "find_top_level_assign", "index_of", "is_command_start", "iter_tokens", "proof_span",
-    "skip_group", "skip_header", "strip_leading_by", "tokenize",
+    "COMMANDS", "COMMENT_KINDS", "DECL_KINDS", "MODIFIERS", "Command", "DeclarationContext",
+    "Positions", "Token", "declaration_context", "find_top_level_assign", "header_end",
+    "index_of", "is_command_start", "iter_commands", "iter_tokens", "proof_span", "skip_group",
+    "skip_header", "strip_leading_by", "tokenize",
 ]
 # fmt: on
 
@@ -311,3 +312,264 @@ def strip_leading_by(text: str) -> str | None:
     if stripped.startswith("by") and (len(stripped) == 2 or stripped[2].isspace()):
         return stripped[2:]
     return None
+
+
+# ----------------------------------------------------------------------------- commands
+
+
+class Command(NamedTuple):
+    """A top-level command of a file (see :func:`iter_commands`).
+
+    ``start``/``end``: string indices of its first and just past its last code token (its header
+    included: doc comment, attributes, modifiers, ``open … in``/``set_option … in`` prefixes).
+    ``keyword``: the word after that header (``theorem``, ``namespace``, ``variable``, ``open``…;
+    ``""`` for a header with nothing after it), at index ``keyword_start``. ``modifiers``: the
+    header's modifiers (``local``, ``noncomputable``…). ``prefixes``: ``(start, end)`` of each
+    ``open … in``/``set_option … in`` prefix. ``code``: the command's code tokens."""
+
+    start: int
+    end: int
+    keyword: str
+    keyword_start: int
+    modifiers: tuple[str, ...]
+    prefixes: tuple[tuple[int, int], ...]
+    code: tuple[Token, ...]
+
+
+def _at_line_start(token: Token, source: str) -> bool:
+    return token.start == 0 or source[token.start - 1] == "\n"
+
+
+def _prefix_in(code: list[Token], k: int, source: str) -> int | None:
+    """Index after the ``in`` ending the ``open …``/``set_option …`` prefix at ``code[k]``, or
+    None when that command has no ``in``: the search stops at the next command start and at any
+    token in column 1 (``open Real`` on its own line is not a prefix of a later ``∑ i in s``)."""
+    for j in range(k + 1, min(len(code), k + 64)):
+        token = code[j]
+        if _at_line_start(token, source):
+            return None
+        if token.kind == "ident" and token.text == "in":
+            return j + 1
+        if token.kind in _COMMAND_KINDS or (token.kind == "ident" and token.text in _STARTERS):
+            return None
+    return None
+
+
+def _parse_header(
+    code: list[Token], source: str
+) -> tuple[int, tuple[str, ...], tuple[tuple[int, int], ...]]:
+    """(index of the keyword, modifiers, ``… in`` prefix spans) of a command's code tokens."""
+    k, modifiers, prefixes = 0, [], []
+    while k < len(code):
+        token = code[k]
+        if token.kind == "doc":
+            k += 1
+        elif token.kind == "attr":
+            k = skip_group(code, k, ("@[", "["), "]")
+        elif token.kind == "ident" and token.text in MODIFIERS:
+            modifiers.append(token.text)
+            k += 1
+            if token.text == "scoped" and k < len(code) and code[k].text == "[":
+                k = skip_group(code, k, ("[",), "]")  # Mathlib's ``scoped[NS] notation``
+        elif token.text in ("open", "set_option") and (after := _prefix_in(code, k, source)):
+            prefixes.append((token.start, code[after - 1].end))
+            k = after
+        else:
+            break
+    return k, tuple(modifiers), tuple(prefixes)
+
+
+def iter_commands(source: str) -> Iterator[Command]:
+    """The top-level commands of ``source`` in order.
+
+    A command starts at a column-1 token that :func:`is_command_start` accepts and runs to the
+    next one; a header on its own lines (doc comment, ``@[simp]``, ``open Foo in``) belongs to
+    the command that follows it, as in Lean. After a command without a body of terms
+    (``variable``, ``open``, ``namespace``, ``end``, ``attribute``, ``local notation``…) any word in
+    column 1 also starts a command, so a project's own command (``alias``,
+    ``assert_not_exists``) is never read as part of it. Text before the first command is not
+    a command."""
+
+    def finish(code: list[Token]) -> Command:
+        k, modifiers, prefixes = _parse_header(code, source)
+        keyword, at = (code[k].text, code[k].start) if k < len(code) else ("", code[-1].end)
+        return Command(code[0].start, code[-1].end, keyword, at, modifiers, prefixes, tuple(code))
+
+    code: list[Token] = []
+    for token in iter_tokens(source):
+        if token.kind in ("line", "block"):
+            continue
+        if code and _at_line_start(token, source):
+            k = _parse_header(code, source)[0]
+            if k < len(code) and (
+                is_command_start(token, source)
+                or (token.kind == "ident" and code[k].text in _TERMLESS)
+            ):
+                yield finish(code)
+                code = []
+        if code or is_command_start(token, source):
+            code.append(token)
+    if code:
+        yield finish(code)
+
+
+def header_end(source: str) -> int:
+    """Index just past the file header: the ``module``/``prelude``/``import`` lines that open a
+    file (``public import``, ``meta import`` and ``import all`` included); 0 when there is none.
+    Comments before and between them belong to the header."""
+    end = 0
+    lines: dict[int, list[Token]] = {}
+    for token in iter_tokens(source):
+        if token.kind in COMMENT_KINDS:
+            continue
+        line = source.count("\n", 0, token.start)
+        if not lines or line in lines:
+            lines.setdefault(line, []).append(token)
+            continue
+        if not _is_header_line(lines[max(lines)]):
+            break
+        end = lines[max(lines)][-1].end
+        lines[line] = [token]
+    else:
+        if lines and _is_header_line(lines[max(lines)]):
+            end = lines[max(lines)][-1].end
+    return end
+
+
+def _is_header_line(tokens: list[Token]) -> bool:
+    words = [t.text for t in tokens]
+    if words[0] in ("module", "prelude") and len(words) == 1:
+        return True
+    while words and words[0] in ("public", "private", "meta"):
+        words = words[1:]
+    return bool(words) and words[0] == "import"
+
+
+# Commands whose effect is scoped to the enclosing section or namespace and that an imported
+# module does not bring back: re-running them rebuilds a declaration's context.
+_SCOPE_OPENERS = frozenset({"namespace", "section"})
+_CONTEXT_KEYWORDS = frozenset(
+    {"open", "variable", "universe", "set_option", "omit", "include", "end"} | _SCOPE_OPENERS
+)
+_LOCAL_SYNTAX = frozenset({
+    "notation", "notation3", "infix", "infixl", "infixr", "prefix", "postfix", "macro",
+    "macro_rules", "syntax", "elab", "elab_rules",
+})  # fmt: skip
+# Commands without a term body: a word in column 1 after them starts the next command.
+_TERMLESS = _CONTEXT_KEYWORDS | {"attribute", "mutual", "export", "import"}
+
+
+def _is_context_command(command: Command) -> bool:
+    """Whether ``command`` shapes the context of the declarations after it (and is not brought
+    back by importing its module): ``namespace``/``section``/``end`` (``noncomputable section``
+    too), ``open``, ``variable``, ``universe``, ``set_option``, ``omit``, ``include`` (none with an
+    ``… in`` prefix, which limits them to themselves), ``local`` notations and macros, and
+    ``attribute [local …]`` / ``attribute [-…]``. Global notations, ``scoped`` ones and
+    declarations live in the module's environment and are left out."""
+    if command.prefixes:
+        return False
+    keyword = command.keyword
+    if keyword in _CONTEXT_KEYWORDS:
+        return not command.modifiers or keyword == "section"
+    if keyword in _LOCAL_SYNTAX:
+        return "local" in command.modifiers
+    if keyword == "attribute":
+        code = command.code
+        k = next((i for i, t in enumerate(code) if t.start == command.keyword_start), 0) + 1
+        if k < len(code) and code[k].text == "[":
+            inside = code[k + 1 : skip_group(list(code), k, ("[",), "]") - 1]
+            return any(t.text == "local" or t.text.startswith("-") for t in inside)
+    return False
+
+
+def _name_components(command: Command) -> int:
+    """Components of the name after ``namespace``/``section``/``end`` (0 without a name)."""
+    code = command.code
+    k = next((i for i, t in enumerate(code) if t.start == command.keyword_start), len(code))
+    if k + 1 < len(code) and code[k + 1].kind == "ident":
+        return code[k + 1].text.count(".") + 1
+    return 0
+
+
+class DeclarationContext(NamedTuple):
+    """What surrounds the declaration that :func:`declaration_context` looked up.
+
+    ``command``: the declaration's own command (its header, ``… in`` prefixes included).
+    ``context``: the context commands still in effect at it, in file order (see
+    :func:`declaration_context`). ``mutual``: the ``mutual`` block it lies in, if any (its start
+    and, if closed, the end of its ``end``; otherwise -1)."""
+
+    command: Command
+    context: tuple[Command, ...]
+    mutual: tuple[int, int] | None
+
+
+def declaration_context(source: str, start: int) -> DeclarationContext:
+    """The context of the declaration at index ``start`` of ``source`` (its keyword, as
+    LeanDojo's theorem start, or any index inside its header).
+
+    The context is every context command before it that is still in effect there: ``namespace``,
+    ``section`` (``noncomputable section``), ``open`` (``open scoped`` too), ``variable``,
+    ``universe``, ``set_option``, ``omit``, ``include``, ``local notation``/``local macro``…, and
+    ``attribute [local …]``; the commands of a scope closed by its ``end`` are dropped with it,
+    as they no longer apply. Declarations, global and ``scoped`` notations are not context (an
+    imported module brings them). The declaration's own ``open … in``/``set_option … in``
+    prefixes stay in ``command``. Text run through these commands in order, then the
+    declaration, elaborates the declaration as in its file (given the file's imports). Raises
+    ``ValueError`` when no command lies at ``start``."""
+    # Each frame: the commands of one open scope (``namespace``/``section``/``mutual`` …
+    # ``end``), the number of name components it opened, and whether it is a ``mutual`` block.
+    frames: list[tuple[list[Command], int, bool]] = [([], 0, False)]
+    mutual_start = None
+    for command in iter_commands(source):
+        if command.start <= start < max(command.end, command.keyword_start + 1):
+            mutual = None
+            if frames[-1][2]:
+                mutual = (mutual_start or 0, _mutual_end(source, command.end))
+            context = tuple(c for frame in frames for c in frame[0])
+            return DeclarationContext(command, context, mutual)
+        if command.start > start:
+            break
+        keyword = command.keyword
+        if keyword == "mutual" and not command.prefixes:
+            frames.append(([], 0, True))
+            mutual_start = command.start
+        elif frames[-1][2]:  # inside a mutual block: declarations, then its ``end``
+            if keyword == "end":
+                frames.pop()
+        elif not _is_context_command(command):
+            continue
+        elif keyword in _SCOPE_OPENERS:
+            frames.append(([command], _name_components(command), False))
+        elif keyword == "end":
+            _close_scope(frames, command, _name_components(command))
+        else:
+            frames[-1][0].append(command)
+    raise ValueError(f"no command at index {start}")
+
+
+def _close_scope(
+    frames: list[tuple[list[Command], int, bool]], end: Command, components: int
+) -> None:
+    """Drop the scopes ``end`` closes with their commands; when the scopes do not line up
+    (``end B`` after ``namespace A.B``), keep every command so replaying them does the same."""
+    closed, popped = 0, []
+    while len(frames) > 1 and (closed < components or not popped):
+        frame = frames.pop()
+        popped.append(frame)
+        closed += frame[1]
+        if components == 0:
+            break
+    if closed == components or (components == 0 and popped and popped[-1][1] == 0):
+        return
+    kept = [c for frame in reversed(popped) for c in frame[0]]
+    frames[-1][0].extend([*kept, end])
+
+
+def _mutual_end(source: str, after: int) -> int:
+    """End of the ``end`` command closing the ``mutual`` block that continues at ``after``
+    (-1 when the file ends first)."""
+    for command in iter_commands(source):
+        if command.start >= after and command.keyword == "end":
+            return command.end
+    return -1

@@ -6,7 +6,10 @@
   parse error → ``TacticError(kind="tactic"|"parse")`` with Lean's text, the REPL's ``interrupt``
   → :class:`TacticTimeout` (process kept), the client watchdog → :class:`TacticTimeout` (process
   killed and relaunched, earlier states stale), a crash → :class:`EnvCrashed`;
-- ``verify`` → ``frontend.process`` of the statement plus ``:= by`` and the proof.
+- ``verify`` → ``frontend.process`` of the proof in its file context: the theorem's file up to
+  the theorem with the proof in place, or (its module imported) the declaration after the
+  context commands still in effect at it, or (no file) the statement; core options go in as
+  ``set_option … in`` (see :meth:`AsyncPantographEnv.verify`).
 
 Goal text is rendered as Lean's ``ppGoal`` prints it and made canonical, so it compares equal to
 traced LeanDojo states. A state's ``handle`` is a :class:`StateHandle` naming the environment,
@@ -28,11 +31,19 @@ import queue
 import re
 import textwrap
 import threading
-from collections.abc import Coroutine, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ...data.lean_lexer import find_top_level_assign, index_of, strip_leading_by
+from ...data.lean_lexer import (
+    declaration_context,
+    find_top_level_assign,
+    header_end,
+    index_of,
+    proof_span,
+    strip_leading_by,
+)
 from ...data.model import Theorem
 from ..base import AsyncProofEnv, ProofEnv, check_tactic_call, check_text, check_timeout
 from ..types import (
@@ -159,17 +170,8 @@ def _declared_name(statement: str) -> re.Match[str] | None:
     return _NAMED_DECL_RE.search(statement)
 
 
-def proof_file(
-    statement: str, proof: str, full_name: str | None = None, rename: bool = False
-) -> str:
-    """The file that checks ``proof`` of ``statement``: ``statement := by`` and the proof
-    indented under it.
-
-    With ``full_name`` ``A.B.c`` and a statement that declares ``c``, the declaration is put in
-    ``namespace A.B`` (as in its source file, so names resolve alike). ``rename`` appends
-    ``_ldv2_check`` to the declared name: a theorem that is already in the REPL's environment
-    (its module is imported) cannot be declared again under its own name.
-    """
+def _tactic_block(proof: str, indent: str = "  ") -> str:
+    """``by`` and ``proof`` (tactic text, a leading ``by`` and CRLF accepted) indented under it."""
     body = proof.replace("\r\n", "\n").strip("\n")
     after_by = strip_leading_by(body)
     if after_by is not None:
@@ -177,7 +179,73 @@ def proof_file(
         if body.startswith(" "):
             body = body.lstrip(" ")
     body = textwrap.dedent(body)
-    indented = "\n".join(("  " + line) if line.strip() else "" for line in body.split("\n"))
+    lines = "\n".join((indent + line) if line.strip() else "" for line in body.split("\n"))
+    return f"by\n{lines}"
+
+
+_OPTION_NAME_RE = re.compile(r"[A-Za-z_][\w.]*\Z")
+_PLAIN_VALUE_RE = re.compile(r"(true|false|\d+)\Z")
+
+
+def _option_items(options: Sequence[str] | Mapping[str, Any] | str | None) -> dict[str, Any]:
+    """``{"maxHeartbeats": 400000}`` from a mapping or ``"key=value"`` items (``--key=value``,
+    as :attr:`PantographConfig.core_options` takes them)."""
+    if not options:
+        return {}
+    if isinstance(options, Mapping):
+        return dict(options)
+    items = [options] if isinstance(options, str) else list(options)
+    out: dict[str, Any] = {}
+    for item in items:
+        text = str(item).strip().removeprefix("--")
+        if not text:
+            continue
+        key, sep, value = text.partition("=")
+        if not sep:
+            raise InteractionError(f"core option {item!r} is not key=value (maxHeartbeats=400000)")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def set_option_prefix(options: Sequence[str] | Mapping[str, Any] | str | None) -> str:
+    """``set_option k v in`` lines, one per core option, to put before a declaration: the REPL's
+    ``frontend.process`` elaborates with empty options (``Frontend.createContextStateFromFile …
+    {}``), so options given at launch do not reach checked text otherwise. Values: ``true``/
+    ``false``, numbers, anything else as a Lean string."""
+    lines = []
+    for key, value in _option_items(options).items():
+        if not _OPTION_NAME_RE.match(key):
+            raise InteractionError(f"{key!r} is not a Lean option name (e.g. maxHeartbeats)")
+        if isinstance(value, bool):
+            text = "true" if value else "false"
+        elif isinstance(value, int):
+            text = str(value)
+        else:
+            text = str(value)
+            if not _PLAIN_VALUE_RE.match(text):
+                text = '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        lines.append(f"set_option {key} {text} in\n")
+    return "".join(lines)
+
+
+def proof_file(
+    statement: str,
+    proof: str,
+    full_name: str | None = None,
+    rename: bool = False,
+    *,
+    options: Sequence[str] | Mapping[str, Any] | None = None,
+) -> str:
+    """The file that checks ``proof`` of ``statement``: ``statement := by`` and the proof
+    indented under it (used when no file context is at hand; see :func:`file_check_text` and
+    :func:`context_check_text` for the routes that keep it).
+
+    With ``full_name`` ``A.B.c`` and a statement that declares ``c``, the declaration is put in
+    ``namespace A.B`` (as in its source file, so names resolve alike). ``rename`` appends
+    ``_ldv2_check`` to the declared name: a theorem that is already in the REPL's environment
+    (its module is imported) cannot be declared again under its own name. ``options`` (core
+    options) become ``set_option … in`` before the declaration.
+    """
     decl = _normalize_statement(statement)
     namespace = None
     m = _declared_name(decl)
@@ -186,12 +254,127 @@ def proof_file(
         if full_name and not name.startswith("_root_.") and full_name.endswith("." + name):
             namespace = full_name[: -len(name) - 1]
         if rename:
-            new = name[:-1] + RENAME_SUFFIX + "»" if name.endswith("»") else name + RENAME_SUFFIX
-            decl = decl[: m.start(1)] + new + decl[m.end(1) :]
-    text = f"{decl} := by\n{indented}\n"
+            decl = _renamed(decl, m)
+    text = f"{set_option_prefix(options)}{decl} := {_tactic_block(proof)}\n"
     if namespace:
         text = f"namespace {namespace}\n\n{text}\nend {namespace}\n"
     return text
+
+
+def _renamed(decl: str, m: re.Match[str]) -> str:
+    name = m.group(1)
+    new = name[:-1] + RENAME_SUFFIX + "»" if name.endswith("»") else name + RENAME_SUFFIX
+    return decl[: m.start(1)] + new + decl[m.end(1) :]
+
+
+@dataclass(frozen=True)
+class CheckedText:
+    """Text for ``frontend.process`` that checks one proof. ``route``: ``"file"`` (the theorem's
+    file up to the theorem, the proof in place), ``"context"`` (the context commands in effect
+    at the theorem, then the theorem) or ``"statement"`` (the statement alone). ``decl_start``:
+    where the checked declaration (with its ``set_option … in`` lines) begins; messages of
+    commands before it (the context) are reported but do not decide the verdict."""
+
+    text: str
+    route: str
+    decl_start: int = 0
+
+    @property
+    def decl_start_byte(self) -> int:
+        """``decl_start`` in UTF-8 bytes (``frontend.process`` unit boundaries are bytes)."""
+        return len(self.text[: self.decl_start].encode("utf-8"))
+
+
+_AFTER_PROOF_RE = re.compile(r"\s*(where|termination_by|decreasing_by)(?![\w'])")
+
+
+def _blank(text: str) -> str:
+    """``text`` with every character but line breaks turned into a space (lines and columns of
+    what follows are kept)."""
+    return re.sub(r"[^\n]", " ", text)
+
+
+def _declaration(source: str, start: int) -> tuple[Any, tuple[int, int]]:
+    """The lexer's context of the declaration at ``start`` and its proof span, or an
+    :class:`InteractionError` saying why the proof cannot be put in place."""
+    try:
+        ctx = declaration_context(source, start)
+    except ValueError:
+        ctx = None
+    span = proof_span(source, start) if ctx is not None else None
+    if ctx is None or span is None:
+        line = source.count("\n", 0, start) + 1
+        raise InteractionError(
+            f"no declaration with a ':=' proof at line {line}: the theorem's start does not "
+            "point at a declaration with a term/tactic proof to replace (pattern-matching or "
+            "`where` definitions are not supported); check Theorem.start and the file"
+        )
+    return ctx, span
+
+
+def file_check_text(
+    source: str,
+    start: int,
+    proof: str,
+    options: Sequence[str] | Mapping[str, Any] | None = None,
+) -> CheckedText:
+    """The theorem's file ``source`` with ``proof`` in place of the proof of the declaration at
+    index ``start`` (:func:`lean_dojo_v2.data.lean_lexer.proof_span`), every other byte of the
+    text before it unchanged, except the header (``import`` lines) turned into blanks: the
+    REPL has imported its modules already and ``frontend.process`` without ``readHeader``
+    reads an ``import`` as a misplaced command. The text ends with the declaration (with its
+    ``where``/``termination_by`` part; with its whole ``mutual`` block): later commands cannot
+    change it. ``options`` go in as ``set_option … in`` right before its command."""
+    ctx, (begin, end) = _declaration(source, start)
+    command = ctx.command
+    if ctx.mutual is not None:
+        stop = len(source) if ctx.mutual[1] < 0 else ctx.mutual[1]
+        cut = ctx.mutual[0]
+    else:
+        stop, cut = end, command.start
+        if _AFTER_PROOF_RE.match(source, end, command.end):
+            stop = command.end
+    head = header_end(source)
+    indent = " " * (command.start - source.rfind("\n", 0, command.start) - 1 + 2)
+    prefix = _blank(source[:head]) + source[head:cut]
+    decl = source[cut:begin] + _tactic_block(proof, indent) + source[end:stop]
+    set_options = set_option_prefix(options)
+    return CheckedText(prefix + set_options + decl + "\n", "file", len(prefix))
+
+
+def context_check_text(
+    source: str,
+    start: int,
+    proof: str,
+    options: Sequence[str] | Mapping[str, Any] | None = None,
+    *,
+    rename: bool = False,
+) -> CheckedText:
+    """The declaration at index ``start`` of ``source`` with ``proof``, after every context
+    command still in effect there (``namespace``, ``section``, ``open``, ``variable``,
+    ``universe``, ``set_option``, ``local`` notation, ``attribute [local …]``… found by
+    :func:`lean_dojo_v2.data.lean_lexer.declaration_context`), for a REPL that has imported
+    the theorem's own module (the file's declarations are in its environment already). The
+    declaration keeps its ``open … in``/``set_option … in`` prefixes; its doc comment,
+    attributes and modifiers are left out (an attribute such as ``@[to_additive foo]`` would
+    declare ``foo`` again). ``rename`` declares it as ``<name>_ldv2_check``."""
+    ctx, (begin, _end) = _declaration(source, start)
+    if ctx.mutual is not None:
+        raise InteractionError(
+            "the theorem lies in a `mutual` block, which cannot be checked apart from its "
+            "module: give the REPL the file's imports instead of its own module, so the whole "
+            "file is checked"
+        )
+    command = ctx.command
+    cut = find_top_level_assign(source, command.keyword_start)
+    decl = source[command.keyword_start : cut].rstrip()
+    m = _declared_name(decl)
+    if rename and m is not None:
+        decl = _renamed(decl, m)
+    context = "".join(source[c.start : c.end] + "\n\n" for c in ctx.context)
+    prefixes = "".join(source[a:b] + "\n" for a, b in command.prefixes)
+    text = f"{set_option_prefix(options)}{prefixes}{decl} := {_tactic_block(proof)}\n"
+    return CheckedText(context + text, "context", len(context))
 
 
 # ---------------------------------------------------------------------------------- async env
@@ -504,29 +687,114 @@ class AsyncPantographEnv(AsyncProofEnv):
             ) from exc
         return statement_from_source(text, theorem.start.line_nb, theorem.start.column_nb)
 
-    async def verify(self, theorem: Theorem, proof: str, timeout: float | None = None) -> Verdict:
-        """Re-check ``proof`` (tactic text after ``by``) of ``theorem`` with Lean's frontend.
+    def _file_text(self, theorem: Theorem) -> str | None:
+        """The theorem's file under ``project_dir``, or None when there is none to read (then a
+        ``theorem_statement`` is needed; without one the reason is raised)."""
+        project = self.config.project_path
+        if project is None or not theorem.file_path:
+            if theorem.theorem_statement:
+                return None
+            self.statement_of(theorem)  # raises: no statement, no project_dir
+        path = Path(project) / theorem.file_path  # type: ignore[arg-type]
+        try:
+            return path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            if theorem.theorem_statement:
+                logger.info(
+                    "verify(%s): reading %s failed (%s); checking the statement alone",
+                    theorem.full_name,
+                    path,
+                    exc,
+                )
+                return None
+            raise InteractionError(
+                f"cannot verify {theorem.full_name}: reading its statement from {path} failed: "
+                f"{exc}"
+            ) from exc
 
-        The declaration is checked under its own name first; when Lean answers that the name is
-        already declared (its module is imported), it is checked again renamed (see
-        :func:`proof_file`)."""
-        statement = self.statement_of(theorem)
-        verdict = await self.check_source(
-            proof_file(statement, proof, theorem.full_name), timeout=timeout
-        )
-        if not verdict.ok and any("has already been declared" in m for m in verdict.messages):
+    async def _declared(self, name: str) -> bool:
+        """Whether ``name`` is in the REPL's environment (its module is imported)."""
+        try:
+            await self.client.env_inspect(name)
+        except PantographError:
+            return False
+        return True
+
+    async def verify(
+        self,
+        theorem: Theorem,
+        proof: str,
+        timeout: float | None = None,
+        *,
+        options: Sequence[str] | Mapping[str, Any] | None = None,
+    ) -> Verdict:
+        """Re-check ``proof`` (tactic text after ``by``) of ``theorem`` with Lean's frontend, in
+        the theorem's file context.
+
+        With the theorem's file at hand (``project_dir / file_path``): when the theorem is not in
+        the REPL's environment, the file up to the theorem with the proof in place
+        (:func:`file_check_text`); when it is (its module is imported, so the file's
+        declarations exist already), the context commands still in effect at the theorem and
+        the theorem under a fresh name (:func:`context_check_text`). Without a file: the
+        statement (``theorem_statement``) in its namespace (:func:`proof_file`), under its own
+        name, then renamed when Lean says it is already declared.
+
+        ``frontend.process`` elaborates with empty options, so the core options of
+        ``PantographConfig.core_options`` and ``options`` (which win; e.g.
+        ``{"maxHeartbeats": 400000}``) go into the text as ``set_option … in`` before the
+        declaration. Only messages of the declaration decide the verdict; those of the context
+        before it are reported with it."""
+        opts = {**_option_items(self.config.core_options), **_option_items(options)}
+        source = self._file_text(theorem)
+        if source is None:
+            statement = self.statement_of(theorem)
             verdict = await self.check_source(
-                proof_file(statement, proof, theorem.full_name, rename=True), timeout=timeout
+                proof_file(statement, proof, theorem.full_name, options=opts), timeout=timeout
             )
+            if not verdict.ok and _already_declared(verdict):
+                verdict = await self.check_source(
+                    proof_file(statement, proof, theorem.full_name, rename=True, options=opts),
+                    timeout=timeout,
+                )
+            return verdict
+        try:
+            start = index_of(source, theorem.start.line_nb, theorem.start.column_nb)
+        except ValueError:
+            raise InteractionError(
+                f"cannot verify {theorem.full_name}: its start (line {theorem.start.line_nb}) "
+                f"is outside {theorem.file_path}; is project_dir at the traced commit?"
+            ) from None
+        declared = await self._declared(theorem.full_name)
+        if not declared:
+            verdict = await self._check_text(file_check_text(source, start, proof, opts), timeout)
+            if not _already_declared(verdict):
+                return verdict
+            logger.info(
+                "verify(%s): the file's declarations are in the REPL's environment already "
+                "(its module is imported); checking the theorem after its context commands",
+                theorem.full_name,
+            )
+        checked = context_check_text(source, start, proof, opts, rename=declared)
+        verdict = await self._check_text(checked, timeout)
+        if not declared and _already_declared(verdict):
+            checked = context_check_text(source, start, proof, opts, rename=True)
+            verdict = await self._check_text(checked, timeout)
         return verdict
 
     async def check_source(self, file_text: str, timeout: float | None = None) -> Verdict:
         """``frontend.process`` of ``file_text`` in the REPL's environment (no header, nothing
-        kept): ok when Lean reports no error and no ``declaration uses 'sorry'``."""
+        kept): ok when Lean reports no error and no ``declaration uses 'sorry'``. The text is
+        elaborated with empty options (put ``set_option … in`` into it, see
+        :func:`set_option_prefix`)."""
+        return await self._check_text(CheckedText(file_text, "text"), timeout)
+
+    async def _check_text(self, checked: CheckedText, timeout: float | None) -> Verdict:
+        """``frontend.process`` of ``checked.text``: ok when no command from
+        ``checked.decl_start`` on has an error or a ``declaration uses 'sorry'``."""
         limit = timeout if timeout is not None else self.config.verify_timeout
         try:
             units = await self.client.frontend_process(
-                file_text,
+                checked.text,
                 read_header=False,
                 inherit_env=False,
                 new_constants=False,
@@ -548,8 +816,14 @@ class AsyncPantographEnv(AsyncProofEnv):
                 "lean",
                 (f"timeout after {limit} s", *(str(m) for m in messages)),
             )
-        bad = [m for m in messages if m.is_error or m.is_sorry_warning]
+        first = checked.decl_start_byte
+        judged = [m for u in units if u.boundary[1] > first or not first for m in u.messages]
+        bad = [m for m in judged if m.is_error or m.is_sorry_warning]
         return Verdict(not bad, BACKEND, "lean", tuple(str(m) for m in messages))
+
+
+def _already_declared(verdict: Verdict) -> bool:
+    return any("has already been declared" in m for m in verdict.messages)
 
 
 # ----------------------------------------------------------------------------- sync wrapper
@@ -666,8 +940,15 @@ class PantographEnv(ProofEnv):
     def goal_root(self, state: ProofState | ProofFinished) -> str | None:
         return self.run_async(self.aenv.goal_root(state))
 
-    def verify(self, theorem: Theorem, proof: str, timeout: float | None = None) -> Verdict:
-        return self.run_async(self.aenv.verify(theorem, proof, timeout))
+    def verify(
+        self,
+        theorem: Theorem,
+        proof: str,
+        timeout: float | None = None,
+        *,
+        options: Sequence[str] | Mapping[str, Any] | None = None,
+    ) -> Verdict:
+        return self.run_async(self.aenv.verify(theorem, proof, timeout, options=options))
 
     def check_source(self, file_text: str, timeout: float | None = None) -> Verdict:
         return self.run_async(self.aenv.check_source(file_text, timeout))
@@ -693,9 +974,13 @@ class PantographEnv(ProofEnv):
 
 __all__ = [
     "AsyncPantographEnv",
+    "CheckedText",
     "EnvCrashed",
     "PantographEnv",
     "StateHandle",
+    "context_check_text",
+    "file_check_text",
     "proof_file",
+    "set_option_prefix",
     "statement_from_source",
 ]
