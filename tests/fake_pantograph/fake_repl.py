@@ -1477,6 +1477,21 @@ class FakeRepl:
             severity="warning",
             kind="hasSorry",
         )
+        unbound = self.unbound_name(source, decl)
+        if unbound is not None:
+            at = source.offset(decl.start)
+            m = re.compile(r"(?<![\w.'])" + re.escape(unbound) + r"(?![\w'!?])").search(
+                source.clean, source.name_span(decl)[1]
+            )
+            pos = m.start() if m else at
+            return [
+                self.message(
+                    f"unknown identifier '{unbound}'",
+                    file_name,
+                    source.position(pos),
+                    source.position(pos + len(unbound)),
+                )
+            ], []
         recorded = self.recorded_name(source, decl)
         initial = self.table.initial_goals(recorded) if recorded else None
         proof = source.tactic_proof(decl) if initial else None
@@ -1545,10 +1560,33 @@ class FakeRepl:
         elaborate a statement; this stands in for Lean elaborating the same statement."""
         if decl.name is not None and self.table.initial_goals(decl.name):
             return decl.name
-        start, end = source.offset(decl.start), source.offset(decl.end) + 1
+        sig = self.declared_signature(source, decl)
+        return self.by_signature.get(sig) if sig else None
+
+    def declared_signature(self, source: SourceFile, decl: Any) -> str:
+        """The declaration's binders and type, with the binders of the `variable` commands in
+        scope that it mentions in front (Lean adds those to the statement)."""
+        end = source.offset(decl.end) + 1
         name_end = source.name_span(decl)[1]
         sig = statement_signature(source.clean[name_end:end], named=False)
-        return self.by_signature.get(sig) if sig else None
+        binders = [b for b in source.variables_at(decl) if any(_mentions(n, sig) for n in b[1])]
+        return " ".join([*(text for text, _ in binders), sig]) if sig else ""
+
+    def unbound_name(self, source: SourceFile, decl: Any) -> str | None:
+        """A name the statement uses that only a binder it lacks would bind: the statement is a
+        recorded one without its leading binders, as when it is checked without the `variable`
+        command its file has (Lean: the name is unknown)."""
+        sig = self.declared_signature(source, decl)
+        if not sig or sig in self.by_signature:
+            return None
+        for recorded in self.by_signature:
+            if recorded.endswith(" " + sig):
+                missing = recorded[: -len(sig) - 1]
+                for _, names in binder_groups(missing):
+                    for name in names:
+                        if _mentions(name, sig):
+                            return name
+        return None
 
     def sorry_goals(self, source: SourceFile, decl: Any) -> list[list[str]]:
         """The goals at each ``sorry`` of a recorded declaration (replaying the tactics before)."""
@@ -1609,6 +1647,28 @@ _KEYWORD = re.compile(
 )
 
 
+def binder_groups(text: str) -> list[tuple[str, list[str]]]:
+    """The top-level binder groups of ``text`` (``(x y : ℝ) [inst : C] {n : ℕ}``): each as
+    ``(text, names bound)``; a group without ``:`` (an instance ``[C α]``) binds nothing."""
+    groups: list[tuple[str, list[str]]] = []
+    depth, begin = 0, -1
+    for i, ch in enumerate(text):
+        if ch in "([{⦃":
+            if depth == 0:
+                begin = i
+            depth += 1
+        elif ch in ")]}⦄" and depth:
+            depth -= 1
+            if depth == 0 and begin >= 0:
+                group = text[begin : i + 1]
+                head = group[1:-1].split(":", 1)
+                names = head[0].split() if len(head) == 2 else []
+                groups.append((" ".join(group.split()), names))
+        elif depth == 0 and ch == ":":
+            break
+    return groups
+
+
 class SourceFile:
     """A Lean file split the way the frontend does: header, then one unit per command."""
 
@@ -1621,6 +1681,28 @@ class SourceFile:
         except ValueError:  # lean_dojo_v2.data.sorry raises on a file without any command
             self.declarations = []
         self._byte_prefix: list[int] | None = None
+        self._variables: dict[int, list[tuple[str, list[str]]]] | None = None
+
+    def variables_at(self, decl: Any) -> list[tuple[str, list[str]]]:
+        """The binder groups of the `variable` commands in scope at ``decl`` (those of a
+        `section`/`namespace` closed by its `end` are gone): ``(text, names)`` in order."""
+        if self._variables is None:
+            self._variables = {}
+            scopes: list[list[tuple[str, list[str]]]] = [[]]
+            starts = {self.offset(d.start): d for d in self.declarations}
+            for begin, stop, unit_decl in self.units():
+                text = self.clean[begin:stop].strip()
+                word = re.match(r"(?:noncomputable\s+)?(\w+)", text)
+                keyword = word.group(1) if word else ""
+                if unit_decl is not None and unit_decl != STRAY and begin in starts:
+                    self._variables[begin] = [g for scope in scopes for g in scope]
+                elif keyword in ("namespace", "section"):
+                    scopes.append([])
+                elif keyword == "end" and len(scopes) > 1:
+                    scopes.pop()
+                elif keyword == "variable":
+                    scopes[-1].extend(binder_groups(text[len("variable") :]))
+        return self._variables.get(self.offset(decl.start), [])
 
     def offset(self, pos: tuple[int, int]) -> int:
         return self._line_starts[pos[0] - 1] + pos[1] - 1

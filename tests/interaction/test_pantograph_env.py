@@ -537,3 +537,123 @@ def test_repl_without_project_runs_in_the_binary_directory(tmp_path):
             pass
     msg = str(err.value)
     assert "Init.olean" in msg and "lean-toolchain" in msg and "LEAN_SYSROOT" in msg
+
+
+# ------------------------------------------------------------- verify in the file's context
+
+CTX_FILE = """import Mathlib
+
+open Real
+
+section
+variable (y : ℕ)
+end
+
+theorem earlier_sorry : True := by
+  sorry
+
+variable (x : ℝ)
+
+/-- x from a `variable` binder -/
+theorem {name} (h₀ : x / 50 = 40) : x = 2000 := by
+  sorry
+
+theorem later_sorry : True := by
+  sorry
+"""
+
+
+def _ctx_theorem(tmp_path, name: str):
+    from lean_dojo_v2.data import Theorem
+
+    text = CTX_FILE.replace("{name}", name)
+    src = tmp_path / "Ctx" / "Basic.lean"
+    src.parent.mkdir(parents=True, exist_ok=True)
+    src.write_text(text, encoding="utf-8")
+    line = text[: text.index(f"theorem {name}")].count("\n") + 1
+    end = line + 1
+    thm = Theorem(
+        url="https://example.org/ctx",
+        commit="0" * 40,
+        file_path="Ctx/Basic.lean",
+        full_name=name,
+        start=Pos(line, 1),
+        end=Pos(end, 8),
+    )
+    return thm, text
+
+
+def _frontend_files(log) -> list[str]:
+    import json
+
+    files = []
+    for line in log.read_text(encoding="utf-8").splitlines():
+        cmd, _, payload = line.partition(" ")
+        if cmd == "frontend.process":
+            files.append(json.loads(payload)["file"])
+    return files
+
+
+def test_verify_checks_the_proof_in_its_file_with_variable_binders(tmp_path):
+    # ``ctx_algebra_24`` is not in the REPL's environment: the file itself is checked, up to
+    # the theorem, the proof in place; its ``x`` comes from ``variable (x : ℝ)``.
+    thm, text = _ctx_theorem(tmp_path, "ctx_algebra_24")
+    log = tmp_path / "requests.log"
+    cfg = fake_config(project_dir=tmp_path, lean_path="", env={"FAKE_PANTOGRAPH_LOG": str(log)})
+    with PantographEnv(cfg) as env:
+        verdict = env.verify(thm, "nlinarith")
+        assert verdict.ok, verdict.messages
+        # the earlier theorem's sorry is reported, but it is not this proof's
+        assert any("declaration uses 'sorry'" in m for m in verdict.messages)
+        assert not env.verify(thm, "linarith [nothing]").ok
+        assert not env.verify(thm, "sorry").ok
+        # Out of its context (the statement alone) the same proof cannot check: x is unbound.
+        from lean_dojo_v2.interaction.pantograph import proof_file
+
+        alone = env.check_source(proof_file("ctx_algebra_24 (h₀ : x / 50 = 40) : x = 2000", "nlinarith"))
+        assert not alone.ok and any("unknown identifier 'x'" in m for m in alone.messages)
+    checked = _frontend_files(log)[0]
+    head = text[: text.index("/-- x from")]
+    assert "import" not in checked and checked.count("\n") >= head.count("\n")
+    assert checked.startswith(" " * len("import Mathlib") + "\n\nopen Real\n")
+    assert checked.endswith("theorem ctx_algebra_24 (h₀ : x / 50 = 40) : x = 2000 := by\n  nlinarith\n")
+    assert "later_sorry" not in checked
+
+
+def test_verify_of_an_imported_theorem_reruns_the_context_commands_in_effect(tmp_path):
+    # ``mathd_algebra_24`` is in the REPL's environment (its module is imported): the file's
+    # declarations exist already, so the theorem is checked renamed after the context commands
+    # still in effect at it (the closed section's variable is not).
+    thm, _ = _ctx_theorem(tmp_path, "mathd_algebra_24")
+    log = tmp_path / "requests.log"
+    cfg = fake_config(project_dir=tmp_path, lean_path="", env={"FAKE_PANTOGRAPH_LOG": str(log)})
+    with PantographEnv(cfg) as env:
+        verdict = env.verify(thm, "nlinarith")
+        assert verdict.ok, verdict.messages
+        assert not env.verify(thm, "exact not_recorded").ok
+    checked = _frontend_files(log)[0]
+    assert checked == (
+        "open Real\n\nvariable (x : ℝ)\n\n"
+        "theorem mathd_algebra_24_ldv2_check (h₀ : x / 50 = 40) : x = 2000 := by\n  nlinarith\n"
+    )
+
+
+def test_verify_passes_core_options_into_the_checked_text(tmp_path, minif2f_theorems):
+    # frontend.process elaborates with empty options: launch options must be in the text.
+    log = tmp_path / "requests.log"
+    cfg = fake_config(
+        core_options=("maxHeartbeats=400000",), env={"FAKE_PANTOGRAPH_LOG": str(log)}
+    )
+    thm = minif2f_theorems[0]
+    proof = "\n".join(t.tactic for t in thm.traced_tactics)
+    with PantographEnv(cfg) as env:
+        assert env.verify(thm, proof, options={"maxRecDepth": 2000, "pp.all": True}).ok
+    ctx_thm, _ = _ctx_theorem(tmp_path, "ctx_algebra_24")
+    with PantographEnv(cfg.with_(project_dir=tmp_path, lean_path="")) as env:
+        assert env.verify(ctx_thm, "nlinarith", options={"maxHeartbeats": 0}).ok
+    statement_route, file_route = _frontend_files(log)
+    assert (
+        "set_option maxHeartbeats 400000 in\nset_option maxRecDepth 2000 in\n"
+        "set_option pp.all true in\ntheorem mathd_algebra_478"
+    ) in statement_route
+    assert "\nset_option maxHeartbeats 0 in\n/-- x from" in file_route  # the call's value wins
