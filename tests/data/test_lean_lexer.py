@@ -6,11 +6,18 @@ statements, proof spans); here each lexer rule gets a small string of its own.
 
 from __future__ import annotations
 
+import json
+import re
+from pathlib import Path
+
 import pytest
 
 from lean_dojo_v2.data.lean_lexer import (
+    declaration_context,
     find_top_level_assign,
+    header_end,
     index_of,
+    iter_commands,
     iter_tokens,
     proof_span,
     strip_leading_by,
@@ -189,3 +196,166 @@ def test_index_of_clamps_columns_and_refuses_lines() -> None:
     assert index_of(source, 1, 99) == 2 and index_of(source, 3, 1) == 6
     with pytest.raises(ValueError, match="outside"):
         index_of(source, 4, 1)
+
+
+# ------------------------------------------------------------------ declaration_context
+
+CONTEXT_SOURCE = """/- Copyright -/
+import Mathlib.Data.Real.Basic
+import Mathlib.Tactic
+
+/-! # Module doc -/
+
+noncomputable section
+
+open Set Filter
+open scoped BigOperators
+
+universe u
+
+namespace Foo
+
+variable {α : Type u} [Preorder α]
+
+section Closed
+variable (gone : α)
+open Gone
+local notation "⋆" => gone
+end Closed
+
+notation "♯" => Nat.succ
+scoped notation "♭" => Nat.pred
+local notation "♮" => Nat.zero
+attribute [simp] Nat.succ_le
+attribute [local simp] Nat.le_succ
+attribute [-simp] Nat.lt_irrefl
+set_option linter.unusedVariables false
+set_option maxRecDepth 1000 in
+theorem skipped : True := trivial
+alias skipped' := skipped
+
+mutual
+theorem m1 : True := trivial
+end
+
+variable (x : α)
+assert_not_exists Bar
+
+/-- doc -/
+@[simp]
+open Classical in
+set_option maxHeartbeats 400000 in
+protected theorem target (h : x ≤ x) : x ≤ x := by
+  exact h
+
+end Foo
+"""
+
+
+def test_declaration_context_lists_the_context_commands_in_effect() -> None:
+    source = CONTEXT_SOURCE
+    start = source.index("theorem target")
+    ctx = declaration_context(source, start)
+    texts = [source[c.start : c.end] for c in ctx.context]
+    assert texts == [
+        "noncomputable section",
+        "open Set Filter",
+        "open scoped BigOperators",
+        "universe u",
+        "namespace Foo",
+        "variable {α : Type u} [Preorder α]",
+        'local notation "♮" => Nat.zero',
+        "attribute [local simp] Nat.le_succ",
+        "attribute [-simp] Nat.lt_irrefl",
+        "set_option linter.unusedVariables false",
+        "variable (x : α)",  # ``assert_not_exists`` in column 1 is not part of it
+    ]
+    command = ctx.command
+    assert source[command.start :].startswith("/-- doc -/") and command.keyword == "theorem"
+    assert command.keyword_start == start and command.modifiers == ("protected",)
+    assert [source[a:b] for a, b in command.prefixes] == [
+        "open Classical in",
+        "set_option maxHeartbeats 400000 in",
+    ]
+    assert source[command.end - len("exact h") : command.end] == "exact h"
+    assert ctx.mutual is None
+    # any index of its header finds the same declaration
+    assert declaration_context(source, source.index("/-- doc")).command == command
+
+
+def test_declaration_context_in_a_mutual_block_and_outside_any_command() -> None:
+    source = CONTEXT_SOURCE
+    ctx = declaration_context(source, source.index("theorem m1"))
+    begin, end = ctx.mutual
+    assert source[begin:end] == "mutual\ntheorem m1 : True := trivial\nend"
+    assert "mutual" not in [c.keyword for c in ctx.context]
+    with pytest.raises(ValueError):
+        declaration_context(source, len(source))
+
+
+def test_declaration_context_end_of_a_dotted_namespace() -> None:
+    source = "namespace A.B\nvariable (n : Nat)\nend A.B\nnamespace C\ntheorem t : n = n := rfl\n"
+    texts = [
+        source[c.start : c.end]
+        for c in declaration_context(source, source.index("theorem")).context
+    ]
+    assert texts == ["namespace C"]
+    # scopes that do not line up are replayed as written
+    source = "namespace A.B\nend B\nvariable (n : Nat)\ntheorem t : n = n := rfl\n"
+    texts = [
+        source[c.start : c.end]
+        for c in declaration_context(source, source.index("theorem")).context
+    ]
+    assert texts == ["namespace A.B", "end B", "variable (n : Nat)"]
+
+
+def test_header_end_and_iter_commands() -> None:
+    source = CONTEXT_SOURCE
+    assert source[: header_end(source)].endswith("import Mathlib.Tactic")
+    assert header_end("theorem t : True := trivial") == 0
+    assert header_end("module\n\npublic import A\nimport all B\n\npublic section\n").__eq__(
+        len("module\n\npublic import A\nimport all B")
+    )
+    keywords = [c.keyword for c in iter_commands(source)]
+    assert keywords[:4] == ["import", "import", "/-! # Module doc -/", "section"]
+    assert keywords.count("theorem") == 3 and "alias" not in keywords  # unknown: not a start
+
+
+def _minictx_records(shared_data: Path) -> list[dict]:
+    records = []
+    for path in sorted((shared_data / "minictx" / "data" / "minictx").glob("*.jsonl")):
+        with path.open(encoding="utf-8") as f:
+            records.extend(json.loads(line) for line in f if line.strip())
+    return records
+
+
+CONTEXT_WORDS = re.compile(
+    r"(noncomputable section|section|namespace|end|open|variable|universe|set_option|omit|include"
+    r"|local \w+|attribute \[(local|-))(?![\w'])"
+)
+
+
+def test_declaration_context_on_real_minictx_files(shared_data: Path) -> None:
+    records = _minictx_records(shared_data)
+    assert len(records) == 13
+    for record in records:
+        source = record["srcContext"] + record["theoremStatement"] + " := by\n  sorry\n"
+        start = len(record["srcContext"])
+        ctx = declaration_context(source, start)
+        assert ctx.command.keyword_start >= start and ctx.mutual is None
+        assert source[ctx.command.start : ctx.command.end].endswith("sorry")
+        opened = []
+        for command in ctx.context:
+            text = source[command.start : command.end]
+            assert CONTEXT_WORDS.match(text), (record["theoremName"], text)
+            assert source[command.start - 1] == "\n"  # a command in column 1
+            if command.keyword == "namespace":
+                opened.append(text.split()[1])
+        # Where the record gives the full name, the namespaces still open are its prefix.
+        name = record["theoremName"]
+        declared = source[ctx.command.keyword_start :].split()[1]
+        if name and record["file"].split("/")[0] != "mathlib4":
+            assert ".".join([*opened, declared]) == name, (name, opened)
+        # every line before the declaration that opens a scope left open is in the context
+        body = source[header_end(source) : ctx.command.start]
+        assert "import" not in re.findall(r"^\w+", body, re.MULTILINE)

@@ -458,9 +458,7 @@ VERSIONS = [pytest.param("0.3.4", id="0.3.4"), pytest.param("0.3.15", id="0.3.15
 
 
 @pytest.mark.parametrize("version", VERSIONS)
-def test_start_gives_leandojo_first_state_so_first_recorded_tactic_works(
-    version, minif2f_theorems
-):
+def test_start_gives_leandojo_first_state_so_first_recorded_tactic_works(version, minif2f_theorems):
     cfg = fake_config(env={**REAL_START, "FAKE_PANTOGRAPH_VERSION": version})
     with PantographEnv(cfg) as env:
         for thm in minif2f_theorems[:5]:
@@ -610,13 +608,17 @@ def test_verify_checks_the_proof_in_its_file_with_variable_binders(tmp_path):
         # Out of its context (the statement alone) the same proof cannot check: x is unbound.
         from lean_dojo_v2.interaction.pantograph import proof_file
 
-        alone = env.check_source(proof_file("ctx_algebra_24 (h₀ : x / 50 = 40) : x = 2000", "nlinarith"))
+        alone = env.check_source(
+            proof_file("ctx_algebra_24 (h₀ : x / 50 = 40) : x = 2000", "nlinarith")
+        )
         assert not alone.ok and any("unknown identifier 'x'" in m for m in alone.messages)
     checked = _frontend_files(log)[0]
     head = text[: text.index("/-- x from")]
     assert "import" not in checked and checked.count("\n") >= head.count("\n")
     assert checked.startswith(" " * len("import Mathlib") + "\n\nopen Real\n")
-    assert checked.endswith("theorem ctx_algebra_24 (h₀ : x / 50 = 40) : x = 2000 := by\n  nlinarith\n")
+    assert checked.endswith(
+        "theorem ctx_algebra_24 (h₀ : x / 50 = 40) : x = 2000 := by\n  nlinarith\n"
+    )
     assert "later_sorry" not in checked
 
 
@@ -641,9 +643,7 @@ def test_verify_of_an_imported_theorem_reruns_the_context_commands_in_effect(tmp
 def test_verify_passes_core_options_into_the_checked_text(tmp_path, minif2f_theorems):
     # frontend.process elaborates with empty options: launch options must be in the text.
     log = tmp_path / "requests.log"
-    cfg = fake_config(
-        core_options=("maxHeartbeats=400000",), env={"FAKE_PANTOGRAPH_LOG": str(log)}
-    )
+    cfg = fake_config(core_options=("maxHeartbeats=400000",), env={"FAKE_PANTOGRAPH_LOG": str(log)})
     thm = minif2f_theorems[0]
     proof = "\n".join(t.tactic for t in thm.traced_tactics)
     with PantographEnv(cfg) as env:
@@ -657,3 +657,62 @@ def test_verify_passes_core_options_into_the_checked_text(tmp_path, minif2f_theo
         "set_option pp.all true in\ntheorem mathd_algebra_478"
     ) in statement_route
     assert "\nset_option maxHeartbeats 0 in\n/-- x from" in file_route  # the call's value wins
+
+
+def test_checked_text_of_real_minictx_files_keeps_the_file_context(shared_data):
+    import json
+    import re
+
+    from lean_dojo_v2.data.lean_lexer import header_end
+    from lean_dojo_v2.interaction.pantograph.env import context_check_text, file_check_text
+
+    folder = shared_data / "minictx" / "data" / "minictx"
+    records = [
+        json.loads(line)
+        for path in sorted(folder.glob("*.jsonl"))
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    ]
+    assert records
+    for record in records:
+        context, statement = record["srcContext"], record["theoremStatement"]
+        source = context + statement + " := by\n  sorry\n\ntheorem later : True := trivial\n"
+        start = len(context) + statement.index(
+            re.search(r"\b(theorem|lemma|instance)\b", statement)[0]
+        )
+        checked = file_check_text(source, start, "simp", {"maxHeartbeats": 400000})
+        head = header_end(source)
+        # every byte before the declaration kept, the header blanked line for line
+        cut = checked.decl_start  # the declaration's command (its doc comment may be in context)
+        assert cut <= start and checked.text[head:cut] == source[head:cut]
+        assert (
+            checked.text[cut:]
+            .replace("set_option maxHeartbeats 400000 in\n", "", 1)
+            .startswith(source[cut : source.index(" := by\n  sorry", start)])
+        )
+        assert checked.text[:head].strip() == "" and checked.text[:head].count("\n") == source[
+            :head
+        ].count("\n")
+        decl = checked.text[checked.decl_start :]
+        assert decl.startswith("set_option maxHeartbeats 400000 in\n")
+        assert decl.endswith(" := by\n  simp\n") and "later" not in decl
+        renamed = context_check_text(source, start, "simp", rename=True)
+        assert not re.search(r"^import", renamed.text, re.MULTILINE)
+        if not statement.lstrip().startswith("instance"):  # an unnamed instance keeps its name
+            assert "_ldv2_check" in renamed.text[renamed.decl_start :]
+        # every `variable` of a scope still open at the theorem is kept
+        assert renamed.text.count("variable") <= context.count("\nvariable")
+
+
+def test_theorem_in_a_mutual_block_is_checked_with_its_block():
+    from lean_dojo_v2.interaction import InteractionError
+    from lean_dojo_v2.interaction.pantograph.env import context_check_text, file_check_text
+
+    source = "mutual\ntheorem a : True := by\n  sorry\ntheorem b : True := trivial\nend\n\ntheorem c : True := trivial\n"
+    start = source.index("theorem a")
+    checked = file_check_text(source, start, "trivial")
+    assert (
+        checked.text == source[: source.index("\n\ntheorem c")].replace("sorry", "trivial") + "\n"
+    )
+    with pytest.raises(InteractionError, match="mutual"):
+        context_check_text(source, start, "trivial")

@@ -804,9 +804,7 @@ class AsyncPantographEnv(AsyncProofEnv):
             return Verdict(False, BACKEND, "lean", (f"timeout: {exc}",))
         except PantographError as exc:
             if exc.is_frontend_interrupt:
-                return Verdict(
-                    False, BACKEND, "lean", (f"timeout after {limit} s ({exc.desc})",)
-                )
+                return Verdict(False, BACKEND, "lean", (f"timeout after {limit} s ({exc.desc})",))
             raise
         messages = [m for u in units for m in u.messages]
         if limit is not None and any(m.is_interrupt for m in messages):
