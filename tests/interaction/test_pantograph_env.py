@@ -716,3 +716,32 @@ def test_theorem_in_a_mutual_block_is_checked_with_its_block():
     )
     with pytest.raises(InteractionError, match="mutual"):
         context_check_text(source, start, "trivial")
+
+
+def test_finaliser_and_calls_never_wait_on_a_dead_event_loop(sample_proofs):
+    """A PantographEnv garbage-collected after its loop thread is gone used to block the whole
+    process forever (``__del__`` → ``close()`` waited on a loop that no longer ran)."""
+    import time as _time
+
+    from lean_dojo_v2.interaction import EnvClosed
+
+    env = PantographEnv(fake_config())
+    state = env.start(sample_proofs[0])
+    pid = env.client.pid
+    assert pid is not None
+    env._thread.stop()  # the loop thread dies under the env (as at interpreter shutdown)
+    t0 = _time.monotonic()
+    with pytest.raises(EnvClosed):
+        env.run_tactic(state, "rfl")
+    env.__del__()  # must return at once and leave no REPL behind
+    assert _time.monotonic() - t0 < 5
+    for _ in range(50):
+        try:  # gone, or a zombie nobody reaps any more (its loop is dead): either way, killed
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    break
+        except FileNotFoundError:
+            break
+        _time.sleep(0.1)
+    else:
+        raise AssertionError(f"REPL pid {pid} survived the finaliser")

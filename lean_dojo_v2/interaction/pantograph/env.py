@@ -29,6 +29,7 @@ import logging
 import os
 import queue
 import re
+import signal
 import textwrap
 import threading
 from collections.abc import Coroutine, Mapping, Sequence
@@ -865,11 +866,25 @@ class _LoopThread:
             holder.append(task)
             task.add_done_callback(done.put)
 
+        if loop.is_closed() or not self.thread.is_alive():
+            coro.close()
+            raise EnvClosed("this environment's event loop has stopped; create a new one")
         loop.call_soon_threadsafe(start)
         try:
-            task = done.get()
+            while True:
+                try:
+                    task = done.get(timeout=1.0)
+                    break
+                except queue.Empty:
+                    # Never wait on a loop that is gone (it would be forever).
+                    if not self.thread.is_alive():
+                        raise EnvClosed(
+                            "this environment's event loop stopped during the call; create a "
+                            "new one"
+                        ) from None
         except BaseException:
-            loop.call_soon_threadsafe(lambda: holder and holder[0].cancel())
+            if not loop.is_closed():
+                loop.call_soon_threadsafe(lambda: holder and holder[0].cancel())
             raise
         return task.result()
 
@@ -963,9 +978,21 @@ class PantographEnv(ProofEnv):
             self._thread.stop()
 
     def __del__(self) -> None:
+        # A finaliser may run on any thread at any time, even after the loop thread is gone: it
+        # must never wait. Kill the REPL's process group outright and let the daemon thread go.
+        if getattr(self, "_closed", True):
+            return
+        self._closed = True
         try:
-            if not self._closed:
-                self.close()
+            pid = self.aenv.client.pid
+            if pid is not None:
+                os.killpg(pid, signal.SIGKILL)
+        except Exception:  # noqa: BLE001 - nothing may escape a finaliser
+            pass
+        try:
+            loop = self._thread.loop
+            if loop.is_running():
+                loop.call_soon_threadsafe(loop.stop)
         except Exception:  # noqa: BLE001
             pass
 
