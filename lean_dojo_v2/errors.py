@@ -201,3 +201,15 @@ class CommandTimeoutError(CommandError, TimeoutError):
 
 class CommandOutputError(CommandError, ValueError):
     """The program printed something that is not the text expected (e.g. not UTF-8)."""
+
+
+class ModelError(LeanDojoError):
+    """Base of errors raised by the models layer (``lean_dojo_v2.models``): loading a model,
+    converting the bundled GGUF, generating tactics."""
+
+
+class ModelNotFoundError(ModelError, FileNotFoundError):
+    """A model name, directory, ``.gguf`` file or adapter could not be found or loaded (offline,
+    a hub id is only found in the local Hugging Face cache). The message names what was tried
+    and the valid forms: ``None``/``"smollm2"`` (the bundled default), a Hugging Face id, a local
+    model directory, a ``.gguf`` file, or a PEFT adapter directory."""

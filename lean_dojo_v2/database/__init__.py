@@ -21,6 +21,7 @@ from .errors import (
     DatabaseNotFoundError,
     DatabasePermissionError,
     NotFoundError,
+    RecordNotFoundError,
     RepositoryExistsError,
 )
 from .records import ProofRecord, RepositoryInfo, StoredTheorem, TrainingRun
@@ -37,6 +38,7 @@ __all__ = [
     "DynamicDatabase",
     "NotFoundError",
     "ProofRecord",
+    "RecordNotFoundError",
     "RepositoryDifficulty",
     "RepositoryExistsError",
     "RepositoryInfo",

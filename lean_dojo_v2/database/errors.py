@@ -15,8 +15,11 @@ class DatabaseError(LeanDojoError):
     this library, a repository or theorem that is not there, a conflicting write."""
 
 
-class NotFoundError(DatabaseError, LookupError):
+class RecordNotFoundError(DatabaseError, LookupError):
     """A repository, theorem or training run that the database does not hold."""
+
+
+NotFoundError = RecordNotFoundError  # deprecated name, kept so that old code still works
 
 
 class DatabaseNotFoundError(DatabaseError, FileNotFoundError):

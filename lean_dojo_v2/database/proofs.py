@@ -9,7 +9,7 @@ from typing import Any
 
 from ..data import Theorem, TracedTactic
 from .common import RepositoryRef, named, now
-from .errors import NotFoundError
+from .errors import RecordNotFoundError
 from .ingest import encode_json
 from .queries import TheoremQueries
 from .records import ProofRecord, StoredTheorem, TrainingRun
@@ -68,7 +68,7 @@ class ProofsAndRuns(TheoremQueries):
                     "SELECT 1 FROM training_runs WHERE id = ?", (training_run,)
                 ).fetchone()
             ):
-                raise NotFoundError(f"no training run {training_run}")
+                raise RecordNotFoundError(f"no training run {training_run}")
             cur = conn.execute(
                 "INSERT INTO proofs (theorem_id, tactics, proof_text, backend, verified, time_s, "
                 "model, training_run_id, found_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -177,7 +177,7 @@ class ProofsAndRuns(TheoremQueries):
                 ),
             )
             if cur.rowcount == 0:
-                raise NotFoundError(f"no training run {run_id}")
+                raise RecordNotFoundError(f"no training run {run_id}")
 
     def training_runs(self) -> list[TrainingRun]:
         runs = []

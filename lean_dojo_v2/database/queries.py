@@ -10,7 +10,7 @@ from ..data import Annotation, Pos, Theorem, TracedTactic
 from .common import RepositoriesArg, StatusFilter, chunks, marks
 from .curriculum import CurriculumQueries, difficulty_sql
 from .difficulty import CATEGORIES
-from .errors import NotFoundError
+from .errors import RecordNotFoundError
 from .records import StoredTheorem
 from .schema import SORRY_STATUSES
 
@@ -129,7 +129,7 @@ class TheoremQueries(CurriculumQueries):
 
     def get_theorem(self, theorem: Theorem | StoredTheorem | int) -> StoredTheorem:
         """The stored theorem for a record (matched on url, commit, file, name and start) or an
-        id; :class:`NotFoundError` when absent."""
+        id; :class:`RecordNotFoundError` when absent."""
         tid = self._theorem_id(theorem)
         rows = self._conn.execute(
             f"SELECT {THEOREM_COLUMNS} FROM {THEOREM_FROM} WHERE t.id = ?", (tid,)
@@ -142,7 +142,7 @@ class TheoremQueries(CurriculumQueries):
         if isinstance(theorem, int) and not isinstance(theorem, bool):
             row = self._conn.execute("SELECT id FROM theorems WHERE id = ?", (theorem,)).fetchone()
             if row is None:
-                raise NotFoundError(f"no theorem with id {theorem}")
+                raise RecordNotFoundError(f"no theorem with id {theorem}")
             return row[0]
         if not isinstance(theorem, Theorem):
             raise TypeError(f"expected a Theorem or a theorem id, got {type(theorem).__name__}")
@@ -160,7 +160,7 @@ class TheoremQueries(CurriculumQueries):
             ),
         ).fetchone()
         if row is None:
-            raise NotFoundError(
+            raise RecordNotFoundError(
                 f"no theorem {theorem.full_name!r} at {theorem.file_path}:{theorem.start[0]}:"
                 f"{theorem.start[1]} of {theorem.url} @ {theorem.commit}"
             )

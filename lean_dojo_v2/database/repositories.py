@@ -18,7 +18,7 @@ from ..data.model import repo_name_from_url
 from ..errors import DataFormatError
 from .common import RepositoriesArg, RepositoryRef, chunks, marks, named, now, parse_date
 from .connection import DatabaseConnection
-from .errors import NotFoundError
+from .errors import RecordNotFoundError
 from .ingest import encode_json
 from .records import RepositoryInfo
 
@@ -202,7 +202,7 @@ class RepositoryQueries(DatabaseConnection):
     def resolve_repositories(self, repositories: RepositoriesArg = None) -> list[RepositoryInfo]:
         """Repository versions from references: a :class:`RepositoryInfo`, an id, ``(url,
         commit)``, or a url (its latest version); ``None`` means all. Unknown ones raise
-        :class:`NotFoundError`."""
+        :class:`RecordNotFoundError`."""
         if repositories is None:
             return self.repositories()
         if isinstance(repositories, (RepositoryInfo, int, str, tuple)):
@@ -223,7 +223,7 @@ class RepositoryQueries(DatabaseConnection):
             else:
                 raise TypeError(f"not a repository reference: {ref!r}")
             if info is None:
-                raise NotFoundError(f"no repository {ref!r} in {self.path}")
+                raise RecordNotFoundError(f"no repository {ref!r} in {self.path}")
             if info.id not in ids:
                 ids.append(info.id)
         return self._repositories_by_ids(ids)
@@ -235,7 +235,7 @@ class RepositoryQueries(DatabaseConnection):
                 "DELETE FROM repositories WHERE url = ? AND commit_hash = ?", (url, commit)
             )
             if cur.rowcount == 0:
-                raise NotFoundError(f"repository {url!r} with commit {commit!r} not found")
+                raise RecordNotFoundError(f"repository {url!r} with commit {commit!r} not found")
 
     def load_repository(self, repository: RepositoryRef) -> Repository:
         """Materialise one repository version as a :class:`~lean_dojo_v2.data.Repository`

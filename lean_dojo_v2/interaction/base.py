@@ -81,7 +81,7 @@ class ProofEnv(ABC):
         """Re-check a whole proof (tactic text after ``by``) of ``theorem``."""
 
     def close(self) -> None:  # noqa: B027 - optional hook, most backends need it
-        """Free the backend's resources; afterwards every call raises :class:`EnvClosed`."""
+        """Free the backend's resources; afterwards every call raises :class:`EnvClosedError`."""
 
     def __enter__(self) -> ProofEnv:
         return self

@@ -31,7 +31,7 @@ from ..data.model import Theorem
 from ..data.sorry import find_sorry_tokens
 from .base import AsyncProofEnv, ProofEnv, check_tactic_call
 from .types import (
-    EnvClosed,
+    EnvClosedError,
     ProofFinished,
     ProofState,
     TacticError,
@@ -204,7 +204,7 @@ class ReplayEnv(ProofEnv):
 
     def _check_open(self) -> None:
         if self._closed:
-            raise EnvClosed("this ReplayEnv is closed; create a new one")
+            raise EnvClosedError("this ReplayEnv is closed; create a new one")
 
     def start(self, theorem: Theorem | str) -> ProofState:
         self._check_open()

@@ -3,8 +3,8 @@
 A search talks to Lean only through these: ``run_tactic`` returns a :class:`ProofState` (goals
 remain), :class:`ProofFinished` (no goals left) or a :class:`TacticError` (Lean rejected the
 tactic; :class:`TacticTimeout` is the case where it ran out of time). A backend that dies raises
-:class:`EnvCrashed`. Every result says which backend produced it, so a report can never pass off
-a replayed result as one checked by Lean.
+:class:`EnvCrashedError`. Every result says which backend produced it, so a report can never pass
+off a replayed result as one checked by Lean.
 """
 
 from __future__ import annotations
@@ -19,7 +19,9 @@ from ..errors import LeanNotFoundError as _LeanNotFoundError
 # The public results and errors of the Lean boundary (re-exported by ``lean_dojo_v2.interaction``).
 __all__ = [
     "EnvClosed",
+    "EnvClosedError",
     "EnvCrashed",
+    "EnvCrashedError",
     "InteractionError",
     "InvalidRequestError",
     "LeanNotFoundError",
@@ -114,7 +116,7 @@ class Verdict:
         return self.ok
 
 
-class EnvClosed(InteractionError, RuntimeError):
+class EnvClosedError(InteractionError, RuntimeError):
     """The environment was closed (``close()``, or its context manager exited); open a new one.
     Every backend raises this (or a subclass) for a call after ``close()``. It is also a
     ``RuntimeError``, which ``ReplayEnv`` raised before."""
@@ -126,9 +128,14 @@ class InvalidRequestError(InteractionError, ValueError):
     environment is unchanged. The message says which argument to fix."""
 
 
-class EnvCrashed(InteractionError):
+class EnvCrashedError(InteractionError):
     """The backend process died or answered garbage. States it handed out are invalid; the
     environment restarts itself on the next call where it can."""
+
+
+# Deprecated names (before every error ended in ``Error``), kept so that old code still works.
+EnvClosed = EnvClosedError
+EnvCrashed = EnvCrashedError
 
 
 # No Lean / no Pantograph binary: one class for the whole library (tracing raises it too).

@@ -13,7 +13,7 @@ from lean_dojo_v2.database import (
     SCHEMA_VERSION,
     DatabaseError,
     DynamicDatabase,
-    NotFoundError,
+    RecordNotFoundError,
     schema,
 )
 from lean_dojo_v2.errors import LeanDojoError
@@ -190,7 +190,7 @@ def test_delete_repository(db: DynamicDatabase, records: list[dict], make_datase
         "SELECT COUNT(*) FROM files WHERE repository_id = ?", (a.id,)
     ).fetchone()[0]
     assert leftover == 0
-    with pytest.raises(NotFoundError):
+    with pytest.raises(RecordNotFoundError):
         db.delete_repository(a.url, a.commit)
     assert db.connection.execute("PRAGMA foreign_key_check").fetchall() == []
 
@@ -237,12 +237,12 @@ def test_theorem_filters(db: DynamicDatabase, records: list[dict], make_dataset)
     assert db.count_theorems(status="sorry") == 0
     with pytest.raises(ValueError):
         list(db.theorems(status="nonsense"))
-    with pytest.raises(NotFoundError):
+    with pytest.raises(RecordNotFoundError):
         list(db.theorems("https://x/none"))
     stored = next(db.stored_theorems(a, full_name=name))
     assert db.get_theorem(stored.theorem).id == stored.id
     assert db.get_theorem(stored.id).theorem == stored.theorem
-    with pytest.raises(NotFoundError):
+    with pytest.raises(RecordNotFoundError):
         db.get_theorem(Theorem.from_dict(dict(records[5], commit="f" * 40)))
 
 
@@ -261,7 +261,7 @@ def test_repository_info_errors(db: DynamicDatabase) -> None:
         db.add_repository(42)  # type: ignore[arg-type]
     with pytest.raises(LeanDojoError):
         db.add_repository(Path("/nonexistent/dataset"))
-    with pytest.raises(NotFoundError):
+    with pytest.raises(RecordNotFoundError):
         db.resolve_repositories([999])
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from lean_dojo_v2.data import TracedTactic
-from lean_dojo_v2.database import DynamicDatabase, NotFoundError
+from lean_dojo_v2.database import DynamicDatabase, RecordNotFoundError
 
 from .conftest import replicate
 
@@ -121,9 +121,9 @@ def test_record_proof_moves_to_proved(
     assert db.get_theorem(proven.id).sorry_status == "proven"
     with pytest.raises(ValueError):
         db.record_proof(proven, [])
-    with pytest.raises(NotFoundError):
+    with pytest.raises(RecordNotFoundError):
         db.record_proof(10_000, ["rfl"])
-    with pytest.raises(NotFoundError):
+    with pytest.raises(RecordNotFoundError):
         db.record_proof(proven, ["rfl"], training_run=99)
     assert db.stats()["proofs"] == 3  # failed calls changed nothing
 
@@ -156,7 +156,7 @@ def test_training_runs(db: DynamicDatabase, records: list[dict], make_dataset) -
     assert (tr.kind, tr.model, tr.status, tr.checkpoint) == ("sft", "smollm2", "finished", "ckpt/1")
     assert tr.config == {"lr": 1e-4} and tr.metrics == {"loss": 0.5}
     assert tr.repository_ids == [b.id, a.id] and tr.finished_at
-    with pytest.raises(NotFoundError):
+    with pytest.raises(RecordNotFoundError):
         db.finish_training_run(42)
     db.connection.execute("DELETE FROM training_runs WHERE id = ?", (run,))
     assert db.proofs(stored)[0].training_run_id is None  # ON DELETE SET NULL

@@ -14,7 +14,7 @@ from lean_dojo_v2.data import goal_texts, sorry_declarations
 from lean_dojo_v2.data.lean_lexer import index_of
 from lean_dojo_v2.errors import ConfigError
 from lean_dojo_v2.interaction import (
-    EnvClosed,
+    EnvClosedError,
     InteractionError,
     InvalidRequestError,
     LeanNotFoundError,
@@ -539,7 +539,7 @@ def test_pantograph_env_after_close_raises_env_closed(sample_proofs):
     env = PantographEnv(fake_config())
     state = env.start(thm)
     env.close()
-    with pytest.raises(EnvClosed):
+    with pytest.raises(EnvClosedError):
         env.run_tactic(state, "rfl")
-    with pytest.raises(EnvClosed):
+    with pytest.raises(EnvClosedError):
         env.start(thm)

@@ -10,7 +10,7 @@ import pytest
 from lean_dojo_v2.data import Theorem, goal_texts, load_theorems, sample_dataset_path
 from lean_dojo_v2.errors import LeanDojoError
 from lean_dojo_v2.interaction import (
-    EnvClosed,
+    EnvClosedError,
     InteractionError,
     InvalidRequestError,
     ProofEnv,
@@ -266,7 +266,7 @@ def test_replay_after_close_raises_the_shared_env_closed_error(theorems):
         lambda: env.run_tactic(state, thm.traced_tactics[0].tactic),
         lambda: env.verify(thm, "by\n  " + thm.traced_tactics[0].tactic),
     ):
-        with pytest.raises(EnvClosed) as info:
+        with pytest.raises(EnvClosedError) as info:
             call()
         assert isinstance(info.value, InteractionError)  # the contract PantographEnv keeps
         assert isinstance(info.value, LeanDojoError) and "closed" in str(info.value)

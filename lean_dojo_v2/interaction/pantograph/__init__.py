@@ -8,7 +8,7 @@
 Importing this package starts nothing.
 """
 
-from .client import AsyncPantographClient, ClientClosed
+from .client import AsyncPantographClient, ClientClosed, ClientClosedError
 from .config import PantographConfig
 from .env import AsyncPantographEnv, PantographEnv, StateHandle, proof_file, statement_from_source
 from .locate import (
@@ -21,7 +21,15 @@ from .locate import (
     parse_version,
 )
 from .pool import PantographPool
-from .process import ReplDied, ReplProcess, ReplProtocolError, ReplStartError, ReplTimeout
+from .process import (
+    ReplDied,
+    ReplDiedError,
+    ReplProcess,
+    ReplProtocolError,
+    ReplStartError,
+    ReplTimeout,
+    ReplTimeoutError,
+)
 from .protocol import (
     CompilationUnit,
     ContinuedGoal,
@@ -44,6 +52,7 @@ __all__ = [
     "AsyncPantographClient",
     "AsyncPantographEnv",
     "ClientClosed",
+    "ClientClosedError",
     "CompilationUnit",
     "ContinuedGoal",
     "DistilTarget",
@@ -57,10 +66,12 @@ __all__ = [
     "PantographError",
     "PantographPool",
     "ReplDied",
+    "ReplDiedError",
     "ReplProcess",
     "ReplProtocolError",
     "ReplStartError",
     "ReplTimeout",
+    "ReplTimeoutError",
     "ReplVersion",
     "StartedGoal",
     "StateHandle",

@@ -4,8 +4,8 @@ One method per REPL command; replies become the typed objects of :mod:`.protocol
 object becomes :class:`~.protocol.PantographError` (except for ``goal.tactic``, whose four outcome
 shapes all come back as a :class:`~.protocol.TacticOutcome`). Requests are serialised (one in
 flight; replies are FIFO), each under a client-side watchdog. A timeout, a crash or a garbage line
-kills the process and raises an :class:`~lean_dojo_v2.interaction.types.EnvCrashed` subclass; the
-client relaunches in the background and bumps :attr:`generation`, so states from before are known
+kills the process and raises an :class:`~lean_dojo_v2.interaction.types.EnvCrashedError` subclass;
+the client relaunches in the background and bumps :attr:`generation`, so states from before are known
 to be stale. REPL options are restored after every relaunch.
 """
 
@@ -25,7 +25,7 @@ from typing import Any
 import orjson
 
 from ...errors import LeanNotFoundError
-from ..types import EnvClosed, EnvCrashed, InteractionError, StaleStateError
+from ..types import EnvClosedError, EnvCrashedError, InteractionError, StaleStateError
 from .config import PantographConfig
 from .locate import (
     Located,
@@ -65,8 +65,11 @@ _TIMED = frozenset(
 _TACTIC_FIELDS = ("tactic", "mode", "expr", "have", "let", "draft")
 
 
-class ClientClosed(EnvClosed):
+class ClientClosedError(EnvClosedError):
     """The client was closed."""
+
+
+ClientClosed = ClientClosedError  # deprecated name, kept so that old code still works
 
 
 class AsyncPantographClient:
@@ -215,7 +218,7 @@ class AsyncPantographClient:
 
     async def _ensure(self) -> ReplProcess:
         if self._closed:
-            raise ClientClosed("this Pantograph client is closed")
+            raise ClientClosedError("this Pantograph client is closed")
         proc = self._proc
         if proc is not None and proc.alive:
             return proc
@@ -224,12 +227,12 @@ class AsyncPantographClient:
             self._restart_task = None
             try:
                 proc = await task
-            except EnvCrashed:
+            except EnvCrashedError:
                 raise
             except BaseException as exc:
                 if isinstance(exc, (InteractionError, LeanNotFoundError)):
                     raise
-                raise EnvCrashed(f"restarting the Pantograph REPL failed: {exc!r}") from exc
+                raise EnvCrashedError(f"restarting the Pantograph REPL failed: {exc!r}") from exc
             if proc.alive:
                 return proc
         return await self._launch()
@@ -403,7 +406,7 @@ class AsyncPantographClient:
             self._flush_deletes(proc)
             limit = cfg.watchdog_limit(timeout) if timeout is not None else cfg.request_timeout
             return await proc.request(cmd, payload, limit)
-        except EnvCrashed:
+        except EnvCrashedError:
             await proc.kill()
             self._on_dead(proc)
             raise
@@ -496,7 +499,7 @@ class AsyncPantographClient:
                     "goal.print", {"stateId": started.state_id, "goals": True}, None, generation
                 )
             except StaleStateError as exc:
-                raise EnvCrashed(
+                raise EnvCrashedError(
                     f"the Pantograph REPL restarted during goal.start: {exc}"
                 ) from None
             if "error" in printed:

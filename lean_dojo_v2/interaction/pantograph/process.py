@@ -23,7 +23,7 @@ from typing import Any
 
 import orjson
 
-from ..types import EnvCrashed
+from ..types import EnvCrashedError
 
 logger = logging.getLogger("lean_dojo_v2.interaction.pantograph")
 
@@ -51,11 +51,11 @@ def _register(pgid: int) -> None:
     _running_groups.add(pgid)
 
 
-class ReplDied(EnvCrashed):
+class ReplDiedError(EnvCrashedError):
     """The REPL process exited (or closed stdout) while a reply was awaited."""
 
 
-class ReplTimeout(EnvCrashed):
+class ReplTimeoutError(EnvCrashedError):
     """No reply within the client-side time limit; the process was killed (its states are lost)."""
 
     def __init__(self, message: str, timeout: float) -> None:
@@ -63,11 +63,16 @@ class ReplTimeout(EnvCrashed):
         self.timeout = timeout
 
 
-class ReplProtocolError(EnvCrashed):
+# Deprecated names (before every error ended in ``Error``), kept so that old code still works.
+ReplDied = ReplDiedError
+ReplTimeout = ReplTimeoutError
+
+
+class ReplProtocolError(EnvCrashedError):
     """The REPL wrote something that is not one JSON object per line; the process was killed."""
 
 
-class ReplStartError(EnvCrashed):
+class ReplStartError(EnvCrashedError):
     """The REPL did not print ``ready.`` (it exited, printed something else, or took longer than
     the ready timeout). The message carries the tail of its stderr."""
 
@@ -171,7 +176,7 @@ class _ReplPipes(asyncio.SubprocessProtocol):
         while self.waiters:
             fut = self.waiters.popleft()
             if not fut.done():
-                fut.set_exception(ReplDied("the Pantograph REPL closed its output"))
+                fut.set_exception(ReplDiedError("the Pantograph REPL closed its output"))
 
     # -- helpers
     def stderr_tail(self, n: int | None = None) -> str:
@@ -187,7 +192,7 @@ class _ReplPipes(asyncio.SubprocessProtocol):
         if self.lines:
             fut.set_result(self.lines.popleft())
         elif self.stdout_closed:
-            fut.set_exception(ReplDied("the Pantograph REPL closed its output"))
+            fut.set_exception(ReplDiedError("the Pantograph REPL closed its output"))
         else:
             self.waiters.append(fut)
         return fut
@@ -307,7 +312,7 @@ class ReplProcess:
                     + " Importing large libraries (Mathlib) can take minutes: raise "
                     "PantographConfig.ready_timeout if it is merely slow."
                 ) from None
-            except ReplDied:
+            except ReplDiedError:
                 code = await self._exit_code()
                 raise ReplStartError(
                     f"the Pantograph REPL exited with code {code} before printing 'ready.' "
@@ -366,7 +371,9 @@ class ReplProcess:
         """Write one encoded request; the future gets its reply line (FIFO)."""
         if not self.alive:
             fut: asyncio.Future[bytes] = self.pipes.loop.create_future()
-            fut.set_exception(ReplDied(self._dead_reason or "the Pantograph REPL is not running"))
+            fut.set_exception(
+                ReplDiedError(self._dead_reason or "the Pantograph REPL is not running")
+            )
             return fut
         if self.pipes.lines:
             stray = self.pipes.lines.popleft()
@@ -386,7 +393,7 @@ class ReplProcess:
 
     async def request(self, cmd: str, payload: Any, timeout: float) -> dict[str, Any]:
         """Send one command and return its decoded reply (error objects included). Raises
-        :class:`ReplTimeout` (after killing the process), :class:`ReplDied`,
+        :class:`ReplTimeoutError` (after killing the process), :class:`ReplDiedError`,
         :class:`ReplProtocolError` (after killing it)."""
         return await self.receive(self.send(self.encode(cmd, payload)), cmd, timeout)
 
@@ -422,15 +429,15 @@ class ReplProcess:
             line = await fut
         except TimeoutError:
             await self.kill()
-            raise ReplTimeout(
+            raise ReplTimeoutError(
                 f"no answer to {cmd} within {timeout:g} s; the Pantograph REPL was killed and its "
                 "proof states are lost." + self._stderr_note(),
                 timeout,
             ) from None
-        except ReplDied:
+        except ReplDiedError:
             code = await self._exit_code()
             self._dead_reason = f"exited with code {code}"
-            raise ReplDied(
+            raise ReplDiedError(
                 f"the Pantograph REPL died during {cmd} (exit code {code}); its proof states are "
                 "lost." + self._stderr_note()
             ) from None
