@@ -5,7 +5,7 @@
   ``hasSorry``/``hasUnsafe`` → the state is deleted and ``TacticError(kind="sorry")``, a failure or
   parse error → ``TacticError(kind="tactic"|"parse")`` with Lean's text, the REPL's ``interrupt``
   → :class:`TacticTimeout` (process kept), the client watchdog → :class:`TacticTimeout` (process
-  killed and relaunched, earlier states stale), a crash → :class:`EnvCrashed`;
+  killed and relaunched, earlier states stale), a crash → :class:`EnvCrashedError`;
 - ``verify`` → ``frontend.process`` of the proof in its file context: the theorem's file up to
   the theorem with the proof in place, or (its module imported) the declaration after the
   context commands still in effect at it, or (no file) the statement; core options go in as
@@ -48,8 +48,9 @@ from ...data.lean_lexer import (
 from ...data.model import Theorem
 from ..base import AsyncProofEnv, ProofEnv, check_tactic_call, check_text, check_timeout
 from ..types import (
-    EnvClosed,
+    EnvClosedError,
     EnvCrashed,
+    EnvCrashedError,
     InteractionError,
     ProofFinished,
     ProofState,
@@ -63,7 +64,7 @@ from ..types import (
 from .client import AsyncPantographClient
 from .config import PantographConfig
 from .locate import module_name
-from .process import ReplTimeout
+from .process import ReplTimeoutError
 from .protocol import GoalInfo, Message, PantographError, canonical_goals, parse_goals
 
 logger = logging.getLogger("lean_dojo_v2.interaction.pantograph")
@@ -579,7 +580,7 @@ class AsyncPantographEnv(AsyncProofEnv):
             out = await self.client.goal_tactic(
                 handle.state_id, tactic, timeout=limit, generation=handle.generation
             )
-        except ReplTimeout as exc:
+        except ReplTimeoutError as exc:
             return TacticTimeout(str(exc), BACKEND, timeout=limit)
         return await self._result(
             handle, out, state.theorem if isinstance(state, ProofState) else None, limit
@@ -600,7 +601,7 @@ class AsyncPantographEnv(AsyncProofEnv):
             out = await self.client.goal_tactic(
                 handle.state_id, timeout=limit, generation=handle.generation, **fields
             )
-        except ReplTimeout as exc:
+        except ReplTimeoutError as exc:
             return TacticTimeout(str(exc), BACKEND, timeout=limit)
         return await self._result(handle, out, state.theorem, limit)
 
@@ -801,7 +802,7 @@ class AsyncPantographEnv(AsyncProofEnv):
                 new_constants=False,
                 timeout=limit,
             )
-        except ReplTimeout as exc:
+        except ReplTimeoutError as exc:
             return Verdict(False, BACKEND, "lean", (f"timeout: {exc}",))
         except PantographError as exc:
             if exc.is_frontend_interrupt:
@@ -868,7 +869,7 @@ class _LoopThread:
 
         if loop.is_closed() or not self.thread.is_alive():
             coro.close()
-            raise EnvClosed("this environment's event loop has stopped; create a new one")
+            raise EnvClosedError("this environment's event loop has stopped; create a new one")
         loop.call_soon_threadsafe(start)
         try:
             while True:
@@ -878,7 +879,7 @@ class _LoopThread:
                 except queue.Empty:
                     # Never wait on a loop that is gone (it would be forever).
                     if not self.thread.is_alive():
-                        raise EnvClosed(
+                        raise EnvClosedError(
                             "this environment's event loop stopped during the call; create a "
                             "new one"
                         ) from None
@@ -916,7 +917,7 @@ class PantographEnv(ProofEnv):
         """Run a coroutine of this environment (or its client) on the private loop."""
         if self._closed:
             coro.close()
-            raise EnvClosed("this PantographEnv is closed; create a new one")
+            raise EnvClosedError("this PantographEnv is closed; create a new one")
         return self._thread.run(coro)
 
     def open(self) -> PantographEnv:
@@ -1000,7 +1001,8 @@ class PantographEnv(ProofEnv):
 __all__ = [
     "AsyncPantographEnv",
     "CheckedText",
-    "EnvCrashed",
+    "EnvCrashed",  # deprecated alias of EnvCrashedError
+    "EnvCrashedError",
     "PantographEnv",
     "StateHandle",
     "context_check_text",
