@@ -15,7 +15,7 @@ import pytest
 from lean_dojo_v2.data import Pos, goal_texts
 from lean_dojo_v2.interaction import (
     AsyncPantographEnv,
-    EnvCrashed,
+    EnvCrashedError,
     PantographEnv,
     ProofEnv,
     ProofFinished,
@@ -27,7 +27,7 @@ from lean_dojo_v2.interaction import (
     VersionMismatchError,
 )
 from lean_dojo_v2.interaction.pantograph import (
-    ReplDied,
+    ReplDiedError,
     ReplProtocolError,
     ReplStartError,
     StateHandle,
@@ -221,9 +221,9 @@ def test_crash_gives_env_crashed_then_restart(sample_proofs):
     with PantographEnv(fake_config()) as env:
         state = env.start(sample_proofs[0])
         gen = env.client.generation
-        with pytest.raises(EnvCrashed) as err:
+        with pytest.raises(EnvCrashedError) as err:
             env.run_tactic(state, "fake_crash")
-        assert isinstance(err.value, ReplDied)
+        assert isinstance(err.value, ReplDiedError)
         assert "134" in str(err.value) and "Stack overflow detected" in str(err.value)
         with pytest.raises(StaleStateError):
             env.run_tactic(state, "simp")
@@ -723,7 +723,7 @@ def test_finaliser_and_calls_never_wait_on_a_dead_event_loop(sample_proofs):
     process forever (``__del__`` → ``close()`` waited on a loop that no longer ran)."""
     import time as _time
 
-    from lean_dojo_v2.interaction import EnvClosed
+    from lean_dojo_v2.interaction import EnvClosedError
 
     env = PantographEnv(fake_config())
     state = env.start(sample_proofs[0])
@@ -731,7 +731,7 @@ def test_finaliser_and_calls_never_wait_on_a_dead_event_loop(sample_proofs):
     assert pid is not None
     env._thread.stop()  # the loop thread dies under the env (as at interpreter shutdown)
     t0 = _time.monotonic()
-    with pytest.raises(EnvClosed):
+    with pytest.raises(EnvClosedError):
         env.run_tactic(state, "rfl")
     env.__del__()  # must return at once and leave no REPL behind
     assert _time.monotonic() - t0 < 5
