@@ -3,6 +3,8 @@
 The table there (error → import path → when it is raised → what the user should do) is checked
 against the package: every subclass of ``LeanDojoError`` (found by importing every module) must
 have a row, and every row must name a ``LeanDojoError`` class importable from the path given.
+One naming scheme: every class's name ends in ``Error``; an older name survives only as an alias
+(the same class), with a row that says whose alias it is.
 """
 
 from __future__ import annotations
@@ -102,3 +104,58 @@ def test_no_two_error_classes_share_a_name():
         by_name.setdefault(cls.__name__, []).append(f"{cls.__module__}.{cls.__qualname__}")
     clashes = {name: where for name, where in by_name.items() if len(where) > 1}
     assert not clashes, f"error classes sharing a name: {clashes}"
+
+
+def test_every_error_class_name_ends_with_error():
+    """One naming scheme: ``EnvClosed``, ``EnvCrashed``, ``ReplDied``, ``ReplTimeout`` and
+    ``ClientClosed`` once broke it; their old names live on only as aliases."""
+    off_scheme = sorted(
+        f"{cls.__module__}.{cls.__qualname__}"
+        for cls in error_classes()
+        if not cls.__name__.endswith("Error")
+    )
+    assert not off_scheme, f"error classes whose name does not end in 'Error': {off_scheme}"
+
+
+def test_alias_rows_say_which_class_they_stand_for():
+    """A row for another name of a class (``ToolchainNotFoundError``, ``EnvClosed``) says
+    "alias of `TheClass`"; a name off the ``...Error`` scheme says it is a deprecated alias."""
+    problems = []
+    for row in documented_rows():
+        cls = getattr(importlib.import_module(row["module"]), row["name"], None)
+        if not isinstance(cls, type) or cls.__name__ == row["name"]:
+            continue
+        if not re.search(rf"\balias of `{cls.__name__}`", row["when"], re.IGNORECASE):
+            problems.append(f"{row['name']}: say 'alias of `{cls.__name__}`'")
+        if not row["name"].endswith("Error") and "deprecated alias" not in row["when"].lower():
+            problems.append(f"{row['name']}: say 'Deprecated alias of `{cls.__name__}`'")
+    assert not problems, f"docs/errors.md alias rows: {problems}"
+
+
+# (module, old name, new name): every place an old name was importable from before the rename.
+RENAMED = [
+    ("lean_dojo_v2.interaction", "EnvClosed", "EnvClosedError"),
+    ("lean_dojo_v2.interaction", "EnvCrashed", "EnvCrashedError"),
+    ("lean_dojo_v2.interaction.types", "EnvClosed", "EnvClosedError"),
+    ("lean_dojo_v2.interaction.types", "EnvCrashed", "EnvCrashedError"),
+    ("lean_dojo_v2.interaction.pantograph.env", "EnvCrashed", "EnvCrashedError"),
+    ("lean_dojo_v2.interaction.pantograph", "ReplDied", "ReplDiedError"),
+    ("lean_dojo_v2.interaction.pantograph", "ReplTimeout", "ReplTimeoutError"),
+    ("lean_dojo_v2.interaction.pantograph", "ClientClosed", "ClientClosedError"),
+    ("lean_dojo_v2.interaction.pantograph.process", "ReplDied", "ReplDiedError"),
+    ("lean_dojo_v2.interaction.pantograph.process", "ReplTimeout", "ReplTimeoutError"),
+    ("lean_dojo_v2.interaction.pantograph.client", "ClientClosed", "ClientClosedError"),
+    ("lean_dojo_v2.database", "NotFoundError", "RecordNotFoundError"),
+    ("lean_dojo_v2.database.errors", "NotFoundError", "RecordNotFoundError"),
+]
+
+
+@pytest.mark.parametrize(("module", "old", "new"), RENAMED, ids=lambda x: str(x))
+def test_renamed_errors_keep_their_old_names_as_aliases(module: str, old: str, new: str):
+    """Code written against the old names (``except EnvClosed``, ``from lean_dojo_v2.database
+    import NotFoundError``) keeps working: the old name is the new class, exported as before."""
+    mod = importlib.import_module(module)
+    assert getattr(mod, new) is getattr(mod, old)
+    exported = getattr(mod, "__all__", None)
+    if exported is not None:
+        assert old in exported and new in exported
