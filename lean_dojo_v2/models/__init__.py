@@ -1,0 +1,35 @@
+"""The models layer: one loading path (:func:`load_model`), the prompt format shared by training
+and inference (:mod:`.prompts`), and the :class:`TacticGenerator` contract with its Hugging Face
+implementations.
+
+Importing this package is cheap: torch and transformers are imported inside the functions that
+use them.
+"""
+
+from __future__ import annotations
+
+from ..errors import ModelError, ModelNotFoundError
+from .loading import (
+    DEFAULT_MODEL,
+    LoadedModel,
+    convert_gguf,
+    default_gguf_path,
+    load_model,
+    resolve_model_path,
+)
+from .prompts import SYSTEM_PROMPT, end_marker, render_prompt, training_pair
+
+__all__ = [
+    "DEFAULT_MODEL",
+    "LoadedModel",
+    "ModelError",
+    "ModelNotFoundError",
+    "SYSTEM_PROMPT",
+    "convert_gguf",
+    "default_gguf_path",
+    "end_marker",
+    "load_model",
+    "render_prompt",
+    "resolve_model_path",
+    "training_pair",
+]

@@ -1,0 +1,157 @@
+"""The one prompt format shared by training and inference.
+
+Every trainer builds its examples with :func:`training_pair` and every generator builds its
+inputs with :func:`render_prompt`; ``training_pair`` calls ``render_prompt`` for its prompt, so a
+model is always asked in exactly the text it was trained on (a train/inference mismatch is
+impossible by construction; ``tests/models/test_prompts.py`` checks it down to token ids).
+
+Three styles, chosen by :func:`prompt_style` unless a caller names one:
+
+``"chat"`` (the tokenizer has a chat template: SmolLM2, DeepSeek-Prover, Qwen-based provers)
+    ``tokenizer.apply_chat_template([system, user], add_generation_prompt=True)``: the text ends
+    exactly where the assistant's reply (the tactic) starts. The system turn is
+    :data:`SYSTEM_PROMPT`; templates that refuse a system role get it folded into the user turn.
+    The completion is ``tactic + end marker``, the marker being what the template writes after an
+    assistant message (``<|im_end|>`` for ChatML), found by rendering one (:func:`end_marker`).
+``"plain"`` (a causal LM without a chat template)
+    :data:`PLAIN_TEMPLATE` (``"[GOAL]\\n{user}\\n[PROOFSTEP]\\n"``); the completion ends with the
+    tokenizer's EOS token.
+``"state"`` (seq2seq models such as ReProver's ByT5)
+    the encoder input is the user content itself; the decoder target is the bare tactic (the
+    tokenizer appends its own EOS).
+
+The user content (:func:`user_content`) is :func:`lean_dojo_v2.data.canonical_state` of the goal
+state, preceded by the retrieved premises when there are any::
+
+    Premises:
+    <premise 1>
+    <premise 2>
+
+    Goal:
+    <canonical state>
+
+Token-level note for trainers: tokenise chat-style text with ``add_special_tokens=False`` (the
+template already writes BOS and the turn markers); the generators do so
+(:func:`add_special_tokens_for`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from ..data import canonical_state
+from ..errors import ModelError
+
+PromptStyle = Literal["chat", "plain", "state"]
+STYLES: tuple[str, ...] = ("chat", "plain", "state")
+
+SYSTEM_PROMPT = (
+    "You are a Lean 4 tactic generator. Given a proof state (and possibly useful premises), "
+    "reply with exactly ONE Lean 4 tactic that makes progress on the first goal. "
+    "Never use sorry or admit."
+)
+"""The system turn of every chat-style prompt."""
+
+PLAIN_TEMPLATE = "[GOAL]\n{user}\n[PROOFSTEP]\n"
+"""The prompt of a causal LM without a chat template; ``{user}`` is :func:`user_content`."""
+
+_SENTINEL = "\u2063TACTIC\u2063"  # invisible separators: never produced by a template itself
+
+
+def user_content(state: str, premises: Sequence[str] = ()) -> str:
+    """The user turn: the canonical goal state, after the premises when there are any."""
+    goal = canonical_state(state)
+    premises = [p.strip() for p in premises if p and p.strip()]
+    if not premises:
+        return goal
+    return "Premises:\n" + "\n".join(premises) + "\n\nGoal:\n" + goal
+
+
+def prompt_style(tokenizer: Any, style: str | None = None) -> PromptStyle:
+    """``style`` checked, or ``"chat"`` when the tokenizer has a chat template, else ``"plain"``."""
+    if style is not None:
+        if style not in STYLES:
+            raise ModelError(f"unknown prompt style {style!r}; valid styles: {', '.join(STYLES)}")
+        return style  # type: ignore[return-value]
+    return "chat" if getattr(tokenizer, "chat_template", None) else "plain"
+
+
+def add_special_tokens_for(style: str) -> bool:
+    """Whether text of this style is tokenised with the tokenizer's own special tokens (BOS/EOS):
+    not for chat text, whose template writes them already."""
+    return style != "chat"
+
+
+def _messages(user: str, fold_system: bool) -> list[dict[str, str]]:
+    if fold_system:
+        return [{"role": "user", "content": SYSTEM_PROMPT + "\n\n" + user}]
+    return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
+
+
+def _apply(tokenizer: Any, messages: list[dict[str, str]], generation_prompt: bool) -> str:
+    text = tokenizer.apply_chat_template(
+        messages, tokenize=False, add_generation_prompt=generation_prompt
+    )
+    if not isinstance(text, str):  # some versions return a list for a single conversation
+        text = text[0]
+    return text
+
+
+def _render_chat(tokenizer: Any, messages_for: Any, generation_prompt: bool) -> str:
+    try:
+        return _apply(tokenizer, messages_for(False), generation_prompt)
+    except Exception:  # jinja2 TemplateError and friends: "System role not supported"
+        return _apply(tokenizer, messages_for(True), generation_prompt)
+
+
+def render_prompt(
+    tokenizer: Any, state: str, premises: Sequence[str] = (), *, style: str | None = None
+) -> str:
+    """The exact text fed to the model for ``state``; it ends exactly where the tactic starts."""
+    style = prompt_style(tokenizer, style)
+    user = user_content(state, premises)
+    if style == "state":
+        return user
+    if style == "plain":
+        return PLAIN_TEMPLATE.format(user=user)
+    return _render_chat(tokenizer, lambda fold: _messages(user, fold), True)
+
+
+def end_marker(tokenizer: Any, style: str | None = None) -> str:
+    """The text that ends a completion: what the chat template writes after an assistant message
+    (stripped of white space), else the EOS token; ``""`` for the ``"state"`` style."""
+    style = prompt_style(tokenizer, style)
+    if style == "state":
+        return ""
+    eos = getattr(tokenizer, "eos_token", None) or ""
+    if style == "plain":
+        return eos
+    full = _render_chat(
+        tokenizer,
+        lambda fold: [*_messages("x", fold), {"role": "assistant", "content": _SENTINEL}],
+        False,
+    )
+    at = full.rfind(_SENTINEL)
+    after = full[at + len(_SENTINEL) :].strip() if at >= 0 else ""
+    if not after:
+        return eos
+    # Only the first special piece ("<|im_end|>"), not a following turn or white space.
+    return after.split()[0]
+
+
+def training_pair(
+    tokenizer: Any,
+    state: str,
+    tactic: str,
+    premises: Sequence[str] = (),
+    *,
+    style: str | None = None,
+) -> tuple[str, str]:
+    """``(prompt, completion)`` for one traced tactic: ``prompt`` is :func:`render_prompt`'s text
+    and ``completion`` the tactic (trailing white space removed) followed by :func:`end_marker`
+    (the token generation stops at).
+    """
+    style = prompt_style(tokenizer, style)
+    prompt = render_prompt(tokenizer, state, premises, style=style)
+    return prompt, tactic.rstrip() + end_marker(tokenizer, style)
