@@ -1,0 +1,49 @@
+"""Layer 3: trainers (SFT on TRL; later GRPO, retrieval, progress) and their config system.
+
+Importing this package is cheap (no torch): the trainers load their heavy modules when they train.
+``SFTTrainer`` and ``SFTConfig`` are attributes resolved on first use.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .config import describe_config, load_config
+    from .errors import (
+        ConfigValueError,
+        EmptyDatasetError,
+        TrainerError,
+        TrainingStateError,
+        UnknownConfigKeyError,
+    )
+    from .sft_config import SFTConfig
+    from .sft_trainer import SFTTrainer
+
+_LAZY = {
+    "SFTTrainer": ".sft_trainer",
+    "SFTConfig": ".sft_config",
+    "load_config": ".config",
+    "describe_config": ".config",
+    "TrainerError": ".errors",
+    "UnknownConfigKeyError": ".errors",
+    "ConfigValueError": ".errors",
+    "EmptyDatasetError": ".errors",
+    "TrainingStateError": ".errors",
+}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
