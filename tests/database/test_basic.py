@@ -365,7 +365,9 @@ def test_v1_database_migrates_to_v2(tmp_path: Path) -> None:
         COMMIT;
         """
     )
-    assert conn.execute("SELECT COUNT(*) FROM tactics WHERE state_before IS NULL").fetchone() == (0,)
+    assert conn.execute("SELECT COUNT(*) FROM tactics WHERE state_before IS NULL").fetchone() == (
+        0,
+    )
     conn.close()
     with DynamicDatabase(path) as db:
         assert db.schema_version == SCHEMA_VERSION == 2
