@@ -745,3 +745,164 @@ def test_finaliser_and_calls_never_wait_on_a_dead_event_loop(sample_proofs):
         _time.sleep(0.1)
     else:
         raise AssertionError(f"REPL pid {pid} survived the finaliser")
+
+
+# ------------------------------------------------------------ start() in the file's context
+
+
+def _start_file(tmp_path, name: str, minif2f_theorems, earlier: str = "mathd_algebra_478"):
+    """A file around the recorded ``mathd_algebra_24`` (statement ``(x : ℝ) (h₀ : x / 50 = 40) :
+    x = 2000``) whose ``x`` comes from the file's ``variable (x : ℝ)``, after the recorded
+    ``earlier`` theorem (renamed ``ctx_…``) left with ``sorry`` (its goal is a distil target
+    before ours). Returns the theorem (located in the file, no statement) and the recorded
+    ``mathd_algebra_24``."""
+    from lean_dojo_v2.data import Theorem
+
+    recorded = {t.full_name: t for t in minif2f_theorems}
+    other = recorded[earlier].theorem_statement.replace(earlier, "ctx" + earlier[len("mathd") :])
+    text = (
+        "import Mathlib\n\nopen Real\n\n"
+        f"theorem {other.removesuffix(' := by')} := by\n  sorry\n\n"
+        "variable (x : ℝ)\n\n"
+        f"theorem {name} (h₀ : x / 50 = 40) : x = 2000 := by\n  nlinarith\n"
+    )
+    src = tmp_path / "Ctx" / "Start.lean"
+    src.parent.mkdir(parents=True, exist_ok=True)
+    src.write_text(text, encoding="utf-8")
+    line = text[: text.index(f"theorem {name}")].count("\n") + 1
+    thm = Theorem(
+        url="https://example.org/ctx",
+        commit="0" * 40,
+        file_path="Ctx/Start.lean",
+        full_name=name,
+        start=Pos(line, 1),
+        end=Pos(line + 1, 11),
+    )
+    return thm, recorded["mathd_algebra_24"]
+
+
+def _sent(log, command: str) -> list[dict]:
+    import json
+
+    out = []
+    for line in log.read_text(encoding="utf-8").splitlines():
+        cmd, _, payload = line.partition(" ")
+        if cmd == command:
+            out.append(json.loads(payload))
+    return out
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_start_uses_the_files_variable_binders_for_leandojo_first_state(
+    tmp_path, version, minif2f_theorems
+):
+    # ``ctx_algebra_24`` is not in the REPL's environment: start() elaborates its file up to it
+    # with ``by sorry``. Its ``x`` exists only through the file's ``variable (x : ℝ)``: the
+    # statement alone (the old start) gives no state, and copyFrom the whole type.
+    thm, recorded = _start_file(tmp_path, "ctx_algebra_24", minif2f_theorems)
+    before, tactic, after = first_step(recorded)
+    log = tmp_path / "requests.log"
+    env_vars = {**REAL_START, "FAKE_PANTOGRAPH_VERSION": version, "FAKE_PANTOGRAPH_LOG": str(log)}
+    cfg = fake_config(project_dir=tmp_path, lean_path="", env=env_vars)
+    with PantographEnv(cfg) as env:
+        state = env.start(thm)
+        assert state.goals == before  # not the earlier theorem's sorry goal
+        assert (state.handle.route, state.handle.source_route) == ("source", "file")
+        assert state.handle.label == "source/file"
+        assert goals_of(env.run_tactic(state, tactic)) == after
+    if version == "0.3.4":
+        (sent,) = [p["file"] for p in _sent(log, "frontend.process") if p.get("sorrys")]
+    else:
+        sent = _sent(log, "frontend.distil")[0]["file"]
+    assert sent.startswith(" " * len("import Mathlib") + "\n\nopen Real\n")
+    assert "variable (x : ℝ)" in sent
+    assert sent.endswith("theorem ctx_algebra_24 (h₀ : x / 50 = 40) : x = 2000 := by\n  sorry\n")
+
+
+def test_start_of_an_imported_theorem_reruns_the_context_commands_in_effect(
+    tmp_path, minif2f_theorems
+):
+    # ``mathd_algebra_24`` is in the REPL's environment: its context commands, then the theorem
+    # under a fresh name with ``by sorry`` (core options as ``set_option … in``).
+    thm, recorded = _start_file(tmp_path, "mathd_algebra_24", minif2f_theorems)
+    log = tmp_path / "requests.log"
+    env_vars = {**REAL_START, "FAKE_PANTOGRAPH_LOG": str(log)}
+    cfg = fake_config(
+        project_dir=tmp_path, lean_path="", env=env_vars, core_options=("maxHeartbeats=400000",)
+    )
+    with PantographEnv(cfg) as env:
+        state = env.start(thm)
+        assert state.goals == first_step(recorded)[0]
+        assert state.handle.label == "source/context"
+    assert _sent(log, "frontend.distil")[0]["file"] == (
+        "open Real\n\nvariable (x : ℝ)\n\nset_option maxHeartbeats 400000 in\n"
+        "theorem mathd_algebra_24_ldv2_check (h₀ : x / 50 = 40) : x = 2000 := by\n  sorry\n"
+    )
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_start_never_takes_the_state_of_an_earlier_sorry_in_the_file(
+    tmp_path, version, minif2f_theorems
+):
+    # The theorem's own statement gives no state (the fake cannot elaborate it); the earlier
+    # theorem's ``sorry`` does. start() must not hand that one out as this theorem's first state.
+    thm, _ = _start_file(tmp_path, "ctx_unrecorded", minif2f_theorems)
+    path = tmp_path / thm.file_path
+    text = path.read_text(encoding="utf-8").replace("x / 50 = 40) : x = 2000", "x = x) : x = x")
+    path.write_text(text, encoding="utf-8")
+    cfg = fake_config(
+        project_dir=tmp_path, lean_path="", env={**REAL_START, "FAKE_PANTOGRAPH_VERSION": version}
+    )
+    with PantographEnv(cfg) as env:
+        with pytest.raises(UnknownTheoremError):  # no source state, and copyFrom does not know it
+            env.start(thm)
+        assert env.client.live_states == 0  # the earlier theorem's states were freed
+
+
+def test_start_from_the_statement_alone_says_so(minif2f_theorems):
+    thm = minif2f_theorems[0]  # a statement, no file
+    with PantographEnv(fake_config(env=REAL_START)) as env:
+        state = env.start(thm)
+    assert state.goals == first_step(thm)[0]
+    assert state.handle.label == "source/statement" and "source/statement" in repr(state.handle)
+
+
+def test_start_and_verify_build_their_text_with_one_builder(shared_data):
+    """The real miniCTX files: start's text (``by sorry``) is verify's text with the proof
+    replaced, by every route, so the first state is elaborated in the same context."""
+    import json
+
+    from lean_dojo_v2.interaction.pantograph.env import TheoremSource
+
+    folder = shared_data / "minictx" / "data" / "minictx"
+    records = [
+        json.loads(line)
+        for path in sorted(folder.glob("*.jsonl"))
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    ]
+    for record in records:
+        context, statement = record["srcContext"], record["theoremStatement"]
+        source = context + statement + " := by\n  simp\n"
+        name = record["theoremName"] or "instance"
+        where = TheoremSource(name, source, len(context), statement)
+        assert where.routes(False) == [("file", False), ("context", False), ("context", True)]
+        assert where.routes(True) == [("context", True)]
+        assert where.routes(False, rename=True, statement_last=True) == [
+            ("file", False),
+            ("context", True),
+            ("statement", True),
+        ]
+        for route in ("file", "context", "statement"):
+            for_start = where.text(route, "sorry", rename=True)
+            for_verify = where.text(route, "simp", rename=True)
+            assert for_start.route == for_verify.route == route
+            assert for_start.decl_start == for_verify.decl_start
+            assert for_start.text.replace("sorry", "simp") == for_verify.text.replace(
+                "sorry", "simp"
+            )
+        assert where.text("file", "sorry").text.endswith(" := by\n  sorry\n")
+    assert TheoremSource("t", statement="theorem t : True").routes(False) == [
+        ("statement", False),
+        ("statement", True),
+    ]

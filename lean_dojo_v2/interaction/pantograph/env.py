@@ -1,6 +1,8 @@
 """``AsyncPantographEnv`` / ``PantographEnv``: the :class:`ProofEnv` contract over a Pantograph REPL.
 
-- ``start(theorem)`` → ``goal.start {"copyFrom": full_name}`` then ``goal.print`` for the goals;
+- ``start(theorem)`` → the theorem with ``by sorry`` in its file context through
+  ``frontend.distil`` (or ``frontend.process`` with ``sorrys``): the goal at the ``sorry``;
+  ``goal.start {"copyFrom": full_name}`` as the labelled fallback;
 - ``run_tactic`` → ``goal.tactic``: goals left → :class:`ProofState`, none → :class:`ProofFinished`,
   ``hasSorry``/``hasUnsafe`` → the state is deleted and ``TacticError(kind="sorry")``, a failure or
   parse error → ``TacticError(kind="tactic"|"parse")`` with Lean's text, the REPL's ``interrupt``
@@ -9,7 +11,8 @@
 - ``verify`` → ``frontend.process`` of the proof in its file context: the theorem's file up to
   the theorem with the proof in place, or (its module imported) the declaration after the
   context commands still in effect at it, or (no file) the statement; core options go in as
-  ``set_option … in`` (see :meth:`AsyncPantographEnv.verify`).
+  ``set_option … in`` (see :meth:`AsyncPantographEnv.verify`). ``start`` elaborates the same
+  text with ``by sorry`` (:class:`TheoremSource` builds it for both).
 
 Goal text is rendered as Lean's ``ppGoal`` prints it and made canonical, so it compares equal to
 traced LeanDojo states. A state's ``handle`` is a :class:`StateHandle` naming the environment,
@@ -46,6 +49,7 @@ from ...data.lean_lexer import (
     strip_leading_by,
 )
 from ...data.model import Theorem
+from ...data.sorry import file_has_sorry
 from ..base import AsyncProofEnv, ProofEnv, check_tactic_call, check_text, check_timeout
 from ..types import (
     EnvClosedError,
@@ -78,10 +82,15 @@ class StateHandle:
     """What a :class:`ProofState` from Pantograph carries: which environment made it
     (``env_id``), in which process generation, its REPL ``state_id`` and the goals' mvar names
     (``goal_names``; ``goals`` gives the structured goals). ``route`` says how a first state was
-    made: ``"source"`` (the statement elaborated with ``by sorry``: LeanDojo's first state, binders
+    made: ``"source"`` (the theorem elaborated with ``by sorry``: LeanDojo's first state, binders
     introduced), ``"copyFrom"`` (the fallback: one goal whose target is the constant's whole
-    type), ``"expr"``, or ``"tactic"`` for a state a tactic made. Treat it as immutable; while it
-    is alive the REPL keeps the state, once it is garbage-collected the state is freed."""
+    type), ``"expr"``, or ``"tactic"`` for a state a tactic made. For ``"source"``,
+    ``source_route`` says which text was elaborated: ``"file"`` (the theorem's file up to it),
+    ``"context"`` (the context commands in effect at it, then the theorem), ``"statement"`` (the
+    statement alone: no ``open``/``variable`` of its file) or ``"text"`` (text given to
+    ``start_from_source``); None otherwise. :attr:`label` joins both (``"source/file"``). Treat
+    it as immutable; while it is alive the REPL keeps the state, once it is garbage-collected
+    the state is freed."""
 
     __slots__ = (
         "env_id",
@@ -89,6 +98,7 @@ class StateHandle:
         "state_id",
         "goal_names",
         "route",
+        "source_route",
         "_goals",
         "__weakref__",
     )
@@ -101,13 +111,20 @@ class StateHandle:
         goal_names: tuple[str, ...],
         goals: Sequence[GoalInfo | dict[str, Any]] = (),
         route: str = "tactic",
+        source_route: str | None = None,
     ) -> None:
         self.env_id = env_id
         self.generation = generation
         self.state_id = state_id
         self.goal_names = goal_names
         self.route = route
+        self.source_route = source_route
         self._goals = goals
+
+    @property
+    def label(self) -> str:
+        """``route``, with ``source_route`` after a slash where there is one (``source/file``)."""
+        return f"{self.route}/{self.source_route}" if self.source_route else self.route
 
     @property
     def goals(self) -> tuple[GoalInfo, ...]:
@@ -119,7 +136,7 @@ class StateHandle:
     def __repr__(self) -> str:
         return (
             f"StateHandle(env_id={self.env_id!r}, generation={self.generation}, "
-            f"state_id={self.state_id}, goal_names={self.goal_names!r}, route={self.route!r})"
+            f"state_id={self.state_id}, goal_names={self.goal_names!r}, route={self.label!r})"
         )
 
 
@@ -273,7 +290,8 @@ def _renamed(decl: str, m: re.Match[str]) -> str:
 class CheckedText:
     """Text for ``frontend.process`` that checks one proof. ``route``: ``"file"`` (the theorem's
     file up to the theorem, the proof in place), ``"context"`` (the context commands in effect
-    at the theorem, then the theorem) or ``"statement"`` (the statement alone). ``decl_start``:
+    at the theorem, then the theorem), ``"statement"`` (the statement alone) or ``"text"``
+    (text as given). ``decl_start``:
     where the checked declaration (with its ``set_option … in`` lines) begins; messages of
     commands before it (the context) are reported but do not decide the verdict."""
 
@@ -379,6 +397,63 @@ def context_check_text(
     return CheckedText(context + text, "context", len(context))
 
 
+@dataclass(frozen=True)
+class TheoremSource:
+    """What there is to build a theorem's checked text from: its file (``source``, with the
+    index ``start`` of its declaration) and/or its statement (``theorem_statement``).
+
+    :meth:`text` is the one builder of "the theorem with its context" that ``verify`` (with the
+    proof) and ``start`` (with ``sorry``, whose goal is LeanDojo's first state) both use."""
+
+    full_name: str
+    source: str | None = None
+    start: int = 0
+    statement: str | None = None
+
+    def routes(
+        self, declared: bool, *, rename: bool = False, statement_last: bool = False
+    ) -> list[tuple[str, bool]]:
+        """``(route, rename)`` to try in order. With the file: when the theorem is in the
+        REPL's environment (``declared``: its module is imported), the context commands and
+        the theorem renamed; otherwise the file up to the theorem, then the context commands
+        (for a REPL that has the file's other declarations after all). Without it: the
+        statement, then renamed. ``rename`` renames from the first try on where a route can;
+        ``statement_last`` adds the statement route after the file routes."""
+        plan: list[tuple[str, bool]] = []
+        if self.source is not None:
+            if declared:
+                plan.append(("context", True))
+            else:
+                plan += [("file", False), ("context", rename), ("context", True)]
+        if self.statement is not None and (self.source is None or statement_last):
+            plan += [("statement", rename), ("statement", True)]
+        return list(dict.fromkeys(plan))
+
+    def text(
+        self,
+        route: str,
+        proof: str,
+        *,
+        rename: bool = False,
+        options: Sequence[str] | Mapping[str, Any] | None = None,
+    ) -> CheckedText:
+        """The text that checks ``proof`` of the theorem by ``route``: ``"file"``
+        (:func:`file_check_text`), ``"context"`` (:func:`context_check_text`) or
+        ``"statement"`` (:func:`proof_file`: the statement alone in its namespace)."""
+        if route == "statement":
+            if self.statement is None:
+                raise InteractionError(f"{self.full_name} has no statement to check")
+            text = proof_file(self.statement, proof, self.full_name, rename, options=options)
+            return CheckedText(text, "statement")
+        if self.source is None:
+            raise InteractionError(f"{self.full_name} has no file to check it in")
+        if route == "file":
+            return file_check_text(self.source, self.start, proof, options)
+        if route == "context":
+            return context_check_text(self.source, self.start, proof, options, rename=rename)
+        raise ValueError(f"unknown route {route!r} (file, context or statement)")
+
+
 # ---------------------------------------------------------------------------------- async env
 
 
@@ -420,10 +495,13 @@ class AsyncPantographEnv(AsyncProofEnv):
         goals: Sequence[GoalInfo | dict[str, Any]],
         theorem: Any,
         route: str = "tactic",
+        source_route: str | None = None,
     ) -> ProofState:
         client = self.client
         names = tuple(g["name"] if type(g) is dict else g.name for g in goals)  # type: ignore[index,union-attr]
-        handle = StateHandle(self.env_id, client.generation, state_id, names, goals, route)
+        handle = StateHandle(
+            self.env_id, client.generation, state_id, names, goals, route, source_route
+        )
         client.track(handle, state_id)
         return ProofState(canonical_goals(goals), BACKEND, handle=handle, theorem=theorem)
 
@@ -462,39 +540,27 @@ class AsyncPantographEnv(AsyncProofEnv):
         """LeanDojo's first state of ``theorem`` (a :class:`Theorem` or a full name): inside
         ``by``, the binders before the colon introduced as hypotheses.
 
-        Route ``"source"``: the statement (``theorem_statement``, or read from ``project_dir``)
-        with ``:= by sorry``, in its namespace and under a fresh name, goes through
-        ``frontend.distil`` (newer servers) or ``frontend.process`` with ``sorrys`` (≤ 0.3.4);
-        the goal at the ``sorry`` is the first state. Route ``"copyFrom"`` (fallback, when no
-        statement is at hand or the source route gives no state): ``goal.start {"copyFrom"}``,
-        whose single goal's target is the whole type (``⊢ ∀ (a b : ℕ), …``, no hypotheses), so
-        LeanDojo's first tactic may not apply. ``state.handle.route`` says which was used.
+        Route ``"source"``: the theorem with ``:= by sorry`` in its context, built as
+        :meth:`verify` builds its text (:class:`TheoremSource`): with its file under
+        ``project_dir``, the file up to the theorem (``source_route`` ``"file"``; theorem not in
+        the REPL's environment) or the context commands in effect at it and the theorem under a
+        fresh name (``"context"``; its module imported), so the file's ``open``, ``namespace``,
+        ``variable``, ``universe`` and ``set_option`` apply; without a file, the statement
+        (``theorem_statement``) in its namespace (``"statement"``). The text goes through
+        ``frontend.distil`` (newer servers) or ``frontend.process`` with ``sorrys`` (≤ 0.3.4),
+        and the goal at the theorem's ``sorry`` is the first state. Route ``"copyFrom"``
+        (fallback, when none of these gives a state): ``goal.start {"copyFrom"}``, whose single
+        goal's target is the whole type (``⊢ ∀ (a b : ℕ), …``, no hypotheses), so LeanDojo's
+        first tactic may not apply. ``state.handle.route``/``source_route`` say which was used.
         With ``recycle`` the memory guard may restart the REPL first (states of other theorems
         become stale)."""
         if recycle:
             await self.client.recycle_if_needed()
         thm = theorem if isinstance(theorem, Theorem) else None
-        statement = self._statement_or_none(thm) if thm is not None else None
-        if statement is not None and thm is not None:
-            text = proof_file(statement, "sorry", thm.full_name, rename=True)
-            try:
-                states = await self.start_from_source(text, recycle=False, theorem=thm)
-            except PantographError as exc:
-                logger.info(
-                    "start(%s): the source route failed (%s); falling back to copyFrom",
-                    thm.full_name,
-                    exc,
-                )
-                states = []
-            if len(states) == 1:
-                return states[0]
-            for extra in states:
-                await self.release(extra)
-            logger.info(
-                "start(%s): the source route gave %d states; falling back to copyFrom",
-                thm.full_name,
-                len(states),
-            )
+        if thm is not None:
+            state = await self._start_in_context(thm)
+            if state is not None:
+                return state
         name = theorem if isinstance(theorem, str) else theorem.full_name
         try:
             started, printed = await self.client.goal_start_print(
@@ -506,13 +572,83 @@ class AsyncPantographEnv(AsyncProofEnv):
             raise
         return self._make_state(started.state_id, printed.goals, thm, "copyFrom")
 
-    def _statement_or_none(self, theorem: Theorem) -> str | None:
-        """The statement for the source route, or None (logged) when there is none to read."""
+    async def _start_in_context(self, theorem: Theorem) -> ProofState | None:
+        """The source route of :meth:`start`: the first route whose text gives the theorem's
+        ``sorry`` a state, or None (logged) when none does."""
+        name = theorem.full_name
         try:
-            return self.statement_of(theorem)
+            where = self.theorem_source(theorem, "start")
         except InteractionError as exc:
-            logger.debug("start(%s): no statement (%s); using copyFrom", theorem.full_name, exc)
+            if not theorem.theorem_statement:
+                logger.debug("start(%s): no statement or file (%s); using copyFrom", name, exc)
+                return None
+            logger.info("start(%s): %s; starting from its statement alone", name, exc)
+            where = TheoremSource(name, statement=theorem.theorem_statement)
+        declared = where.source is not None and await self._declared(name)
+        options = _option_items(self.config.core_options)
+        for route, rename in where.routes(declared, rename=True, statement_last=True):
+            try:
+                checked = where.text(route, "sorry", rename=rename, options=options)
+                state = await self._state_of_declaration(checked, theorem)
+            except (InteractionError, PantographError) as exc:
+                logger.info("start(%s): the %s route failed (%s)", name, route, exc)
+                continue
+            if state is not None:
+                return state
+            logger.info("start(%s): the %s route gave no state for its sorry", name, route)
+        logger.info("start(%s): no source route gave a state; falling back to copyFrom", name)
+        return None
+
+    async def _state_of_declaration(
+        self, checked: CheckedText, theorem: Theorem | None
+    ) -> ProofState | None:
+        """The state of the first ``sorry`` of the declaration that ``checked`` checks (at
+        ``checked.decl_start``). States of ``sorry``s before it (earlier declarations of the
+        file) and after it are freed. ``frontend.distil`` gives no positions: when the text
+        before the declaration has a ``sorry``, that part alone is distilled first to count its
+        targets (elaborating it twice; files without ``sorry`` pay nothing)."""
+        text, first = checked.text, checked.decl_start
+        legacy = False
+        try:
+            targets = await self.client.frontend_distil(text, timeout=self.config.verify_timeout)
+        except PantographError as exc:
+            if not (exc.kind == "command" and "Unknown command" in exc.desc):
+                raise
+            legacy = True
+        if legacy:
+            units = await self.client.frontend_process(
+                text, sorrys=True, timeout=self.config.verify_timeout
+            )
+            byte = checked.decl_start_byte
+            found = [
+                (u.goal_state_id, u.goals, u.boundary[1] > byte or not first)
+                for u in units
+                if u.goal_state_id is not None
+            ]
+        else:
+            before = 0
+            if first and file_has_sorry(text[:first]):
+                earlier = await self.client.frontend_distil(
+                    text[:first], timeout=self.config.verify_timeout
+                )
+                before = len(earlier)
+                await self._free([t.state_id for t in earlier])
+            found = [(t.state_id, t.goals, k >= before) for k, t in enumerate(targets)]
+        ours = [(sid, goals) for sid, goals, own in found if own]
+        spare = [sid for sid, _, own in found if not own] + [sid for sid, _ in ours[1:]]
+        await self._free(spare)
+        if not ours:
             return None
+        sid, goals = ours[0]
+        return self._make_state(sid, goals, theorem, "source", checked.route)
+
+    async def _free(self, state_ids: Sequence[int]) -> None:
+        """``goal.delete`` of states never handed out (ignored when the REPL restarted)."""
+        if state_ids:
+            try:
+                await self.client.goal_delete(list(state_ids), generation=self.generation)
+            except (PantographError, StaleStateError):
+                pass
 
     def _unknown_message(self, theorem: Theorem | str, exc: PantographError) -> str:
         name = theorem if isinstance(theorem, str) else theorem.full_name
@@ -556,7 +692,9 @@ class AsyncPantographEnv(AsyncProofEnv):
             targets = await self.client.frontend_distil(
                 file_text, binder_name=binder_name, timeout=self.config.verify_timeout
             )
-            return [self._make_state(t.state_id, t.goals, theorem, "source") for t in targets]
+            return [
+                self._make_state(t.state_id, t.goals, theorem, "source", "text") for t in targets
+            ]
         except PantographError as exc:
             if not (exc.kind == "command" and "Unknown command" in exc.desc):
                 raise
@@ -564,7 +702,7 @@ class AsyncPantographEnv(AsyncProofEnv):
             file_text, sorrys=True, timeout=self.config.verify_timeout
         )
         return [
-            self._make_state(u.goal_state_id, u.goals, theorem, "source")
+            self._make_state(u.goal_state_id, u.goals, theorem, "source", "text")
             for u in units
             if u.goal_state_id is not None
         ]
@@ -689,30 +827,45 @@ class AsyncPantographEnv(AsyncProofEnv):
             ) from exc
         return statement_from_source(text, theorem.start.line_nb, theorem.start.column_nb)
 
-    def _file_text(self, theorem: Theorem) -> str | None:
-        """The theorem's file under ``project_dir``, or None when there is none to read (then a
-        ``theorem_statement`` is needed; without one the reason is raised)."""
+    def theorem_source(self, theorem: Theorem, purpose: str = "verify") -> TheoremSource:
+        """What :meth:`verify` and :meth:`start` build the theorem's text from: its file under
+        ``project_dir`` (``file_path``) when there is one to read, else its
+        ``theorem_statement``; an :class:`InteractionError` says why there is neither (or why
+        the file does not fit the theorem). ``purpose`` names the caller in messages."""
+        name = theorem.full_name
+        statement = theorem.theorem_statement or None
         project = self.config.project_path
         if project is None or not theorem.file_path:
-            if theorem.theorem_statement:
-                return None
-            self.statement_of(theorem)  # raises: no statement, no project_dir
-        path = Path(project) / theorem.file_path  # type: ignore[arg-type]
+            if statement is not None:
+                return TheoremSource(name, statement=statement)
+            raise InteractionError(
+                f"cannot {purpose} {name}: it has no theorem_statement and no file to read it "
+                "from (set PantographConfig.project_dir and Theorem.file_path)"
+            )
+        path = Path(project) / theorem.file_path
         try:
-            return path.read_text(encoding="utf-8")
+            source = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
-            if theorem.theorem_statement:
+            if statement is not None:
                 logger.info(
-                    "verify(%s): reading %s failed (%s); checking the statement alone",
-                    theorem.full_name,
+                    "%s(%s): reading %s failed (%s); using the statement alone",
+                    purpose,
+                    name,
                     path,
                     exc,
                 )
-                return None
+                return TheoremSource(name, statement=statement)
             raise InteractionError(
-                f"cannot verify {theorem.full_name}: reading its statement from {path} failed: "
-                f"{exc}"
+                f"cannot {purpose} {name}: reading its statement from {path} failed: {exc}"
             ) from exc
+        try:
+            start = index_of(source, theorem.start.line_nb, theorem.start.column_nb)
+        except ValueError:
+            raise InteractionError(
+                f"cannot {purpose} {name}: its start (line {theorem.start.line_nb}) is outside "
+                f"{theorem.file_path}; is project_dir at the traced commit?"
+            ) from None
+        return TheoremSource(name, source, start, statement)
 
     async def _declared(self, name: str) -> bool:
         """Whether ``name`` is in the REPL's environment (its module is imported)."""
@@ -739,7 +892,8 @@ class AsyncPantographEnv(AsyncProofEnv):
         declarations exist already), the context commands still in effect at the theorem and
         the theorem under a fresh name (:func:`context_check_text`). Without a file: the
         statement (``theorem_statement``) in its namespace (:func:`proof_file`), under its own
-        name, then renamed when Lean says it is already declared.
+        name, then renamed when Lean says it is already declared. The text is built by
+        :meth:`TheoremSource.text` (:meth:`theorem_source`), as :meth:`start` builds its own.
 
         ``frontend.process`` elaborates with empty options, so the core options of
         ``PantographConfig.core_options`` and ``options`` (which win; e.g.
@@ -747,40 +901,26 @@ class AsyncPantographEnv(AsyncProofEnv):
         declaration. Only messages of the declaration decide the verdict; those of the context
         before it are reported with it."""
         opts = {**_option_items(self.config.core_options), **_option_items(options)}
-        source = self._file_text(theorem)
-        if source is None:
-            statement = self.statement_of(theorem)
-            verdict = await self.check_source(
-                proof_file(statement, proof, theorem.full_name, options=opts), timeout=timeout
-            )
-            if not verdict.ok and _already_declared(verdict):
-                verdict = await self.check_source(
-                    proof_file(statement, proof, theorem.full_name, rename=True, options=opts),
-                    timeout=timeout,
+        where = self.theorem_source(theorem, "verify")
+        declared = where.source is not None and await self._declared(theorem.full_name)
+        verdict: Verdict | None = None
+        previous = ""
+        for route, rename in where.routes(declared):
+            if verdict is not None:
+                logger.info(
+                    "verify(%s): Lean says a declaration of the %s route exists already (its "
+                    "module is imported); checking by the %s route%s",
+                    theorem.full_name,
+                    previous,
+                    route,
+                    " renamed" if rename else "",
                 )
-            return verdict
-        try:
-            start = index_of(source, theorem.start.line_nb, theorem.start.column_nb)
-        except ValueError:
-            raise InteractionError(
-                f"cannot verify {theorem.full_name}: its start (line {theorem.start.line_nb}) "
-                f"is outside {theorem.file_path}; is project_dir at the traced commit?"
-            ) from None
-        declared = await self._declared(theorem.full_name)
-        if not declared:
-            verdict = await self._check_text(file_check_text(source, start, proof, opts), timeout)
+            checked = where.text(route, proof, rename=rename, options=opts)
+            verdict = await self._check_text(checked, timeout)
             if not _already_declared(verdict):
                 return verdict
-            logger.info(
-                "verify(%s): the file's declarations are in the REPL's environment already "
-                "(its module is imported); checking the theorem after its context commands",
-                theorem.full_name,
-            )
-        checked = context_check_text(source, start, proof, opts, rename=declared)
-        verdict = await self._check_text(checked, timeout)
-        if not declared and _already_declared(verdict):
-            checked = context_check_text(source, start, proof, opts, rename=True)
-            verdict = await self._check_text(checked, timeout)
+            previous = route
+        assert verdict is not None  # routes() is never empty: a source or a statement is there
         return verdict
 
     async def check_source(self, file_text: str, timeout: float | None = None) -> Verdict:
@@ -1005,6 +1145,7 @@ __all__ = [
     "EnvCrashedError",
     "PantographEnv",
     "StateHandle",
+    "TheoremSource",
     "context_check_text",
     "file_check_text",
     "proof_file",
