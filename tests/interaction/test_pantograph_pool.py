@@ -158,3 +158,26 @@ def test_cancelled_request_does_not_shift_replies(sample_proofs):
             assert env.client.pid == pid
 
     asyncio.run(main())
+
+
+def test_pool_verify_passes_core_options_into_the_checked_text(tmp_path, minif2f_theorems):
+    import json
+
+    log = tmp_path / "requests.log"
+    thm = minif2f_theorems[0]
+    proof = "\n".join(t.tactic for t in thm.traced_tactics)
+
+    async def main():
+        async with PantographPool(
+            fake_config(env={"FAKE_PANTOGRAPH_LOG": str(log)}), size=2
+        ) as pool:
+            verdict = await pool.verify(thm, proof, options={"maxHeartbeats": 400000})
+            assert verdict.ok, verdict.messages
+
+    asyncio.run(main())
+    files = [
+        json.loads(line.partition(" ")[2])["file"]
+        for line in log.read_text(encoding="utf-8").splitlines()
+        if line.startswith("frontend.process ")
+    ]
+    assert files and "set_option maxHeartbeats 400000 in\ntheorem mathd_algebra_478" in files[0]

@@ -13,6 +13,7 @@ import asyncio
 import itertools
 import logging
 import os
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ...data.model import Theorem
@@ -138,9 +139,18 @@ class PantographPool(AsyncProofEnv):
         i = self._server_of(state)
         await self._on(i, self.envs[i].release(state))
 
-    async def verify(self, theorem: Theorem, proof: str, timeout: float | None = None) -> Verdict:
+    async def verify(
+        self,
+        theorem: Theorem,
+        proof: str,
+        timeout: float | None = None,
+        *,
+        options: Sequence[str] | Mapping[str, Any] | None = None,
+    ) -> Verdict:
+        """:meth:`AsyncPantographEnv.verify` on the least busy server (``options``: core
+        options for the checked text, e.g. ``{"maxHeartbeats": 400000}``)."""
         i = min(range(self.size), key=lambda k: self._busy[k])
-        return await self._on(i, self.envs[i].verify(theorem, proof, timeout))
+        return await self._on(i, self.envs[i].verify(theorem, proof, timeout, options=options))
 
     async def check_source(self, file_text: str, timeout: float | None = None) -> Verdict:
         i = min(range(self.size), key=lambda k: self._busy[k])
