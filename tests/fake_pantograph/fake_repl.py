@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""A fake Pantograph REPL: speaks the wire protocol of ``pantograph-repl`` (0.3.15 shapes) on
-stdin/stdout, with goal states taken only from transitions recorded by real Lean runs.
+"""A fake Pantograph REPL: speaks the wire protocol of ``pantograph-repl`` (0.3.15 shapes, or
+v0.3.4's with ``FAKE_PANTOGRAPH_VERSION=0.3.4``) on stdin/stdout, with goal states taken only
+from transitions recorded by real Lean runs.
 
 Run it like the real binary::
 
