@@ -83,7 +83,7 @@ def build_tiny_causal(dst: str | Path, *, seed: int = 0) -> Path:
         pad_token_id=tok.pad_token_id,
         bos_token_id=tok.bos_token_id,
         eos_token_id=tok.eos_token_id,
-        tie_word_embeddings=True,
+        tie_word_embeddings=False,  # tied, a random model echoes its last input token
     )
     model = LlamaForCausalLM(config)
     model.generation_config = GenerationConfig(

@@ -1,0 +1,414 @@
+"""The ``TacticGenerator`` contract and its Hugging Face implementations.
+
+:class:`TacticGenerator` is the one way the rest of the library asks a model for tactics:
+``generate(states, num_samples, prefix=None)`` returns, for each goal state, up to
+``num_samples`` distinct :class:`Candidate` s (tactic text and log-probability), best first.
+
+:class:`HFTacticGenerator` implements it for causal LMs (SmolLM2, DeepSeek-Prover, BFS-Prover)
+and seq2seq models (ReProver's ByT5) loaded by :func:`~lean_dojo_v2.models.load_model`:
+
+* **Batching.** Up to ``batch_size`` states go through one ``model.generate`` call, each expanded
+  to ``num_samples`` sequences (``num_return_sequences``); causal prompts are padded on the left.
+* **Decoding.** ``strategy="sample"`` (temperature / top-p, transformers' own warpers),
+  ``"beam"`` (beam search, ``num_beams >= num_samples``), ``"greedy"`` (one candidate).
+* **Where a tactic ends.** At the end marker of the prompt format (EOS / ``<|im_end|>``,
+  :func:`~lean_dojo_v2.models.prompts.end_marker`), or at the first line break that is not
+  followed by a continuation line (:func:`tactic_end`). Multi-line tactics are kept whole: a line
+  that starts with white space or ``|`` continues the tactic (``induction n with`` followed by its
+  indented ``| zero => …`` alternatives), as they appear in traced data and therefore in training
+  completions; anything else after a line break (a new tactic, prose) ends it. Sampling stops each
+  sequence as soon as its tactic has ended (a ``StoppingCriteria``); the text is cut there too.
+* **Scores.** ``logprob`` is the sum of the model's own log-probabilities (temperature 1, before
+  any warper) of the generated tokens kept: the tactic's tokens and the token that ended it (the
+  end marker, or the token holding the line break), so that a tactic is scored as "this text, then
+  stop". A sequence cut by ``max_new_tokens`` is scored on all its tokens. A ``prefix`` is given,
+  not generated: it is not scored.
+* **Clean-up.** Leading/trailing white space stripped; empty tactics and tactics using ``sorry``
+  or ``admit`` dropped; duplicates merged (best score kept); sorted by log-prob, best first.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import ModelError
+from .loading import LoadedModel, load_model
+from .prompts import add_special_tokens_for, end_marker, prompt_style, render_prompt
+
+log = logging.getLogger(__name__)
+
+STRATEGIES = ("sample", "beam", "greedy")
+_FORBIDDEN = re.compile(r"(?<![\w.'])(sorry|admit)(?![\w'])")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One proposed tactic and the model's log-probability of it (higher is better)."""
+
+    tactic: str
+    logprob: float
+
+
+class TacticGenerator(ABC):
+    """Proposes tactics for goal states."""
+
+    @abstractmethod
+    def generate(
+        self, states: list[str], num_samples: int, *, prefix: str | None = None
+    ) -> list[list[Candidate]]:
+        """For each state, at most ``num_samples`` distinct candidates (no ``sorry``/``admit``),
+        sorted by log-prob, best first; each tactic starts with ``prefix`` when one is given."""
+
+    def generate_one(
+        self, state: str, num_samples: int, *, prefix: str | None = None
+    ) -> list[Candidate]:
+        """:meth:`generate` for a single state."""
+        return self.generate([state], num_samples, prefix=prefix)[0]
+
+
+def check_generate_args(states: object, num_samples: object, prefix: object) -> None:
+    """Raise :class:`ModelError` unless ``states`` is a list of str, ``num_samples`` an int >= 1
+    and ``prefix`` None or a str; shared by every implementation."""
+    if isinstance(states, str) or not isinstance(states, Sequence):
+        raise ModelError(
+            f"states must be a list of goal-state strings, not {type(states).__name__}"
+        )
+    bad = [i for i, s in enumerate(states) if not isinstance(s, str)]
+    if bad:
+        raise ModelError(f"states[{bad[0]}] is a {type(states[bad[0]]).__name__}, not a str")
+    if isinstance(num_samples, bool) or not isinstance(num_samples, int) or num_samples < 1:
+        raise ModelError(f"num_samples must be a whole number >= 1, got {num_samples!r}")
+    if prefix is not None and not isinstance(prefix, str):
+        raise ModelError(f"prefix must be a str or None, not {type(prefix).__name__}")
+
+
+def is_forbidden(tactic: str) -> bool:
+    """Whether ``tactic`` uses ``sorry`` or ``admit`` (as a word; ``sorryAx`` is a name)."""
+    return _FORBIDDEN.search(tactic) is not None
+
+
+def tactic_end(text: str, final: bool = False) -> int | None:
+    """Index of the line break that ends the tactic in ``text`` (generated text, leading white
+    space already removed), or None when it has not ended yet.
+
+    A line break ends the tactic unless the next line starts with white space or ``|``
+    (a continuation); a blank line always ends it. A trailing line break ends it only when
+    ``final`` (no more text is coming)."""
+    i = text.find("\n")
+    while i != -1:
+        if i + 1 >= len(text):
+            return i if final else None
+        nxt = text[i + 1]
+        if nxt not in " \t|":
+            return i
+        j = text.find("\n", i + 1)
+        if j != -1 and not text[i + 1 : j].strip():
+            return i  # a line of white space only
+        i = j
+    return None
+
+
+def finalize(
+    raw: Sequence[tuple[str, float]], num_samples: int, prefix: str | None = None
+) -> list[Candidate]:
+    """Clean ``(tactic, logprob)`` pairs of one state into the contract's candidate list."""
+    best: dict[str, float] = {}
+    for text, lp in raw:
+        tactic = ((prefix or "") + text).strip()
+        if not tactic or is_forbidden(tactic) or not math.isfinite(lp):
+            continue
+        if tactic not in best or lp > best[tactic]:
+            best[tactic] = lp
+    ranked = sorted(best.items(), key=lambda kv: -kv[1])
+    return [Candidate(t, float(lp)) for t, lp in ranked[:num_samples]]
+
+
+# --------------------------------------------------------------------------- HF implementation
+
+
+def _logits_tools():
+    """Classes built on transformers' base classes, defined on first use (no import-time torch)."""
+    global _TOOLS
+    if _TOOLS is not None:
+        return _TOOLS
+    import torch
+    from transformers import LogitsProcessor, StoppingCriteria
+
+    class LogprobRecorder(LogitsProcessor):
+        """First in the processor list: sees the raw logits of each step and records the
+        log-probability of the token chosen at the step before (one ``(rows, vocab)`` buffer)."""
+
+        def __init__(self) -> None:
+            self.prev: torch.Tensor | None = None
+            self.steps: list[torch.Tensor] = []
+
+        def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor):
+            if self.prev is not None:
+                self.steps.append(self.prev.gather(1, input_ids[:, -1:]).squeeze(1))
+            self.prev = torch.log_softmax(scores.float(), dim=-1)
+            return scores
+
+        def token_logprobs(self, sequences: torch.Tensor, generated: int) -> torch.Tensor:
+            steps = list(self.steps)
+            if self.prev is not None and len(steps) < generated:
+                steps.append(self.prev.gather(1, sequences[:, -1:]).squeeze(1))
+            if not steps:
+                return torch.zeros(sequences.shape[0], 0)
+            return torch.stack(steps[:generated], dim=1).cpu()
+
+    class TacticStop(StoppingCriteria):
+        """Marks a sequence done once its generated text holds a whole tactic (see
+        :func:`tactic_end`). Only rows whose text has a line break are decoded."""
+
+        def __init__(self, tokenizer: Any, start: int, prefix: str = "") -> None:
+            self.tokenizer = tokenizer
+            self.start = start
+            self.prefix = prefix
+            self._has_newline: dict[int, bool] = {}
+            self._seen: torch.Tensor | None = None
+
+        def _newline(self, token_id: int) -> bool:
+            found = self._has_newline.get(token_id)
+            if found is None:
+                found = "\n" in self.tokenizer.decode([token_id])
+                self._has_newline[token_id] = found
+            return found
+
+        def __call__(self, input_ids: torch.LongTensor, scores: Any, **kwargs: Any):
+            rows = input_ids.shape[0]
+            if self._seen is None or self._seen.shape[0] != rows:
+                self._seen = torch.zeros(rows, dtype=torch.bool)
+            last = input_ids[:, -1].tolist()
+            done = torch.zeros(rows, dtype=torch.bool)
+            for r in range(rows):
+                if not self._seen[r] and self._newline(last[r]):
+                    self._seen[r] = True
+                if self._seen[r]:
+                    text = self.tokenizer.decode(
+                        input_ids[r, self.start :], skip_special_tokens=True
+                    )
+                    text = (self.prefix + text).lstrip()
+                    done[r] = tactic_end(text) is not None
+            return done.to(input_ids.device)
+
+    _TOOLS = (LogprobRecorder, TacticStop)
+    return _TOOLS
+
+
+_TOOLS: Any = None
+
+
+class HFTacticGenerator(TacticGenerator):
+    """:class:`TacticGenerator` over a Hugging Face causal or seq2seq model.
+
+    ``model``: a :class:`LoadedModel`, or anything :func:`load_model` takes (None = the default
+    SmolLM2). ``strategy``: ``"sample"``, ``"beam"`` or ``"greedy"``. ``temperature``/``top_p``:
+    sampling only. ``num_beams``: beam width (at least ``num_samples``; default ``num_samples``).
+    ``max_new_tokens``: the longest tactic, in tokens. ``batch_size``: states per ``generate``
+    call (each expanded to ``num_samples`` sequences). ``seed``: seeds torch before each call,
+    for reproducible sampling. ``device``/``dtype``/``adapter``: passed to :func:`load_model`.
+    """
+
+    def __init__(
+        self,
+        model: LoadedModel | str | os.PathLike[str] | None = None,
+        *,
+        strategy: str = "sample",
+        temperature: float = 0.8,
+        top_p: float = 0.95,
+        num_beams: int | None = None,
+        max_new_tokens: int = 64,
+        batch_size: int = 16,
+        seed: int | None = None,
+        device: str = "auto",
+        dtype: str = "auto",
+        adapter: str | None = None,
+    ) -> None:
+        if strategy not in STRATEGIES:
+            raise ModelError(f"unknown strategy {strategy!r}; valid: {', '.join(STRATEGIES)}")
+        if not (temperature > 0 and math.isfinite(temperature)):
+            raise ModelError(f"temperature must be > 0, got {temperature!r}")
+        if not 0 < top_p <= 1:
+            raise ModelError(f"top_p must be in (0, 1], got {top_p!r}")
+        if max_new_tokens < 1 or batch_size < 1:
+            raise ModelError("max_new_tokens and batch_size must be >= 1")
+        if not isinstance(model, LoadedModel):
+            model = load_model(model, device=device, dtype=dtype, adapter=adapter)
+        self.loaded = model
+        self.strategy = strategy
+        self.temperature = float(temperature)
+        self.top_p = float(top_p)
+        self.num_beams = num_beams
+        self.max_new_tokens = int(max_new_tokens)
+        self.batch_size = int(batch_size)
+        self.seed = seed
+        tok = model.tokenizer
+        self.style = "state" if model.kind == "seq2seq" else prompt_style(tok)
+        self._stop_ids = self._stop_token_ids()
+
+    @property
+    def model(self) -> Any:
+        return self.loaded.model
+
+    @property
+    def tokenizer(self) -> Any:
+        return self.loaded.tokenizer
+
+    def _stop_token_ids(self) -> list[int]:
+        tok, ids = self.tokenizer, []
+        gen_eos = getattr(getattr(self.model, "generation_config", None), "eos_token_id", None)
+        for value in (gen_eos, tok.eos_token_id):
+            if isinstance(value, int):
+                ids.append(value)
+            elif isinstance(value, (list, tuple)):
+                ids.extend(v for v in value if isinstance(v, int))
+        marker = end_marker(tok, self.style)
+        if marker:
+            marker_ids = tok.encode(marker, add_special_tokens=False)
+            if len(marker_ids) == 1:
+                ids.append(marker_ids[0])
+        return sorted(set(ids))
+
+    def prompts(self, states: Sequence[str], prefix: str | None = None) -> list[str]:
+        """The exact model input of each state (:func:`render_prompt`, then ``prefix``)."""
+        rendered = [render_prompt(self.tokenizer, s, style=self.style) for s in states]
+        if prefix and self.loaded.kind == "causal":
+            rendered = [p + prefix for p in rendered]
+        return rendered
+
+    def generate(
+        self, states: list[str], num_samples: int, *, prefix: str | None = None
+    ) -> list[list[Candidate]]:
+        check_generate_args(states, num_samples, prefix)
+        out: list[list[Candidate]] = []
+        for i in range(0, len(states), self.batch_size):
+            out.extend(
+                self._generate_batch(list(states[i : i + self.batch_size]), num_samples, prefix)
+            )
+        return out
+
+    # ..................................................................... one batch
+
+    def _generate_batch(
+        self, states: list[str], num_samples: int, prefix: str | None
+    ) -> list[list[Candidate]]:
+        import torch
+
+        LogprobRecorder, TacticStop = _logits_tools()
+        tok, model = self.tokenizer, self.model
+        device = self.loaded.device
+        enc = tok(
+            self.prompts(states, prefix),
+            return_tensors="pt",
+            padding=True,
+            add_special_tokens=add_special_tokens_for(self.style),
+        ).to(device)
+        seq2seq = self.loaded.kind == "seq2seq"
+        n = 1 if self.strategy == "greedy" else num_samples
+        kwargs: dict[str, Any] = dict(
+            input_ids=enc["input_ids"],
+            attention_mask=enc["attention_mask"],
+            max_new_tokens=self.max_new_tokens,
+            num_return_sequences=n,
+            eos_token_id=self._stop_ids or None,
+            pad_token_id=tok.pad_token_id,
+            return_dict_in_generate=True,
+            # Neutral defaults: a model's generation_config (top_k=50, repetition penalty, ...)
+            # must not change what is sampled behind our back.
+            top_k=None,
+            repetition_penalty=None,
+        )
+        start = 0 if seq2seq else enc["input_ids"].shape[1]
+        if seq2seq:
+            start = 1
+            if prefix:
+                dec = tok(prefix, add_special_tokens=False, return_tensors="pt")["input_ids"]
+                first = model.generation_config.decoder_start_token_id
+                if first is None:
+                    first = model.config.decoder_start_token_id
+                dec = torch.cat([torch.full((1, 1), first), dec], dim=1)
+                kwargs["decoder_input_ids"] = dec.expand(len(states), -1).to(device)
+                start = dec.shape[1]
+        recorder = None
+        if self.strategy == "beam":
+            beams = max(self.num_beams or n, n)
+            kwargs.update(do_sample=False, num_beams=beams, output_scores=True)
+            kwargs.update(temperature=None, top_p=None)
+        else:
+            from transformers import (
+                LogitsProcessorList,
+                StoppingCriteriaList,
+                TemperatureLogitsWarper,
+                TopPLogitsWarper,
+            )
+
+            recorder = LogprobRecorder()
+            processors = [recorder]
+            sample = self.strategy == "sample"
+            if sample and self.temperature != 1.0:
+                processors.append(TemperatureLogitsWarper(self.temperature))
+            if sample and self.top_p < 1.0:
+                processors.append(TopPLogitsWarper(self.top_p))
+            kwargs.update(
+                do_sample=sample,
+                num_beams=1,
+                temperature=None,
+                top_p=None,
+                logits_processor=LogitsProcessorList(processors),
+                stopping_criteria=StoppingCriteriaList([TacticStop(tok, start, prefix or "")]),
+            )
+        if self.seed is not None:
+            torch.manual_seed(self.seed)
+        with torch.inference_mode():
+            result = model.generate(**kwargs)
+        sequences = result.sequences
+        generated = sequences.shape[1] - start
+        if recorder is not None:
+            token_lp = recorder.token_logprobs(sequences, generated)
+        else:
+            token_lp = model.compute_transition_scores(
+                sequences, result.scores, result.beam_indices, normalize_logits=False
+            ).cpu()
+            token_lp = token_lp[:, -generated:] if generated else token_lp[:, :0]
+        gen_ids = sequences[:, start:].cpu().tolist()
+        per_state: list[list[tuple[str, float]]] = [[] for _ in states]
+        for row, ids in enumerate(gen_ids):
+            text, kept = self._cut(ids, prefix or "")
+            lp = float(token_lp[row, :kept].double().sum()) if kept else 0.0
+            per_state[row // n].append((text, lp))
+        return [finalize(raw, num_samples) for raw in per_state]
+
+    def _cut(self, ids: list[int], prefix: str = "") -> tuple[str, int]:
+        """The tactic text (``prefix`` + generated text, cut where the tactic ends) of one
+        generated sequence, and how many of its tokens are kept (scored)."""
+        tok, stops = self.tokenizer, set(self._stop_ids)
+        end = next((i for i, t in enumerate(ids) if t in stops), None)
+        body = ids if end is None else ids[:end]
+        full = prefix + tok.decode(body, skip_special_tokens=True)
+        stripped = full.lstrip()
+        cut = tactic_end(stripped, final=True)
+        if cut is None:
+            return stripped, len(ids) if end is None else end + 1
+        lead = len(full) - len(stripped)
+        newlines = full[: lead + cut + 1].count("\n") - prefix.count("\n")
+        if newlines <= 0:
+            return stripped[:cut], 0
+        for k in range(1, len(body) + 1):
+            if tok.decode(body[:k], skip_special_tokens=True).count("\n") >= newlines:
+                return stripped[:cut], k
+        return stripped[:cut], len(body)  # pragma: no cover - the text came from these tokens
+
+
+def load_generator(
+    name_or_path: str | os.PathLike[str] | None = None, **kwargs: Any
+) -> HFTacticGenerator:
+    """An :class:`HFTacticGenerator` for ``name_or_path`` (see :func:`load_model`); ``kwargs``
+    are the generator's and :func:`load_model`'s keyword arguments."""
+    return HFTacticGenerator(name_or_path, **kwargs)
