@@ -1,0 +1,142 @@
+"""Data preparation of SFT: traced tactics → (prompt, completion) pairs → token ids with a
+completion mask.
+
+Every pair comes from :func:`lean_dojo_v2.models.prompts.training_pair`, whose prompt is the
+inference prompt by construction (the goal state is normalised there, by the data layer's
+``canonical_state``). Tactics containing ``sorry``/``admit`` are dropped (found by the Lean lexer,
+not by substring). The tokenisation here is the generators': a chat-style prompt is tokenised
+without the tokenizer's own special tokens (the template writes them), so the prompt ids the model
+trains on are exactly the ids it is given at inference; the completion's ids follow them and are
+the only ones that carry loss (``completion_mask``; TRL turns it into ``labels`` with ``-100`` on
+the prompt).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..data import Theorem
+from ..data.sorry import find_sorry_tokens
+from .errors import EmptyDatasetError
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class ExampleStats:
+    """Counts of one data preparation, for logs, errors and the run summary."""
+
+    theorems: int = 0
+    theorems_with_tactics: int = 0
+    tactics: int = 0
+    sorry_dropped: int = 0
+    too_long_dropped: int = 0
+    examples: int = 0
+
+    def to_dict(self) -> dict[str, int]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class SFTExamples:
+    """Pairs built from theorems, and the counts of what was kept and dropped."""
+
+    pairs: list[tuple[str, str]] = field(default_factory=list)
+    stats: ExampleStats = field(default_factory=ExampleStats)
+
+
+def is_sorry_tactic(tactic: str) -> bool:
+    """Whether ``tactic`` uses ``sorry`` or ``admit`` (as Lean tokens, not inside names)."""
+    if find_sorry_tokens(tactic):
+        return True
+    return any(word == "admit" for word in _words(tactic))
+
+
+def _words(text: str) -> Iterable[str]:
+    word = []
+    for ch in text:
+        if ch.isalnum() or ch in "_.'!?":
+            word.append(ch)
+        else:
+            if word:
+                yield "".join(word)
+            word = []
+    if word:
+        yield "".join(word)
+
+
+def build_examples(
+    theorems: Iterable[Theorem],
+    tokenizer: Any,
+    *,
+    use_premises: bool = False,
+    max_examples: int | None = None,
+    source: str = "the data",
+) -> SFTExamples:
+    """One (prompt, completion) pair per traced tactic of ``theorems`` (``sorry``/``admit``
+    tactics dropped), through :func:`~lean_dojo_v2.models.prompts.training_pair`.
+
+    Raises :class:`EmptyDatasetError` naming why nothing is left (no theorems, no traced tactics,
+    only sorry tactics).
+    """
+    from ..models.prompts import training_pair
+
+    out = SFTExamples()
+    st = out.stats
+    for theorem in theorems:
+        st.theorems += 1
+        if theorem.traced_tactics:
+            st.theorems_with_tactics += 1
+        for tt in theorem.traced_tactics:
+            st.tactics += 1
+            if is_sorry_tactic(tt.tactic):
+                st.sorry_dropped += 1
+                continue
+            if max_examples is not None and len(out.pairs) >= max_examples:
+                continue
+            premises: Sequence[str] = tt.premises if use_premises else ()
+            out.pairs.append(training_pair(tokenizer, tt.state_before, tt.tactic, premises))
+    st.examples = len(out.pairs)
+    if not out.pairs:
+        if st.theorems == 0:
+            why = "it holds no theorems"
+        elif st.tactics == 0:
+            why = (
+                f"none of its {st.theorems} theorems has traced tactics (term-mode proofs only, "
+                "or records without tactics); SFT needs tactic proofs: trace the repository with "
+                "LeanDojo or choose another split"
+            )
+        else:
+            why = f"all {st.tactics} traced tactics use sorry/admit"
+        raise EmptyDatasetError(f"no training examples in {source}: {why}")
+    return out
+
+
+def tokenize_pairs(
+    pairs: Sequence[tuple[str, str]], tokenizer: Any, *, max_seq_len: int
+) -> tuple[list[dict[str, list[int]]], int]:
+    """Token ids and completion masks of ``pairs`` as the generators tokenise them; examples longer
+    than ``max_seq_len`` are left out (never cut). Returns the rows and how many were left out."""
+    from ..models.prompts import add_special_tokens_for, prompt_style
+
+    special = add_special_tokens_for(prompt_style(tokenizer))
+    rows: list[dict[str, list[int]]] = []
+    too_long = 0
+    for prompt, completion in pairs:
+        prompt_ids = list(tokenizer(prompt, add_special_tokens=special)["input_ids"])
+        full = list(tokenizer(prompt + completion, add_special_tokens=special)["input_ids"])
+        if full[: len(prompt_ids)] == prompt_ids and len(full) > len(prompt_ids):
+            completion_ids = full[len(prompt_ids) :]
+        else:  # the boundary merged tokens: keep the prompt's own ids, as at inference
+            completion_ids = list(tokenizer(completion, add_special_tokens=False)["input_ids"])
+        ids = prompt_ids + completion_ids
+        if len(ids) > max_seq_len:
+            too_long += 1
+            continue
+        rows.append(
+            {"input_ids": ids, "completion_mask": [0] * len(prompt_ids) + [1] * len(completion_ids)}
+        )
+    return rows, too_long

@@ -1,0 +1,821 @@
+"""Supervised fine-tuning of a tactic generator on traced proofs, on TRL's ``SFTTrainer``.
+
+The seed's API works as written::
+
+    trainer = SFTTrainer(model_name="deepseek-ai/DeepSeek-Prover-V2-7B", output_dir="outputs-deepseek",
+                         epochs_per_repo=1, batch_size=2, lr=2e-5)
+    trainer.train(repos, database)          # the curriculum, one pass per repository
+    trainer.train(data_path="path/to/leandojo_dataset")
+
+Constructing a trainer loads nothing; :meth:`SFTTrainer.train` loads the model. What this module
+adds to TRL is the Lean side: examples from traced tactics (:mod:`.sft_data`), the curriculum
+walk, the output directory's rules, resume across passes, the run record in the database, the
+loss curve. The loop, mixed precision, checkpoints, DeepSpeed/FSDP and multi-GPU are TRL's and
+transformers' (``accelerate launch``; see ``docs/training.md``).
+
+Layout of ``output_dir`` (all written by this library, marked as ours)::
+
+    adapter_config.json, adapter_model.safetensors   (LoRA)  ─┐ the trained model after the last
+    config.json, model.safetensors                    (full)  ─┘ finished pass, + tokenizer files
+    merged/                 base + adapter merged (``merge_lora``)
+    checkpoints/pass-NNN/checkpoint-STEP/   TRL checkpoints of the pass under way (removed when
+                                            the pass is done: the next pass starts from the model)
+    logs/pass-NNN/          TensorBoard event files
+    data/                   the merged dataset of each curriculum pass (database runs)
+    sft_config.yaml         the config of the run
+    training_state.json     passes done, fingerprint, loss history (what resume reads)
+    summary.json            steps, losses, time, counts (also the CLI's ``--json``)
+    loss_curve.png
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import os
+import shutil
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..data.output_dir import check_output_dir, is_ours, mark_ours
+from ..errors import DatasetNotFoundError
+from .config import config_fields, config_to_dict, dump_config, load_config
+from .errors import ConfigValueError, TrainerError, TrainingStateError, UnknownConfigKeyError
+from .sft_config import SFTConfig
+
+log = logging.getLogger(__name__)
+
+STATE_FILE = "training_state.json"
+SUMMARY_FILE = "summary.json"
+CONFIG_FILE = "sft_config.yaml"
+LOSS_CURVE = "loss_curve.png"
+CHECKPOINTS = "checkpoints"
+LOGS = "logs"
+DATA = "data"
+MERGED = "merged"
+
+# Fields that do not change what is trained: a run may resume with other values of these.
+_NOT_FINGERPRINTED = {
+    "output_dir",
+    "overwrite_output_dir",
+    "resume",
+    "save_steps",
+    "save_total_limit",
+    "logging_steps",
+    "report_to",
+    "run_name",
+    "progress_bar",
+    "loss_curve",
+    "merge_lora",
+}
+
+
+@dataclass
+class TrainResult:
+    """What a training run did (``summary.json``; the CLI prints it with ``--json``).
+
+    ``steps`` counts optimizer steps over all passes; ``first_loss``/``last_loss`` are the first
+    and last logged training losses (None when nothing was logged); ``seconds`` is the wall time of
+    this call (a resumed run counts only its own time); ``model_dir`` is where the model (or
+    adapter) is, loadable with ``lean_dojo_v2.models.load_model(model_dir)``.
+    """
+
+    steps: int
+    first_loss: float | None
+    last_loss: float | None
+    seconds: float
+    output_dir: str
+    model_dir: str
+    merged_dir: str | None
+    adapter: bool
+    passes: list[dict[str, Any]]
+    examples: int
+    resumed_from: str | None = None
+    run_id: int | None = None
+    loss_curve: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class _Pass:
+    """One pass of the plan: a label and where its theorems come from."""
+
+    label: str
+    repositories: list[Any] = field(default_factory=list)  # RepositoryInfo (curriculum)
+
+
+def _is_main_process() -> bool:
+    return int(os.environ.get("RANK", os.environ.get("LOCAL_RANK", "0")) or 0) == 0
+
+
+def _wait_for_everyone() -> None:
+    if int(os.environ.get("WORLD_SIZE", "1") or 1) > 1:
+        from accelerate import PartialState
+
+        PartialState().wait_for_everyone()
+
+
+def _write_json(path: Path, obj: Any) -> None:
+    from ..data.jsonio import atomic_write
+
+    with atomic_write(path) as fh:
+        fh.write(json.dumps(obj, indent=2, ensure_ascii=False, default=str) + "\n")
+
+
+class SFTTrainer:
+    """Fine-tune a causal LM to write the next tactic for a goal state.
+
+    The positional/keyword arguments are the seed's; any other field of :class:`SFTConfig` may be
+    passed as a keyword (``SFTTrainer("smollm2", lora_config=True, max_steps=10)``), or build one
+    from a config with :meth:`from_config`. ``lora_config`` is a ``peft.LoraConfig``, a mapping of
+    its arguments, ``True`` (LoRA with the config's ``lora_*`` fields) or ``None`` (full
+    fine-tuning). ``callbacks`` are extra ``transformers.TrainerCallback`` objects.
+    """
+
+    def __init__(
+        self,
+        model_name: str | None = None,
+        output_dir: str | os.PathLike[str] = "outputs",
+        epochs_per_repo: float = 1,
+        batch_size: int = 1,
+        lr: float = 2e-5,
+        lora_config: Any = None,
+        max_seq_len: int = 1024,
+        warmup_steps: int = 0,
+        gradient_checkpointing: bool = False,
+        *,
+        callbacks: Sequence[Any] = (),
+        **config_values: Any,
+    ) -> None:
+        values: dict[str, Any] = dict(
+            model_name=model_name,
+            output_dir=os.fspath(output_dir),
+            epochs_per_repo=epochs_per_repo,
+            batch_size=batch_size,
+            lr=lr,
+            max_seq_len=max_seq_len,
+            warmup_steps=warmup_steps,
+            gradient_checkpointing=gradient_checkpointing,
+        )
+        peft_object = None
+        if lora_config is True:
+            values["lora"] = True
+        elif isinstance(lora_config, Mapping):
+            values.update(_lora_fields(lora_config))
+        elif lora_config is not None and lora_config is not False:
+            peft_object = lora_config
+            values.update(_lora_fields(_peft_config_dict(lora_config)))
+        values.update(config_values)
+        config = load_config(SFTConfig, None, {}, **values)
+        self._setup(config, peft_object, callbacks)
+
+    @classmethod
+    def from_config(
+        cls, config: SFTConfig, *, callbacks: Sequence[Any] = (), lora_config: Any = None
+    ) -> SFTTrainer:
+        """A trainer for ``config`` (e.g. from :func:`~lean_dojo_v2.trainer.config.load_config`);
+        ``lora_config`` may give a ready ``peft.LoraConfig`` (it sets ``lora``)."""
+        self = cls.__new__(cls)
+        if lora_config is not None and lora_config is not False and lora_config is not True:
+            config = load_config(
+                SFTConfig, None, {}, **{**config_to_dict(config), **_lora_fields(_peft_config_dict(lora_config))}
+            )
+            self._setup(config, lora_config, callbacks)
+        else:
+            self._setup(config, None, callbacks)
+        return self
+
+    def _setup(self, config: SFTConfig, peft_object: Any, callbacks: Sequence[Any]) -> None:
+        self.config = config
+        self._peft_object = peft_object
+        self.callbacks = list(callbacks)
+        self.model: Any = None
+        self.tokenizer: Any = None
+        self.result: TrainResult | None = None
+
+    # The seed's attributes.
+    @property
+    def model_name(self) -> str | None:
+        return self.config.model_name
+
+    @property
+    def output_dir(self) -> str:
+        return self.config.output_dir
+
+    @property
+    def epochs_per_repo(self) -> float:
+        return self.config.epochs_per_repo
+
+    @property
+    def batch_size(self) -> int:
+        return self.config.batch_size
+
+    @property
+    def lr(self) -> float:
+        return self.config.lr
+
+    @property
+    def lora_config(self) -> Any:
+        """The ``peft.LoraConfig`` used (built from the config's ``lora_*`` fields), or None."""
+        if not self.config.lora:
+            return None
+        return self._peft_object if self._peft_object is not None else _build_lora(self.config)
+
+    @property
+    def model_dir(self) -> Path:
+        """Where the trained model (or adapter) is written: ``output_dir`` itself."""
+        return Path(self.config.output_dir)
+
+    def __repr__(self) -> str:
+        return (
+            f"SFTTrainer(model_name={self.config.model_name!r}, output_dir={self.config.output_dir!r}, "
+            f"lora={self.config.lora})"
+        )
+
+    # ------------------------------------------------------------------ train
+
+    def train(
+        self,
+        repos: Iterable[Any] | None = None,
+        database: Any = None,
+        data_path: str | os.PathLike[str] | None = None,
+    ) -> TrainResult:
+        """Train, and return what happened.
+
+        With ``database`` (a :class:`~lean_dojo_v2.database.DynamicDatabase` or its file): one
+        pass per repository of ``repos`` (default: all in the database) in curriculum order
+        (most Easy theorems first); pass *k* trains on the merged export of the first *k*
+        repositories (written under ``data_path``, default ``output_dir/data``), and the run is
+        recorded in the database's training runs. Without a database: one pass on the LeanDojo
+        dataset directory (or split file) ``data_path``.
+
+        An unfinished run of the same config and data in ``output_dir`` is resumed from its last
+        checkpoint (``resume=False`` starts afresh); ``output_dir`` must otherwise be new, empty
+        or a finished run of this library, unless ``overwrite_output_dir``.
+        """
+        start = time.perf_counter()
+        cfg = self.config
+        out = Path(cfg.output_dir)
+        db, own_db = _open_database(database)
+        try:
+            plan, sources, plan_id = self._plan(repos, db, data_path)
+            state, resume_pass = self._prepare_output(out, sources, plan_id)
+            run_id = None
+            if db is not None and _is_main_process():
+                run_id = db.start_training_run(
+                    "sft",
+                    model=cfg.model_name or "smollm2",
+                    config=config_to_dict(cfg),
+                    repositories=[p.repositories[-1] for p in plan],
+                )
+            try:
+                result = self._run(plan, db, data_path, out, state, resume_pass, start)
+            except BaseException as exc:
+                if run_id is not None:
+                    status = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
+                    db.finish_training_run(
+                        run_id, status=status, metrics={"error": f"{type(exc).__name__}: {exc}"}
+                    )
+                raise
+            result.run_id = run_id
+            if run_id is not None:
+                db.finish_training_run(
+                    run_id,
+                    metrics={k: v for k, v in result.to_dict().items() if k != "passes"},
+                    checkpoint=str(out.resolve()),
+                )
+            if _is_main_process():
+                _write_json(out / SUMMARY_FILE, result.to_dict())
+            self.result = result
+            return result
+        finally:
+            if own_db and db is not None:
+                db.close()
+
+    # ------------------------------------------------------------------ plan and output dir
+
+    def _plan(
+        self, repos: Iterable[Any] | None, db: Any, data_path: str | os.PathLike[str] | None
+    ) -> tuple[list[_Pass], list[Path], dict[str, Any]]:
+        if db is not None:
+            refs = None if repos is None else [_repo_ref(r) for r in repos]
+            if refs is not None and not refs:
+                raise TrainerError("repos is an empty list; pass None to train on every repository")
+            order = db.sort_repositories_by_difficulty(refs)
+            if not order:
+                raise _empty_database_error(db)
+            plan = [
+                _Pass(label=f"{info.name}@{info.commit[:12]}", repositories=order[: k + 1])
+                for k, info in enumerate(order)
+            ]
+            plan_id = {"database": [[i.url, i.commit] for i in order]}
+            return plan, [Path(db.path)] if getattr(db, "path", None) else [], plan_id
+        if repos is not None:
+            raise TrainerError(
+                "repos were given without a database: pass database=DynamicDatabase(...) to train "
+                "on them, or data_path= for a LeanDojo dataset directory"
+            )
+        if data_path is None:
+            raise TrainerError(
+                "nothing to train on: pass data_path= (a LeanDojo dataset directory, e.g. "
+                "lean_dojo_v2.data.sample_dataset_path()) or database= (the curriculum)"
+            )
+        path = Path(data_path)
+        if not path.exists():
+            raise DatasetNotFoundError(
+                f"no dataset at {path}: pass a LeanDojo dataset directory (with random/train.json) "
+                "or a split file"
+            )
+        files = _split_files(path, self.config)
+        digest = hashlib.sha256()
+        for f in files:
+            digest.update(f.read_bytes())
+        plan_id = {"data": str(path.resolve()), "sha256": digest.hexdigest()}
+        return [_Pass(label=path.name)], [path], plan_id
+
+    def _fingerprint(self, plan_id: Mapping[str, Any]) -> str:
+        cfg = {k: v for k, v in config_to_dict(self.config).items() if k not in _NOT_FINGERPRINTED}
+        if self._peft_object is not None:
+            cfg["peft"] = _peft_config_dict(self._peft_object)
+        blob = json.dumps({"config": cfg, "plan": plan_id}, sort_keys=True, default=str)
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+    def _prepare_output(
+        self, out: Path, sources: list[Path], plan_id: Mapping[str, Any]
+    ) -> tuple[dict[str, Any], int]:
+        """Check ``out``; resume an unfinished run of the same fingerprint or start afresh."""
+        cfg = self.config
+        fingerprint = self._fingerprint(plan_id)
+        check_output_dir(out, force=cfg.overwrite_output_dir, sources=sources)
+        old = _read_state(out) if out.is_dir() and is_ours(out) else None
+        if old is not None and not old.get("finished") and cfg.resume and not cfg.overwrite_output_dir:
+            if old.get("fingerprint") != fingerprint:
+                raise TrainingStateError(
+                    f"{out} holds an unfinished training run of another config or data "
+                    f"(started {old.get('started_at', '?')}); resume it with the same config, or "
+                    "choose a new output_dir, or set overwrite_output_dir=True (--force) or "
+                    "resume=False to start afresh there (its contents are deleted)"
+                )
+            log.info("resuming the unfinished run in %s (pass %d)", out, old["passes_done"])
+            return old, int(old["passes_done"])
+        if _is_main_process():
+            if out.exists():
+                _clear_dir(out)
+            out.mkdir(parents=True, exist_ok=True)
+            mark_ours(out)
+            state = {
+                "fingerprint": fingerprint,
+                "plan": dict(plan_id),
+                "started_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
+                "passes_done": 0,
+                "passes": [],
+                "finished": False,
+            }
+            dump_config(cfg, out / CONFIG_FILE)
+            _write_json(out / STATE_FILE, state)
+        _wait_for_everyone()
+        return _read_state(out) or {}, 0
+
+    # ------------------------------------------------------------------ the passes
+
+    def _run(
+        self,
+        plan: list[_Pass],
+        db: Any,
+        data_path: str | os.PathLike[str] | None,
+        out: Path,
+        state: dict[str, Any],
+        first_pass: int,
+        start: float,
+    ) -> TrainResult:
+        cfg = self.config
+        resumed_from: str | None = None
+        if first_pass > 0 or _pass_checkpoint(out, first_pass) is not None:
+            resumed_from = str(_pass_checkpoint(out, first_pass) or out)
+        self._load(out if first_pass > 0 else None)
+        examples_total = sum(p.get("examples", 0) for p in state.get("passes", []))
+        for k in range(first_pass, len(plan)):
+            p = plan[k]
+            if db is not None:
+                dataset_dir = Path(data_path) if data_path is not None else out / DATA
+                if _is_main_process():
+                    db.export_merged_data(p.repositories, dataset_dir)
+                _wait_for_everyone()
+                source = f"the merged export of {len(p.repositories)} repositories at {dataset_dir}"
+            else:
+                dataset_dir = Path(data_path)  # type: ignore[arg-type]
+                source = str(dataset_dir)
+            rows, stats = self._dataset_rows(dataset_dir, source)
+            log.info(
+                "pass %d/%d (%s): %d examples (%d sorry tactics and %d longer than %d tokens left out)",
+                k + 1, len(plan), p.label, stats.examples, stats.sorry_dropped,
+                stats.too_long_dropped, cfg.max_seq_len,
+            )
+            history, steps = self._train_pass(k, rows, out)
+            examples_total += stats.examples
+            if _is_main_process():
+                self._save_model(out)
+                state["passes"].append(
+                    {"label": p.label, "examples": stats.examples, "steps": steps,
+                     "stats": stats.to_dict(), "history": history}
+                )
+                state["passes_done"] = k + 1
+                _write_json(out / STATE_FILE, state)
+                shutil.rmtree(out / CHECKPOINTS / _pass_name(k), ignore_errors=True)
+            _wait_for_everyone()
+
+        merged_dir = None
+        if cfg.lora and cfg.merge_lora and _is_main_process():
+            merged_dir = str(self._save_merged(out / MERGED))
+        losses = [(e["step"], e["loss"]) for p in state["passes"] for e in p["history"]]
+        steps = sum(p["steps"] for p in state["passes"])
+        curve = None
+        if cfg.loss_curve and _is_main_process() and losses:
+            curve = _plot_loss(state["passes"], out / LOSS_CURVE)
+        if _is_main_process():
+            state["finished"] = True
+            _write_json(out / STATE_FILE, state)
+        return TrainResult(
+            steps=steps,
+            first_loss=losses[0][1] if losses else None,
+            last_loss=losses[-1][1] if losses else None,
+            seconds=round(time.perf_counter() - start, 3),
+            output_dir=str(out),
+            model_dir=str(out),
+            merged_dir=merged_dir,
+            adapter=cfg.lora,
+            passes=[{k: v for k, v in p.items() if k != "history"} for p in state["passes"]],
+            examples=examples_total,
+            resumed_from=resumed_from,
+            loss_curve=str(curve) if curve else None,
+        )
+
+    def _dataset_rows(self, dataset_dir: Path, source: str):
+        from ..data.dataset import load_theorems
+        from .errors import EmptyDatasetError
+        from .sft_data import build_examples, tokenize_pairs
+
+        cfg = self.config
+        theorems = []
+        for f in _split_files(dataset_dir, cfg):
+            theorems.extend(load_theorems(f))
+        built = build_examples(
+            theorems,
+            self.tokenizer,
+            use_premises=cfg.use_premises,
+            max_examples=cfg.max_examples,
+            source=source,
+        )
+        rows, too_long = tokenize_pairs(built.pairs, self.tokenizer, max_seq_len=cfg.max_seq_len)
+        built.stats.too_long_dropped = too_long
+        built.stats.examples = len(rows)
+        if not rows:
+            raise EmptyDatasetError(
+                f"no training examples in {source}: all {too_long} examples are longer than "
+                f"max_seq_len={cfg.max_seq_len} tokens; raise max_seq_len"
+            )
+        return rows, built.stats
+
+    def _load(self, from_dir: Path | None) -> None:
+        """Load the model and tokenizer (once): the base, or the model saved after the last
+        finished pass in ``from_dir`` (resume)."""
+        from ..models.loading import load_model, resolve_device, resolve_dtype
+
+        cfg = self.config
+        target = "cpu" if cfg.use_cpu else resolve_device(cfg.device)
+        dtype = str(resolve_dtype(cfg.dtype, target)).removeprefix("torch.")
+        if from_dir is not None and cfg.lora:
+            loaded = load_model(cfg.model_name, adapter=from_dir, device="cpu", dtype=dtype, for_training=True)
+        elif from_dir is not None:
+            loaded = load_model(str(from_dir), device="cpu", dtype=dtype, for_training=True)
+        else:
+            loaded = load_model(cfg.model_name, device="cpu", dtype=dtype, for_training=True)
+        if loaded.kind != "causal":
+            raise ConfigValueError(
+                f"SFTTrainer trains causal language models; {loaded.source} is a {loaded.kind} "
+                "model (use a decoder-only model such as smollm2 or DeepSeek-Prover)"
+            )
+        model, tokenizer = loaded.model, loaded.tokenizer
+        tokenizer.padding_side = "right"
+        if cfg.lora and from_dir is None:
+            from peft import get_peft_model
+
+            model = get_peft_model(model, self.lora_config)
+        self._target_device = target
+        self.model, self.tokenizer = model, tokenizer
+
+    def _trl_args(self, k: int, out: Path) -> Any:
+        import torch
+        from trl import SFTConfig as TRLConfig
+
+        cfg = self.config
+        on_cuda = self._target_device.startswith("cuda")
+        bf16 = cfg.bf16
+        if bf16 is None:
+            bf16 = bool(on_cuda and torch.cuda.is_bf16_supported())
+        reporters = [r for r in cfg.reporters if r != "tensorboard"]  # ours writes to logs/
+        if "wandb" in reporters:
+            import importlib.util
+
+            if importlib.util.find_spec("wandb") is None:
+                raise ConfigValueError(
+                    "report_to has 'wandb' but the wandb package is not installed: "
+                    "`pip install wandb`, or remove it from report_to"
+                )
+        args: dict[str, Any] = dict(
+            output_dir=str(out / CHECKPOINTS / _pass_name(k)),
+            num_train_epochs=cfg.epochs_per_repo,
+            max_steps=cfg.max_steps,
+            per_device_train_batch_size=cfg.batch_size,
+            gradient_accumulation_steps=cfg.gradient_accumulation_steps,
+            learning_rate=cfg.lr,
+            lr_scheduler_type=cfg.lr_scheduler_type,
+            warmup_steps=cfg.warmup_steps,
+            weight_decay=cfg.weight_decay,
+            max_grad_norm=cfg.max_grad_norm,
+            gradient_checkpointing=cfg.gradient_checkpointing,
+            bf16=bf16,
+            fp16=False,
+            use_cpu=not on_cuda,
+            seed=cfg.seed,
+            data_seed=cfg.seed,
+            save_strategy="steps",
+            save_steps=cfg.save_steps,
+            save_total_limit=cfg.save_total_limit,
+            logging_strategy="steps",
+            logging_steps=cfg.logging_steps,
+            logging_first_step=True,
+            report_to=reporters or "none",
+            run_name=cfg.run_name or Path(cfg.output_dir).name,
+            disable_tqdm=not cfg.progress_bar,
+            deepspeed=cfg.deepspeed,
+            max_length=cfg.max_seq_len,
+            packing=False,
+            completion_only_loss=True,
+            dataset_num_proc=None,
+        )
+        if cfg.deepspeed is not None and not Path(cfg.deepspeed).is_file():
+            raise ConfigValueError(
+                f"deepspeed config {cfg.deepspeed} does not exist; pass the path of a DeepSpeed "
+                "JSON config (docs/training.md has examples)"
+            )
+        import dataclasses
+
+        valid = sorted(f.name for f in dataclasses.fields(TRLConfig) if f.init)
+        for key in cfg.trl_args:
+            if key not in valid:
+                raise UnknownConfigKeyError(key, valid, source="trl_args", config="trl.SFTConfig")
+        args.update(cfg.trl_args)
+        return TRLConfig(**args)
+
+    def _train_pass(self, k: int, rows: list[dict[str, list[int]]], out: Path):
+        from datasets import Dataset
+        from transformers.integrations import TensorBoardCallback
+        from trl import SFTTrainer as TRLSFTTrainer
+
+        cfg = self.config
+        args = self._trl_args(k, out)
+        callbacks = list(self.callbacks)
+        if "tensorboard" in cfg.reporters:
+            tb = TensorBoardCallback()
+            tb.logging_dir = str(out / LOGS / _pass_name(k))
+            callbacks.append(tb)
+        trainer = TRLSFTTrainer(
+            model=self.model,
+            args=args,
+            train_dataset=Dataset.from_list(rows),
+            processing_class=self.tokenizer,
+            callbacks=callbacks,
+        )
+        self._trl_trainer = trainer
+        checkpoint = _pass_checkpoint(out, k)
+        if checkpoint is not None:
+            log.info("resuming pass %d from %s", k + 1, checkpoint)
+        trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
+        self.model = trainer.model
+        history = [
+            {"step": int(e["step"]), "loss": float(e["loss"])}
+            for e in trainer.state.log_history
+            if "loss" in e and "step" in e and math.isfinite(float(e["loss"]))
+        ]
+        return history, int(trainer.state.global_step)
+
+    def _save_model(self, out: Path) -> None:
+        model = self.model
+        model.save_pretrained(str(out))
+        self.tokenizer.save_pretrained(str(out))
+        if self.config.lora:
+            _portable_adapter_config(out, self.config.model_name)
+
+    def _save_merged(self, dst: Path) -> Path:
+        merged = self.model.merge_and_unload()
+        dst.mkdir(parents=True, exist_ok=True)
+        merged.save_pretrained(str(dst))
+        self.tokenizer.save_pretrained(str(dst))
+        self.model = merged
+        return dst
+
+
+# ---------------------------------------------------------------------- helpers
+
+
+def _pass_name(k: int) -> str:
+    return f"pass-{k:03d}"
+
+
+def _pass_checkpoint(out: Path, k: int) -> Path | None:
+    from transformers.trainer_utils import get_last_checkpoint
+
+    folder = out / CHECKPOINTS / _pass_name(k)
+    if not folder.is_dir():
+        return None
+    last = get_last_checkpoint(str(folder))
+    return Path(last) if last else None
+
+
+def _read_state(out: Path) -> dict[str, Any] | None:
+    try:
+        state = json.loads((out / STATE_FILE).read_text("utf-8"))
+    except (OSError, ValueError):
+        return None
+    return state if isinstance(state, dict) and "fingerprint" in state else None
+
+
+def _clear_dir(path: Path) -> None:
+    for entry in path.iterdir():
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
+
+
+def _split_files(path: Path, cfg: SFTConfig) -> list[Path]:
+    """The split files to read: ``path`` itself if it is a file, else ``strategy/split.json`` for
+    each configured split (a missing one is an error naming what is there)."""
+    if path.is_file():
+        return [path]
+    from ..data.dataset import DatasetDir
+
+    d = DatasetDir(path, partial=True)
+    files = [d.split_path(cfg.strategy, s) for s in cfg.splits]
+    missing = [f for f in files if not f.is_file()]
+    if missing:
+        there = sorted(str(p.relative_to(path)) for p in path.glob("*/*.json"))
+        raise DatasetNotFoundError(
+            f"dataset {path} has no {', '.join(str(m.relative_to(path)) for m in missing)}; "
+            f"it has: {', '.join(there) or 'no split files'} (set strategy/splits accordingly)"
+        )
+    return files
+
+
+def _open_database(database: Any) -> tuple[Any, bool]:
+    if database is None:
+        return None, False
+    if isinstance(database, (str, os.PathLike)):
+        from ..database import DynamicDatabase
+
+        return DynamicDatabase(database, create=False), True
+    return database, False
+
+
+def _empty_database_error(db: Any) -> TrainerError:
+    from .errors import EmptyDatasetError
+
+    return EmptyDatasetError(
+        f"the database {getattr(db, 'path', '')} has no repositories to train on; add one "
+        "(`lean-dojo-v2 db add ...`) or pass data_path= for a dataset directory"
+    )
+
+
+def _repo_ref(repo: Any) -> Any:
+    """A repository reference the database understands: LeanGitRepo-like objects become
+    ``(url, commit)``."""
+    from ..database.records import RepositoryInfo
+
+    if isinstance(repo, (RepositoryInfo, int, str, tuple)):
+        return repo
+    url, commit = getattr(repo, "url", None), getattr(repo, "commit", None)
+    if isinstance(url, str) and isinstance(commit, str):
+        return (url, commit)
+    raise TrainerError(
+        f"cannot use {repo!r} as a repository: pass a RepositoryInfo, a repository id, a url, "
+        "(url, commit), or an object with .url and .commit (LeanGitRepo)"
+    )
+
+
+def _peft_config_dict(lora: Any) -> dict[str, Any]:
+    if isinstance(lora, Mapping):
+        return dict(lora)
+    to_dict = getattr(lora, "to_dict", None)
+    if callable(to_dict):
+        return json.loads(json.dumps(to_dict(), default=str))
+    raise ConfigValueError(
+        f"lora_config must be a peft.LoraConfig, a mapping of its arguments, True or None; got "
+        f"{type(lora).__name__}"
+    )
+
+
+def _lora_fields(d: Mapping[str, Any]) -> dict[str, Any]:
+    """SFTConfig fields from LoraConfig arguments (r, lora_alpha, lora_dropout, target_modules)."""
+    out: dict[str, Any] = {"lora": True}
+    if "r" in d:
+        out["lora_r"] = d["r"]
+    if "lora_alpha" in d:
+        out["lora_alpha"] = d["lora_alpha"]
+    if "lora_dropout" in d:
+        out["lora_dropout"] = d["lora_dropout"]
+    tm = d.get("target_modules")
+    if tm:
+        out["lora_target_modules"] = [tm] if isinstance(tm, str) else sorted(tm)
+    unknown = set(d) - {"r", "lora_alpha", "lora_dropout", "target_modules"}
+    if unknown and not hasattr(d, "to_dict") and "peft_type" not in d:
+        valid = ["r", "lora_alpha", "lora_dropout", "target_modules"]
+        raise UnknownConfigKeyError(sorted(unknown)[0], valid, source="lora_config", config="LoRA")
+    return out
+
+
+def _build_lora(cfg: SFTConfig) -> Any:
+    from peft import LoraConfig
+
+    targets = cfg.lora_target_modules
+    return LoraConfig(
+        r=cfg.lora_r,
+        lora_alpha=cfg.lora_alpha,
+        lora_dropout=cfg.lora_dropout,
+        target_modules=targets[0] if targets == ["all-linear"] else list(targets),
+        task_type="CAUSAL_LM",
+    )
+
+
+def _portable_adapter_config(out: Path, model_name: str | None) -> None:
+    """Record the base as the user named it (``smollm2``, a hub id, an absolute local path) rather
+    than the converted cache folder PEFT wrote, so the adapter loads on another machine."""
+    path = out / "adapter_config.json"
+    try:
+        data = json.loads(path.read_text("utf-8"))
+    except (OSError, ValueError):
+        return
+    if model_name is None:
+        base = "smollm2"
+    elif Path(model_name).expanduser().exists():
+        base = str(Path(model_name).expanduser().resolve())
+    else:
+        base = model_name
+    data["base_model_name_or_path"] = base
+    _write_json(path, data)
+
+
+def _plot_loss(passes: list[dict[str, Any]], dst: Path) -> Path | None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg", force=False)
+        import matplotlib.pyplot as plt
+    except ImportError:  # pragma: no cover - a dependency, but never fail a run for a picture
+        log.warning("matplotlib is not installed: no %s", dst.name)
+        return None
+    fig, ax = plt.subplots(figsize=(7, 4), dpi=100)
+    offset = 0
+    for i, p in enumerate(passes):
+        xs = [offset + e["step"] for e in p["history"]]
+        ys = [e["loss"] for e in p["history"]]
+        ax.plot(xs, ys, marker="." if len(xs) < 50 else None, label=p["label"] if len(passes) > 1 else None)
+        if i:
+            ax.axvline(offset, color="grey", linewidth=0.5)
+        offset += p["steps"]
+    ax.set_xlabel("optimizer step")
+    ax.set_ylabel("training loss")
+    ax.set_title("SFT training loss")
+    if len(passes) > 1:
+        ax.legend(fontsize="small")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    from ..data.jsonio import atomic_write
+
+    with atomic_write(dst, "wb") as fh:
+        fig.savefig(fh, format="png")
+    plt.close(fig)
+    return dst
+
+
+def train_sft(
+    data_path: str | os.PathLike[str] | None = None,
+    *,
+    config: SFTConfig | None = None,
+    database: Any = None,
+    repos: Iterable[Any] | None = None,
+    callbacks: Sequence[Any] = (),
+) -> TrainResult:
+    """``SFTTrainer.from_config(config).train(repos, database, data_path)`` (the CLI's call)."""
+    trainer = SFTTrainer.from_config(config or SFTConfig(), callbacks=callbacks)
+    return trainer.train(repos=repos, database=database, data_path=data_path)
+
+
+__all__ = ["SFTConfig", "SFTTrainer", "TrainResult", "config_fields", "train_sft"]
