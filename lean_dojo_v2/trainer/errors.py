@@ -26,9 +26,9 @@ class UnknownConfigKeyError(ConfigError, KeyError):
         where = f" in {source}" if source else ""
         what = f" of {config}" if config else ""
         close = get_close_matches(key, self.valid, n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
         self.message = (
-            f"unknown config key {key!r}{where}{hint} Valid keys{what}: {', '.join(self.valid)}"
+            f"unknown config key {key!r}{where}{hint}; valid keys{what}: {', '.join(self.valid)}"
         )
         super().__init__(self.message)
 
