@@ -42,7 +42,7 @@ class SFTConfig:
         lora_alpha (`int`, *optional*, defaults to `32`):
             LoRA scaling numerator (the update is scaled by `lora_alpha / lora_r`).
         lora_dropout (`float`, *optional*, defaults to `0.05`):
-            Dropout on the LoRA branch.
+            Dropout probability on the LoRA branch's input.
         lora_target_modules (`list[str]`, *optional*, defaults to `["all-linear"]`):
             Module names the adapter wraps; `all-linear` wraps every linear layer but the output head.
         merge_lora (`bool`, *optional*, defaults to `False`):
@@ -83,9 +83,9 @@ class SFTConfig:
         warmup_steps (`int`, *optional*, defaults to `0`):
             Optimizer steps of linear warm-up from 0 to `lr`.
         weight_decay (`float`, *optional*, defaults to `0.0`):
-            AdamW weight decay.
+            AdamW weight decay (decoupled L2 penalty on the weights).
         max_grad_norm (`float`, *optional*, defaults to `1.0`):
-            Gradient clipping norm.
+            Gradients are clipped to this global L2 norm before each optimizer step.
         max_steps (`int`, *optional*, defaults to `-1`):
             Stop each pass after this many optimizer steps (smoke runs); `-1`: run the epochs.
         gradient_checkpointing (`bool`, *optional*, defaults to `False`):

@@ -101,18 +101,39 @@ def build_examples(
             out.pairs.append(training_pair(tokenizer, tt.state_before, tt.tactic, premises))
     st.examples = len(out.pairs)
     if not out.pairs:
-        if st.theorems == 0:
-            why = "it holds no theorems"
-        elif st.tactics == 0:
-            why = (
-                f"none of its {st.theorems} theorems has traced tactics (term-mode proofs only, "
-                "or records without tactics); SFT needs tactic proofs: trace the repository with "
-                "LeanDojo or choose another split"
-            )
-        else:
-            why = f"all {st.tactics} traced tactics use sorry/admit"
-        raise EmptyDatasetError(f"no training examples in {source}: {why}")
+        raise _empty(st, source)
     return out
+
+
+def check_usable(theorems: Sequence[Theorem], *, source: str = "the data") -> ExampleStats:
+    """Count what :func:`build_examples` would use, without a tokenizer (to fail before a model
+    is loaded); raises the same :class:`EmptyDatasetError` when nothing is usable."""
+    st = ExampleStats(theorems=len(theorems))
+    for theorem in theorems:
+        if theorem.traced_tactics:
+            st.theorems_with_tactics += 1
+        for tt in theorem.traced_tactics:
+            st.tactics += 1
+            if is_sorry_tactic(tt.tactic):
+                st.sorry_dropped += 1
+    st.examples = st.tactics - st.sorry_dropped
+    if st.examples == 0:
+        raise _empty(st, source)
+    return st
+
+
+def _empty(st: ExampleStats, source: str) -> EmptyDatasetError:
+    if st.theorems == 0:
+        why = "it holds no theorems"
+    elif st.tactics == 0:
+        why = (
+            f"none of its {st.theorems} theorems has traced tactics (term-mode proofs only, "
+            "or records without tactics); SFT needs tactic proofs: trace the repository with "
+            "LeanDojo, or choose other splits (config key 'splits')"
+        )
+    else:
+        why = f"all {st.tactics} traced tactics use sorry/admit"
+    return EmptyDatasetError(f"no training examples in {source}: {why}")
 
 
 def tokenize_pairs(

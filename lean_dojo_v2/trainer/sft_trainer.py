@@ -47,6 +47,7 @@ from ..errors import DatasetNotFoundError
 from .config import config_fields, config_to_dict, dump_config, load_config
 from .errors import ConfigValueError, TrainerError, TrainingStateError, UnknownConfigKeyError
 from .sft_config import SFTConfig
+from .sft_data import check_usable
 
 log = logging.getLogger(__name__)
 
@@ -399,7 +400,7 @@ class SFTTrainer:
         resumed_from: str | None = None
         if first_pass > 0 or _pass_checkpoint(out, first_pass) is not None:
             resumed_from = str(_pass_checkpoint(out, first_pass) or out)
-        self._load(out if first_pass > 0 else None)
+        loaded = False
         examples_total = sum(p.get("examples", 0) for p in state.get("passes", []))
         for k in range(first_pass, len(plan)):
             p = plan[k]
@@ -412,7 +413,12 @@ class SFTTrainer:
             else:
                 dataset_dir = Path(data_path)  # type: ignore[arg-type]
                 source = str(dataset_dir)
-            rows, stats = self._dataset_rows(dataset_dir, source)
+            theorems = self._read_theorems(dataset_dir)
+            if not loaded:  # bad data fails before a (possibly large) model is loaded
+                check_usable(theorems, source=source)
+                self._load(out if first_pass > 0 else None)
+                loaded = True
+            rows, stats = self._dataset_rows(theorems, source)
             log.info(
                 "pass %d/%d (%s): %d examples (%d sorry tactics and %d longer than %d tokens left out)",
                 k + 1, len(plan), p.label, stats.examples, stats.sorry_dropped,
@@ -431,6 +437,8 @@ class SFTTrainer:
                 shutil.rmtree(out / CHECKPOINTS / _pass_name(k), ignore_errors=True)
             _wait_for_everyone()
 
+        if not loaded and cfg.lora and cfg.merge_lora:  # resumed after every pass was done
+            self._load(out)
         merged_dir = None
         if cfg.lora and cfg.merge_lora and _is_main_process():
             merged_dir = str(self._save_merged(out / MERGED))
@@ -457,15 +465,19 @@ class SFTTrainer:
             loss_curve=str(curve) if curve else None,
         )
 
-    def _dataset_rows(self, dataset_dir: Path, source: str):
+    def _read_theorems(self, dataset_dir: Path) -> list[Any]:
         from ..data.dataset import load_theorems
+
+        theorems = []
+        for f in _split_files(dataset_dir, self.config):
+            theorems.extend(load_theorems(f))
+        return theorems
+
+    def _dataset_rows(self, theorems: list[Any], source: str):
         from .errors import EmptyDatasetError
         from .sft_data import build_examples, tokenize_pairs
 
         cfg = self.config
-        theorems = []
-        for f in _split_files(dataset_dir, cfg):
-            theorems.extend(load_theorems(f))
         built = build_examples(
             theorems,
             self.tokenizer,
