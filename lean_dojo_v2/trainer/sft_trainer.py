@@ -356,7 +356,11 @@ class SFTTrainer:
         fingerprint = self._fingerprint(plan_id)
         check_output_dir(out, force=cfg.overwrite_output_dir, sources=sources)
         old = _read_state(out) if out.is_dir() and is_ours(out) else None
-        if old is not None and not old.get("finished") and cfg.resume and not cfg.overwrite_output_dir:
+        # A run that stopped before its first checkpoint has nothing to resume: start afresh.
+        progressed = old is not None and (
+            int(old.get("passes_done", 0)) > 0 or _pass_checkpoint(out, 0) is not None
+        )
+        if progressed and not old.get("finished") and cfg.resume and not cfg.overwrite_output_dir:
             if old.get("fingerprint") != fingerprint:
                 raise TrainingStateError(
                     f"{out} holds an unfinished training run of another config or data "
