@@ -45,7 +45,7 @@ from .prompts import add_special_tokens_for, end_marker, prompt_style, render_pr
 log = logging.getLogger(__name__)
 
 STRATEGIES = ("sample", "beam", "greedy")
-_FORBIDDEN = re.compile(r"(?<![\w.'])(sorry|admit)(?![\w'])")
+_FORBIDDEN = re.compile(r"(?<![\w.'])(sorry|admit|sorryAx)(?![\w'])")
 
 
 @dataclass(frozen=True)
@@ -90,7 +90,7 @@ def check_generate_args(states: object, num_samples: object, prefix: object) -> 
 
 
 def is_forbidden(tactic: str) -> bool:
-    """Whether ``tactic`` uses ``sorry`` or ``admit`` (as a word; ``sorryAx`` is a name)."""
+    """Whether ``tactic`` uses ``sorry``, ``admit`` or ``sorryAx`` (as words: ``sorry_lemma`` is a name)."""
     return _FORBIDDEN.search(tactic) is not None
 
 
@@ -214,6 +214,9 @@ class HFTacticGenerator(TacticGenerator):
     ``max_new_tokens``: the longest tactic, in tokens. ``batch_size``: states per ``generate``
     call (each expanded to ``num_samples`` sequences). ``seed``: seeds torch before each call,
     for reproducible sampling. ``device``/``dtype``/``adapter``: passed to :func:`load_model`.
+    ``share_prompt_cache``: when sampling several candidates of a causal LM, compute each prompt
+    once and copy its KV cache to the samples (the same result as expanding the prompts first;
+    ``generate`` alone would recompute each prompt ``num_samples`` times).
     """
 
     def __init__(
@@ -230,6 +233,7 @@ class HFTacticGenerator(TacticGenerator):
         device: str = "auto",
         dtype: str = "auto",
         adapter: str | None = None,
+        share_prompt_cache: bool = True,
     ) -> None:
         if strategy not in STRATEGIES:
             raise ModelError(f"unknown strategy {strategy!r}; valid: {', '.join(STRATEGIES)}")
@@ -249,6 +253,9 @@ class HFTacticGenerator(TacticGenerator):
         self.max_new_tokens = int(max_new_tokens)
         self.batch_size = int(batch_size)
         self.seed = seed
+        self.share_prompt_cache = share_prompt_cache
+        self.tokens_generated = 0
+        """Tokens generated so far (each sequence up to and including its end token)."""
         tok = model.tokenizer
         self.style = "state" if model.kind == "seq2seq" else prompt_style(tok)
         self._stop_ids = self._stop_token_ids()
@@ -367,6 +374,8 @@ class HFTacticGenerator(TacticGenerator):
         if self.seed is not None:
             torch.manual_seed(self.seed)
         with torch.inference_mode():
+            if not seq2seq and n > 1 and self.strategy == "sample" and self.share_prompt_cache:
+                self._share_prompt_cache(kwargs, n)
             result = model.generate(**kwargs)
         sequences = result.sequences
         generated = sequences.shape[1] - start
@@ -378,12 +387,41 @@ class HFTacticGenerator(TacticGenerator):
             ).cpu()
             token_lp = token_lp[:, -generated:] if generated else token_lp[:, :0]
         gen_ids = sequences[:, start:].cpu().tolist()
+        ends = set(self._stop_ids) | {tok.pad_token_id}
+        self.tokens_generated += sum(
+            next((i + 1 for i, t in enumerate(ids) if t in ends), len(ids)) for ids in gen_ids
+        )
         per_state: list[list[tuple[str, float]]] = [[] for _ in states]
         for row, ids in enumerate(gen_ids):
             text, kept = self._cut(ids, prefix or "")
             lp = float(token_lp[row, :kept].double().sum()) if kept else 0.0
             per_state[row // n].append((text, lp))
         return [finalize(raw, num_samples) for raw in per_state]
+
+    def _share_prompt_cache(self, kwargs: dict[str, Any], n: int) -> None:
+        """Run each prompt once (all but its last token) and give the ``n`` samples of a state
+        copies of that KV cache, instead of letting ``generate`` expand the prompts first and
+        compute the same prompt ``n`` times. ``kwargs`` is changed in place."""
+        ids, mask = kwargs["input_ids"], kwargs["attention_mask"]
+        if ids.shape[1] < 2:
+            return
+        position_ids = (mask.long().cumsum(-1) - 1).clamp(min=0)
+        out = self.model(
+            input_ids=ids[:, :-1],
+            attention_mask=mask[:, :-1],
+            position_ids=position_ids[:, :-1],
+            use_cache=True,
+        )
+        cache = getattr(out, "past_key_values", None)
+        if cache is None or not hasattr(cache, "batch_repeat_interleave"):
+            return
+        cache.batch_repeat_interleave(n)
+        kwargs.update(
+            input_ids=ids.repeat_interleave(n, dim=0),
+            attention_mask=mask.repeat_interleave(n, dim=0),
+            past_key_values=cache,
+            num_return_sequences=1,
+        )
 
     def _cut(self, ids: list[int], prefix: str = "") -> tuple[str, int]:
         """The tactic text (``prefix`` + generated text, cut where the tactic ends) of one
