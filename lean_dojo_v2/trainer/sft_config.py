@@ -126,7 +126,8 @@ class SFTConfig:
         run_name (`str` or `None`, *optional*, defaults to `None`):
             Name of the run in the loggers. `None`: the output directory's name.
         progress_bar (`bool`, *optional*, defaults to `True`):
-            Show a progress bar while training.
+            Show a progress bar while training; `False` trains quietly (the losses still go to
+            the loggers, the loss curve and the summary).
         loss_curve (`bool`, *optional*, defaults to `True`):
             Write the training loss as `output_dir/loss_curve.png`.
 

@@ -610,6 +610,10 @@ class SFTTrainer:
             processing_class=self.tokenizer,
             callbacks=callbacks,
         )
+        if not cfg.progress_bar:  # quiet: no bar, and no log dicts printed in its place
+            from transformers.trainer_callback import PrinterCallback
+
+            trainer.remove_callback(PrinterCallback)
         self._trl_trainer = trainer
         checkpoint = _pass_checkpoint(out, k)
         if checkpoint is not None:

@@ -314,9 +314,9 @@ def test_sft_loss_falls_on_the_real_sample_with_the_default_model(sample_path, t
         batch_size=2,
         lr=2e-4,
         lora_config=True,
-        max_steps=30,
+        max_steps=20,
         use_cpu=True,
         progress_bar=False,
     ).train(data_path=sample_path)
-    assert result.steps == 30
+    assert result.steps == 20
     assert result.last_loss < result.first_loss * 0.8, (result.first_loss, result.last_loss)
