@@ -32,7 +32,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("output_dir", nargs="?", default="outputs-sft-example")
     parser.add_argument(
-        "--max-steps", type=int, default=24, help="optimizer steps (default 24; -1: a whole epoch, 64)"
+        "--max-steps",
+        type=int,
+        default=24,
+        help="optimizer steps (default 24; -1: a whole epoch, 64)",
     )
     parser.add_argument("--model", default=None, help="default: the bundled SmolLM2-135M-Instruct")
     args = parser.parse_args()

@@ -33,7 +33,17 @@ _LAZY = {
     "TrainingStateError": ".errors",
 }
 
-__all__ = sorted(_LAZY)
+__all__ = [
+    "ConfigValueError",
+    "EmptyDatasetError",
+    "SFTConfig",
+    "SFTTrainer",
+    "TrainerError",
+    "TrainingStateError",
+    "UnknownConfigKeyError",
+    "describe_config",
+    "load_config",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -31,7 +31,9 @@ def add_train_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser
     what = sft.add_mutually_exclusive_group()
     what.add_argument("--data", metavar="DIR", help="LeanDojo dataset directory (or a split file)")
     what.add_argument("--db", metavar="FILE", help="DynamicDatabase file: train on its curriculum")
-    sft.add_argument("--config", metavar="FILE", help="YAML file of SFTConfig keys (configs/sft_*.yaml)")
+    sft.add_argument(
+        "--config", metavar="FILE", help="YAML file of SFTConfig keys (configs/sft_*.yaml)"
+    )
     sft.add_argument(
         "--set",
         dest="overrides",
@@ -56,7 +58,9 @@ def add_train_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser
     )
     sft.add_argument("--json", action="store_true", help="end with a one-line JSON summary")
     sft.add_argument(
-        "--help-config", action="store_true", help="list every config key with its default and meaning"
+        "--help-config",
+        action="store_true",
+        help="list every config key with its default and meaning",
     )
     sft.set_defaults(func=cmd_train_sft)
     return train

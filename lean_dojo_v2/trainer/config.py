@@ -129,7 +129,9 @@ def _bad(key: str, value: Any, tp: Any, source: str, why: str = "") -> ConfigVal
     )
 
 
-def coerce_value(key: str, value: Any, tp: Any, *, source: str = "", from_text: bool = False) -> Any:
+def coerce_value(
+    key: str, value: Any, tp: Any, *, source: str = "", from_text: bool = False
+) -> Any:
     """``value`` checked (and where lossless, converted) against type ``tp`` of field ``key``.
 
     ``from_text``: ``value`` is the raw text of a ``--set`` override, parsed by the field's type
@@ -221,7 +223,10 @@ def coerce_value(key: str, value: Any, tp: Any, *, source: str = "", from_text: 
                 items = []
             else:
                 items = [part.strip() for part in text.split(",")]
-            return [coerce_value(key, v, item_tp, source=source, from_text=isinstance(v, str)) for v in items]
+            return [
+                coerce_value(key, v, item_tp, source=source, from_text=isinstance(v, str))
+                for v in items
+            ]
         if isinstance(items, str):
             items = [items]
         if not isinstance(items, (list, tuple)):
@@ -333,7 +338,9 @@ def load_config(
         merged.update({k: coerce_value(k, v, tps[k], source=str(path)) for k, v in data.items()})
     if isinstance(overrides, Mapping):
         check_keys(cls, overrides, source="overrides")
-        merged.update({k: coerce_value(k, v, tps[k], source="overrides") for k, v in overrides.items()})
+        merged.update(
+            {k: coerce_value(k, v, tps[k], source="overrides") for k, v in overrides.items()}
+        )
     else:
         pairs = parse_overrides(overrides)
         check_keys(cls, (k for k, _ in pairs), source="--set")

@@ -18,7 +18,9 @@ class UnknownConfigKeyError(ConfigError, KeyError):
     ``key`` is the unknown name, ``valid`` the config's field names, ``source`` where it came from.
     """
 
-    def __init__(self, key: str, valid: Sequence[str], *, source: str = "", config: str = "") -> None:
+    def __init__(
+        self, key: str, valid: Sequence[str], *, source: str = "", config: str = ""
+    ) -> None:
         self.key = key
         self.valid = list(valid)
         self.source = source

@@ -206,7 +206,11 @@ class SFTConfig:
         need(self.logging_steps >= 1, "logging_steps", "at least 1")
         need(self.lora_r >= 1, "lora_r", "at least 1")
         need(0 <= self.lora_dropout < 1, "lora_dropout", "in [0, 1)")
-        need(self.max_examples is None or self.max_examples >= 1, "max_examples", "None or at least 1")
+        need(
+            self.max_examples is None or self.max_examples >= 1,
+            "max_examples",
+            "None or at least 1",
+        )
         need(
             self.save_total_limit is None or self.save_total_limit >= 1,
             "save_total_limit",
@@ -223,8 +227,11 @@ class SFTConfig:
             "report_to",
             f"a list of {', '.join(REPORT_TO_CHOICES)}",
         )
-        need(self.device in ("auto", "cpu", "cuda") or self.device.startswith("cuda:"), "device",
-             "auto, cpu, cuda or cuda:N")
+        need(
+            self.device in ("auto", "cpu", "cuda") or self.device.startswith("cuda:"),
+            "device",
+            "auto, cpu, cuda or cuda:N",
+        )
         need(bool(self.output_dir), "output_dir", "a directory path")
         need(bool(self.lora_target_modules), "lora_target_modules", "a non-empty list")
 

@@ -186,7 +186,10 @@ class SFTTrainer:
         self = cls.__new__(cls)
         if lora_config is not None and lora_config is not False and lora_config is not True:
             config = load_config(
-                SFTConfig, None, {}, **{**config_to_dict(config), **_lora_fields(_peft_config_dict(lora_config))}
+                SFTConfig,
+                None,
+                {},
+                **{**config_to_dict(config), **_lora_fields(_peft_config_dict(lora_config))},
             )
             self._setup(config, lora_config, callbacks)
         else:
@@ -425,16 +428,26 @@ class SFTTrainer:
             rows, stats = self._dataset_rows(theorems, source)
             log.info(
                 "pass %d/%d (%s): %d examples (%d sorry tactics and %d longer than %d tokens left out)",
-                k + 1, len(plan), p.label, stats.examples, stats.sorry_dropped,
-                stats.too_long_dropped, cfg.max_seq_len,
+                k + 1,
+                len(plan),
+                p.label,
+                stats.examples,
+                stats.sorry_dropped,
+                stats.too_long_dropped,
+                cfg.max_seq_len,
             )
             history, steps = self._train_pass(k, rows, out)
             examples_total += stats.examples
             if _is_main_process():
                 self._save_model(out)
                 state["passes"].append(
-                    {"label": p.label, "examples": stats.examples, "steps": steps,
-                     "stats": stats.to_dict(), "history": history}
+                    {
+                        "label": p.label,
+                        "examples": stats.examples,
+                        "steps": steps,
+                        "stats": stats.to_dict(),
+                        "history": history,
+                    }
                 )
                 state["passes_done"] = k + 1
                 _write_json(out / STATE_FILE, state)
@@ -508,7 +521,9 @@ class SFTTrainer:
         target = "cpu" if cfg.use_cpu else resolve_device(cfg.device)
         dtype = str(resolve_dtype(cfg.dtype, target)).removeprefix("torch.")
         if from_dir is not None and cfg.lora:
-            loaded = load_model(cfg.model_name, adapter=from_dir, device="cpu", dtype=dtype, for_training=True)
+            loaded = load_model(
+                cfg.model_name, adapter=from_dir, device="cpu", dtype=dtype, for_training=True
+            )
         elif from_dir is not None:
             loaded = load_model(str(from_dir), device="cpu", dtype=dtype, for_training=True)
         else:
@@ -806,7 +821,12 @@ def _plot_loss(passes: list[dict[str, Any]], dst: Path) -> Path | None:
     for i, p in enumerate(passes):
         xs = [offset + e["step"] for e in p["history"]]
         ys = [e["loss"] for e in p["history"]]
-        ax.plot(xs, ys, marker="." if len(xs) < 50 else None, label=p["label"] if len(passes) > 1 else None)
+        ax.plot(
+            xs,
+            ys,
+            marker="." if len(xs) < 50 else None,
+            label=p["label"] if len(passes) > 1 else None,
+        )
         if i:
             ax.axvline(offset, color="grey", linewidth=0.5)
         offset += p["steps"]

@@ -65,7 +65,9 @@ def test_sorry_and_admit_tactics_are_dropped(sample_path, tiny_tok):
 def test_use_premises_puts_the_tactic_premises_in_the_prompt(sample_path, tiny_tok):
     th = next(t for t in _theorems(sample_path) if any(tt.premises for tt in t.traced_tactics))
     tt = next(tt for tt in th.traced_tactics if tt.premises)
-    built = build_examples([dataclasses.replace(th, traced_tactics=[tt])], tiny_tok, use_premises=True)
+    built = build_examples(
+        [dataclasses.replace(th, traced_tactics=[tt])], tiny_tok, use_premises=True
+    )
     assert built.pairs == [training_pair(tiny_tok, tt.state_before, tt.tactic, tt.premises)]
     assert tt.premises[0] in built.pairs[0][0]
 

@@ -80,7 +80,9 @@ def test_sft_loss_falls_on_a_fixed_small_real_set_and_writes_its_outputs(
     assert (out / "loss_curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert list((out / "logs" / "pass-000").glob("events.out.tfevents.*"))
     assert not (out / "checkpoints" / "pass-000").exists(), "a finished pass keeps no checkpoint"
-    assert json.loads((out / "summary.json").read_text()) == json.loads(json.dumps(result.to_dict()))
+    assert json.loads((out / "summary.json").read_text()) == json.loads(
+        json.dumps(result.to_dict())
+    )
     assert load_config(SFTConfig, out / "sft_config.yaml") == trainer.config
 
     # The labels TRL trained on: -100 over the prompt (the inference prompt's ids), the
@@ -151,9 +153,7 @@ def test_curriculum_one_pass_per_repository_recorded_and_resumed_across_passes(
         straight = tmp_path / "straight"
         full = SFTTrainer(str(tiny_model_dir), output_dir=straight, **settings).train(database=db)
         assert full.steps == 4 and len(full.passes) == 2
-        assert [p["label"] for p in full.passes] == [
-            f"{r.name}@{r.commit[:12]}" for r in order
-        ]
+        assert [p["label"] for p in full.passes] == [f"{r.name}@{r.commit[:12]}" for r in order]
         assert (straight / "data" / "random" / "train.json").is_file()
 
         resumed = tmp_path / "resumed"
@@ -230,7 +230,9 @@ def test_sft_trainer_refuses_foreign_output_dir(tiny_model_dir, sample_path, tmp
     assert forced.steps == 1 and not (out / "notes.txt").exists() and is_ours(out)
 
 
-def test_sft_trainer_refuses_unfinished_run_of_another_config(tiny_model_dir, sample_path, tmp_path):
+def test_sft_trainer_refuses_unfinished_run_of_another_config(
+    tiny_model_dir, sample_path, tmp_path
+):
     out = tmp_path / "run"
     out.mkdir()
     mark_ours(out)
@@ -259,7 +261,9 @@ def test_sft_trainer_never_writes_into_its_input(tiny_model_dir, sample_path, tm
 
 def test_bad_input_is_a_typed_error_before_any_model_loads(sample_path, tmp_path, tiny_model_dir):
     no_tactics = tmp_path / "no_tactics.json"
-    write_theorems(no_tactics, [t for t in DatasetDir(sample_path).theorems() if not t.traced_tactics])
+    write_theorems(
+        no_tactics, [t for t in DatasetDir(sample_path).theorems() if not t.traced_tactics]
+    )
     empty = tmp_path / "empty.json"
     write_theorems(empty, [])
     for data, words in ((no_tactics, "traced tactics"), (empty, "no theorems")):
@@ -268,7 +272,9 @@ def test_bad_input_is_a_typed_error_before_any_model_loads(sample_path, tmp_path
             trainer.train(data_path=data)
         assert trainer.model is None
     with pytest.raises(DatasetNotFoundError, match="no dataset at"):
-        SFTTrainer(str(tiny_model_dir), output_dir=tmp_path / "o").train(data_path=tmp_path / "nope")
+        SFTTrainer(str(tiny_model_dir), output_dir=tmp_path / "o").train(
+            data_path=tmp_path / "nope"
+        )
     with pytest.raises(DatasetNotFoundError, match="novel_premises/train.json"):
         partial = tmp_path / "partial"
         write_theorems(partial / "random" / "train.json", [])
@@ -289,9 +295,13 @@ def test_cli_train_sft_json_summary(tiny_model_dir, sample_path, tmp_path, capsy
     from lean_dojo_v2.cli import main
 
     out = tmp_path / "cli"
-    sets = [f"{k}={v if not isinstance(v, list) else ','.join(v)}" for k, v in fast_settings().items()]
+    sets = [
+        f"{k}={v if not isinstance(v, list) else ','.join(v)}" for k, v in fast_settings().items()
+    ]
     argv = ["train", "sft", "--data", str(sample_path), "-o", str(out), "--json"]
-    argv += [a for s in [*sets, f"model_name={tiny_model_dir}", "max_steps=2"] for a in ("--set", s)]
+    argv += [
+        a for s in [*sets, f"model_name={tiny_model_dir}", "max_steps=2"] for a in ("--set", s)
+    ]
     assert main(argv) == 0
     last = capsys.readouterr().out.strip().splitlines()[-1]
     summary = json.loads(last)
