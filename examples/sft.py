@@ -57,7 +57,8 @@ def main() -> int:
         print(f"error: {exc}")
         return 1
     print(
-        f"\ntrained {result.steps} steps on {result.examples} examples in {result.seconds:.0f} s: "
+        f"\ntrained {result.steps} steps (batch 2; the sample has {result.examples} examples) "
+        f"in {result.seconds:.0f} s: "
         f"loss {result.first_loss:.3f} -> {result.last_loss:.3f}"
     )
     print(f"adapter in {result.model_dir}; loss curve in {result.loss_curve}")
