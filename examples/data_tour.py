@@ -1,6 +1,6 @@
 """A tour of the data layer on the bundled real sample (LeanDojo Benchmark 4, mathlib4).
 
-    python examples/data_tour.py [DATASET_DIR] [OUT_DIR]
+python examples/data_tour.py [DATASET_DIR] [OUT_DIR]
 """
 
 from __future__ import annotations
@@ -34,9 +34,19 @@ def main(src: Path, out: Path) -> None:
 
     corpus = ds.corpus()
     use = next(a for t in theorems for a in t.annotations)
-    print(f"\n{use.full_name} is defined in {use.def_path}:", corpus.locate_premise(use.def_path, use.def_pos))
+    print(
+        f"\n{use.full_name} is defined in {use.def_path}:",
+        corpus.locate_premise(use.def_path, use.def_pos),
+    )
 
-    sizes = write_split_dataset(out, theorems, SplitSpec(val=0.1, test=0.1), ds.corpus_files(), ds.traced_files(), ds.metadata())
+    sizes = write_split_dataset(
+        out,
+        theorems,
+        SplitSpec(val=0.1, test=0.1),
+        ds.corpus_files(),
+        ds.traced_files(),
+        ds.metadata(),
+    )
     print(f"\nre-split into {out}: {sizes}")
 
 

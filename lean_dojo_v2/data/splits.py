@@ -123,7 +123,9 @@ class TheoremRegistry:
         with gc_paused():  # millions of small tuples: the cyclic collector would rescan the heap
             self._add(theorems, source, where)
 
-    def _add(self, theorems: Iterable[Theorem], source: str | Path | None, where: str | None) -> None:
+    def _add(
+        self, theorems: Iterable[Theorem], source: str | Path | None, where: str | None
+    ) -> None:
         seen = self._seen
         for i, t in enumerate(theorems):
             first = seen.setdefault((t.full_name, t.file_path, t.start), (where, i))

@@ -220,7 +220,13 @@ def _trace_checkout(
 
     def command(job: ExtractJob) -> list[str]:
         return toolchain.lake_cmd(
-            "env", "lean", "--run", str(script), str(job.source), job.module, str(job.output),
+            "env",
+            "lean",
+            "--run",
+            str(script),
+            str(job.source),
+            job.module,
+            str(job.output),
             *layout.option_args(job.path, job.module),  # the package's leanOptions
         )
 

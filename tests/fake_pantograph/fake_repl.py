@@ -1423,9 +1423,7 @@ class FakeRepl:
                             FRONTEND_INTERRUPT["error"], FRONTEND_INTERRUPT["desc"]
                         ) from None
                     messages = [
-                        self.message(
-                            LEGACY_FRONTEND_INTERRUPT, file_name, source.position(start)
-                        )
+                        self.message(LEGACY_FRONTEND_INTERRUPT, file_name, source.position(start))
                     ]
                 if decl.name is not None:
                     names.append(decl.name)

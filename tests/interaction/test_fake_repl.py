@@ -851,7 +851,9 @@ def test_command_without_payload_is_unknown_like_main_lean(spawn, version):
 def test_version_bare_and_unknown_core_option_rejected_before_import(spawn):
     for version in ("0.3.4", "0.3.15", "0.3.7/v4.21.0"):
         env = {**os.environ, "FAKE_PANTOGRAPH_VERSION": version}
-        out = subprocess.run([*fake_command(), "--version"], capture_output=True, text=True, env=env)
+        out = subprocess.run(
+            [*fake_command(), "--version"], capture_output=True, text=True, env=env
+        )
         assert out.stdout == version + "\n"
     fake = spawn("Init", "--noSuchOption=1", ready=False)
     assert fake.proc.wait(timeout=10) == 1

@@ -139,7 +139,9 @@ def test_first_recorded_tactic_of_traced_theorem_succeeds_from_start():
     project = os.environ.get("LEAN_DOJO_V2_TEST_PROJECT")
     dataset = os.environ.get("LEAN_DOJO_V2_TEST_DATASET")
     if not project or not dataset:
-        pytest.skip("LEAN_DOJO_V2_TEST_PROJECT / LEAN_DOJO_V2_TEST_DATASET not set (make test-lean)")
+        pytest.skip(
+            "LEAN_DOJO_V2_TEST_PROJECT / LEAN_DOJO_V2_TEST_DATASET not set (make test-lean)"
+        )
     theorems = [t for t in load_theorems(dataset) if t.traced_tactics]
     if not theorems:
         pytest.skip(f"no traced theorem with tactics in {dataset}")
