@@ -259,6 +259,7 @@ class HFTacticGenerator(TacticGenerator):
         tok = model.tokenizer
         self.style = "state" if model.kind == "seq2seq" else prompt_style(tok)
         self._stop_ids = self._stop_token_ids()
+        self._newline_tokens: dict[int, bool] = {}
 
     @property
     def model(self) -> Any:
@@ -306,19 +307,96 @@ class HFTacticGenerator(TacticGenerator):
     def _generate_batch(
         self, states: list[str], num_samples: int, prefix: str | None
     ) -> list[list[Candidate]]:
+        n = 1 if self.strategy == "greedy" else num_samples
+        rows_ids, rows_lp = self._decode_rows(states, n, prefix)
+        ends = set(self._stop_ids) | {self.tokenizer.pad_token_id}
+        self.tokens_generated += sum(
+            next((i + 1 for i, t in enumerate(ids) if t in ends), len(ids)) for ids in rows_ids
+        )
+        per_state: list[list[tuple[str, float]]] = [[] for _ in states]
+        for row, ids in enumerate(rows_ids):
+            text, kept = self._cut(ids, prefix or "")
+            lp = math.fsum(rows_lp[row][:kept]) if kept else 0.0
+            per_state[row // n].append((text, lp))
+        return [finalize(raw, num_samples) for raw in per_state]
+
+    def _decode_rows(
+        self, states: list[str], n: int, prefix: str | None
+    ) -> tuple[list[list[int]], list[list[float]]]:
+        """Decode ``n`` sequences per state: per sequence (state-major), the generated token ids
+        (after the prompt, or after the forced decoder prefix) and each one's log-probability."""
         import torch
 
-        LogprobRecorder, TacticStop = _logits_tools()
-        tok, model = self.tokenizer, self.model
-        device = self.loaded.device
+        tok = self.tokenizer
         enc = tok(
             self.prompts(states, prefix),
             return_tensors="pt",
             padding=True,
             add_special_tokens=add_special_tokens_for(self.style),
-        ).to(device)
+        ).to(self.loaded.device)
+        if self.seed is not None:
+            torch.manual_seed(self.seed)
+        if self.loaded.kind == "causal" and self.strategy != "beam":
+            from .decoding import decode_causal
+
+            with torch.inference_mode():
+                return decode_causal(
+                    self.model,
+                    enc["input_ids"],
+                    enc["attention_mask"],
+                    num_samples=n,
+                    max_new_tokens=self.max_new_tokens,
+                    stop_ids=self._stop_ids,
+                    greedy=self.strategy == "greedy",
+                    temperature=self.temperature,
+                    top_p=self.top_p,
+                    finished=self._tactic_done(len(states) * n, prefix or ""),
+                    share_prompt=self.share_prompt_cache,
+                    logits_to_keep=self._logits_to_keep(),
+                )
+        return self._generate_rows(enc, len(states), n, prefix)
+
+    def _tactic_done(self, rows: int, prefix: str):
+        """``finished(row, ids)`` for :func:`decode_causal`: whether the generated ``ids`` of a
+        row hold a whole tactic (see :func:`tactic_end`); only rows that have produced a line
+        break are decoded."""
+        tok, newline, seen = self.tokenizer, self._newline_tokens, [False] * rows
+
+        def finished(row: int, ids: list[int]) -> bool:
+            if not seen[row]:
+                last = ids[-1]
+                has = newline.get(last)
+                if has is None:
+                    has = newline[last] = "\n" in tok.decode([last])
+                if not has:
+                    return False
+                seen[row] = True
+            text = (prefix + tok.decode(ids, skip_special_tokens=True)).lstrip()
+            return tactic_end(text) is not None
+
+        return finished
+
+    def _logits_to_keep(self) -> bool:
+        """Whether the model's forward takes ``logits_to_keep`` (skip the LM head on the prompt)."""
+        import inspect
+
+        model = self.model
+        base = model.get_base_model() if hasattr(model, "get_base_model") else model
+        try:
+            return "logits_to_keep" in inspect.signature(base.forward).parameters
+        except (TypeError, ValueError):  # pragma: no cover - exotic forward
+            return False
+
+    def _generate_rows(
+        self, enc: Any, num_states: int, n: int, prefix: str | None
+    ) -> tuple[list[list[int]], list[list[float]]]:
+        """Beam search, and every strategy of seq2seq models, through ``model.generate``."""
+        import torch
+
+        LogprobRecorder, TacticStop = _logits_tools()
+        tok, model = self.tokenizer, self.model
+        device = self.loaded.device
         seq2seq = self.loaded.kind == "seq2seq"
-        n = 1 if self.strategy == "greedy" else num_samples
         kwargs: dict[str, Any] = dict(
             input_ids=enc["input_ids"],
             attention_mask=enc["attention_mask"],
@@ -341,7 +419,7 @@ class HFTacticGenerator(TacticGenerator):
                 if first is None:
                     first = model.config.decoder_start_token_id
                 dec = torch.cat([torch.full((1, 1), first), dec], dim=1)
-                kwargs["decoder_input_ids"] = dec.expand(len(states), -1).to(device)
+                kwargs["decoder_input_ids"] = dec.expand(num_states, -1).to(device)
                 start = dec.shape[1]
         recorder = None
         if self.strategy == "beam":
@@ -371,11 +449,7 @@ class HFTacticGenerator(TacticGenerator):
                 logits_processor=LogitsProcessorList(processors),
                 stopping_criteria=StoppingCriteriaList([TacticStop(tok, start, prefix or "")]),
             )
-        if self.seed is not None:
-            torch.manual_seed(self.seed)
         with torch.inference_mode():
-            if not seq2seq and n > 1 and self.strategy == "sample" and self.share_prompt_cache:
-                self._share_prompt_cache(kwargs, n)
             result = model.generate(**kwargs)
         sequences = result.sequences
         generated = sequences.shape[1] - start
@@ -386,42 +460,7 @@ class HFTacticGenerator(TacticGenerator):
                 sequences, result.scores, result.beam_indices, normalize_logits=False
             ).cpu()
             token_lp = token_lp[:, -generated:] if generated else token_lp[:, :0]
-        gen_ids = sequences[:, start:].cpu().tolist()
-        ends = set(self._stop_ids) | {tok.pad_token_id}
-        self.tokens_generated += sum(
-            next((i + 1 for i, t in enumerate(ids) if t in ends), len(ids)) for ids in gen_ids
-        )
-        per_state: list[list[tuple[str, float]]] = [[] for _ in states]
-        for row, ids in enumerate(gen_ids):
-            text, kept = self._cut(ids, prefix or "")
-            lp = float(token_lp[row, :kept].double().sum()) if kept else 0.0
-            per_state[row // n].append((text, lp))
-        return [finalize(raw, num_samples) for raw in per_state]
-
-    def _share_prompt_cache(self, kwargs: dict[str, Any], n: int) -> None:
-        """Run each prompt once (all but its last token) and give the ``n`` samples of a state
-        copies of that KV cache, instead of letting ``generate`` expand the prompts first and
-        compute the same prompt ``n`` times. ``kwargs`` is changed in place."""
-        ids, mask = kwargs["input_ids"], kwargs["attention_mask"]
-        if ids.shape[1] < 2:
-            return
-        position_ids = (mask.long().cumsum(-1) - 1).clamp(min=0)
-        out = self.model(
-            input_ids=ids[:, :-1],
-            attention_mask=mask[:, :-1],
-            position_ids=position_ids[:, :-1],
-            use_cache=True,
-        )
-        cache = getattr(out, "past_key_values", None)
-        if cache is None or not hasattr(cache, "batch_repeat_interleave"):
-            return
-        cache.batch_repeat_interleave(n)
-        kwargs.update(
-            input_ids=ids.repeat_interleave(n, dim=0),
-            attention_mask=mask.repeat_interleave(n, dim=0),
-            past_key_values=cache,
-            num_return_sequences=1,
-        )
+        return sequences[:, start:].cpu().tolist(), token_lp.double().tolist()
 
     def _cut(self, ids: list[int], prefix: str = "") -> tuple[str, int]:
         """The tactic text (``prefix`` + generated text, cut where the tactic ends) of one

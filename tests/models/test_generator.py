@@ -49,17 +49,17 @@ def test_batched_greedy_generation_equals_one_by_one(which, request):
             assert abs(b.logprob - o.logprob) < 1e-4
 
 
-def _capture(monkeypatch, loaded):
-    """Record what model.generate returns (the generated ids behind each candidate)."""
+def _capture(monkeypatch, gen):
+    """Record the generated rows behind each candidate (ids after the prompt or decoder prefix)."""
     seen = []
-    original = loaded.model.generate
+    original = gen._decode_rows
 
     def wrapper(*args, **kwargs):
         out = original(*args, **kwargs)
-        seen.append((kwargs, out))
+        seen.append(out)
         return out
 
-    monkeypatch.setattr(loaded.model, "generate", wrapper)
+    monkeypatch.setattr(gen, "_decode_rows", wrapper)
     return seen
 
 
@@ -96,23 +96,21 @@ def _forward_logprob(loaded, gen, state: str, kept: list[int], decoder_prefix=()
 def test_logprobs_equal_a_direct_forward_pass(which, strategy, request, monkeypatch):
     loaded = request.getfixturevalue(which)
     gen = _gen(loaded, strategy=strategy, temperature=0.7, top_p=0.9)
-    seen = _capture(monkeypatch, loaded)
+    seen = _capture(monkeypatch, gen)
     states = STATES[:2]
     # The random T5 ends at once when free; a decoder prefix makes it write something.
     prefix = "simp" if loaded.kind == "seq2seq" else ""
     out = gen.generate(states, 3, prefix=prefix or None)
-    ((kwargs, result),) = seen
+    ((rows, _),) = seen
+    decoder_prefix = []
     if loaded.kind == "seq2seq":
-        start = kwargs["decoder_input_ids"].shape[1]
-        decoder_prefix = kwargs["decoder_input_ids"][0, 1:].tolist()
-    else:
-        start, decoder_prefix = kwargs["input_ids"].shape[1], []
-    rows_per_state = result.sequences.shape[0] // len(states)
+        decoder_prefix = loaded.tokenizer(prefix, add_special_tokens=False).input_ids
+    rows_per_state = len(rows) // len(states)
     best: list[dict[str, float]] = [{} for _ in states]  # duplicates: the best row counts
-    for row, seq in enumerate(result.sequences.tolist()):
-        text, kept = gen._cut(seq[start:], prefix)
+    for row, ids in enumerate(rows):
+        text, kept = gen._cut(ids, prefix)
         lp = _forward_logprob(
-            loaded, gen, states[row // rows_per_state], seq[start : start + kept], decoder_prefix
+            loaded, gen, states[row // rows_per_state], ids[:kept], decoder_prefix
         )
         table = best[row // rows_per_state]
         table[text.strip()] = max(lp, table.get(text.strip(), -math.inf))
