@@ -7,8 +7,11 @@
 :class:`HFTacticGenerator` implements it for causal LMs (SmolLM2, DeepSeek-Prover, BFS-Prover)
 and seq2seq models (ReProver's ByT5) loaded by :func:`~lean_dojo_v2.models.load_model`:
 
-* **Batching.** Up to ``batch_size`` states go through one ``model.generate`` call, each expanded
-  to ``num_samples`` sequences (``num_return_sequences``); causal prompts are padded on the left.
+* **Batching.** Up to ``batch_size`` states are decoded together, each expanded to
+  ``num_samples`` sequences; causal prompts are padded on the left. Sampling and greedy decoding
+  of causal LMs use :func:`~lean_dojo_v2.models.decoding.decode_causal` (prompt run once per
+  state, finished sequences leave the batch, preallocated KV cache); beam search and seq2seq
+  models use ``model.generate``.
 * **Decoding.** ``strategy="sample"`` (temperature / top-p, transformers' own warpers),
   ``"beam"`` (beam search, ``num_beams >= num_samples``), ``"greedy"`` (one candidate).
 * **Where a tactic ends.** At the end marker of the prompt format (EOS / ``<|im_end|>``,
@@ -16,8 +19,8 @@ and seq2seq models (ReProver's ByT5) loaded by :func:`~lean_dojo_v2.models.load_
   followed by a continuation line (:func:`tactic_end`). Multi-line tactics are kept whole: a line
   that starts with white space or ``|`` continues the tactic (``induction n with`` followed by its
   indented ``| zero => …`` alternatives), as they appear in traced data and therefore in training
-  completions; anything else after a line break (a new tactic, prose) ends it. Sampling stops each
-  sequence as soon as its tactic has ended (a ``StoppingCriteria``); the text is cut there too.
+  completions; anything else after a line break (a new tactic, prose) ends it. Decoding stops each
+  sequence as soon as its tactic has ended; the text is cut there too.
 * **Scores.** ``logprob`` is the sum of the model's own log-probabilities (temperature 1, before
   any warper) of the generated tokens kept: the tactic's tokens and the token that ended it (the
   end marker, or the token holding the line break), so that a tactic is scored as "this text, then
@@ -215,8 +218,8 @@ class HFTacticGenerator(TacticGenerator):
     call (each expanded to ``num_samples`` sequences). ``seed``: seeds torch before each call,
     for reproducible sampling. ``device``/``dtype``/``adapter``: passed to :func:`load_model`.
     ``share_prompt_cache``: when sampling several candidates of a causal LM, compute each prompt
-    once and copy its KV cache to the samples (the same result as expanding the prompts first;
-    ``generate`` alone would recompute each prompt ``num_samples`` times).
+    once and copy its KV cache to the samples (the same result as expanding the prompts first,
+    which ``False`` does).
     """
 
     def __init__(
