@@ -329,4 +329,39 @@ def test_sft_loss_falls_on_the_real_sample_with_the_default_model(sample_path, t
         progress_bar=False,
     ).train(data_path=sample_path)
     assert result.steps == 20
-    assert result.last_loss < result.first_loss * 0.8, (result.first_loss, result.last_loss)
+    # Single-batch training losses (batch 2, shuffled) swing 3.4-9.1 from step to step, so the
+    # check is the completion loss on one fixed set of real examples, before and after training.
+    before = _completion_loss(None, sample_path)
+    after = _completion_loss(result.model_dir, sample_path)
+    # Measured: 5.30 -> 4.27 after 20 steps (seeded, so the same each run).
+    assert after < before * 0.9, (before, after)
+
+
+def _completion_loss(model: str | None, sample_path: Path, n: int = 16) -> float:
+    """Mean completion-token loss of the sample's first ``n`` examples under ``model``."""
+    import torch
+
+    from lean_dojo_v2.models import load_model
+    from lean_dojo_v2.trainer.sft_data import build_examples, tokenize_pairs
+
+    loaded = load_model(model, device="cpu")
+    theorems = DatasetDir(sample_path).all_theorems()
+    examples = build_examples(theorems, loaded.tokenizer)
+    rows, _ = tokenize_pairs(examples.pairs[:n], loaded.tokenizer, max_seq_len=1024)
+    total, count = 0.0, 0
+    with torch.no_grad():
+        for row in rows:
+            ids = torch.tensor([row["input_ids"]])
+            labels = torch.tensor(
+                [
+                    [
+                        t if m else -100
+                        for t, m in zip(row["input_ids"], row["completion_mask"], strict=True)
+                    ]
+                ]
+            )
+            out = loaded.model(input_ids=ids, labels=labels)
+            k = sum(row["completion_mask"])
+            total += float(out.loss) * k
+            count += k
+    return total / count
