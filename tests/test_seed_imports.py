@@ -212,7 +212,7 @@ ALLOWED_OWN_MODULES = {
     "lean_dojo_v2.errors",
     "lean_dojo_v2.lean_dojo",
     "lean_dojo_v2.lean_dojo.data_extraction",
-    "lean_dojo_v2.utils._lazy",
+    "lean_dojo_v2._lazy",
     *COMPAT_MODULES,
 }
 

@@ -7,7 +7,7 @@ lean_dojo_v2.lean_agent.database import DynamicDatabase`` give
 
 from __future__ import annotations
 
-from lean_dojo_v2.utils._lazy import reexport
+from lean_dojo_v2._lazy import reexport
 
 _EXPORTS = {"DynamicDatabase": "lean_dojo_v2.database"}
 __all__ = sorted(_EXPORTS)

@@ -5,7 +5,7 @@ writes upstream's ``dynamic_database.json``). New code should import from
 
 from __future__ import annotations
 
-from lean_dojo_v2.utils._lazy import reexport
+from lean_dojo_v2._lazy import reexport
 
 _EXPORTS = {"DynamicDatabase": "lean_dojo_v2.database"}
 __all__ = sorted(_EXPORTS)

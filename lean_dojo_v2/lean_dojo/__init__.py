@@ -11,8 +11,7 @@ one, runs ``git`` when imported).
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from .._lazy import reexport
 
 _EXPORTS = {
     "LeanGitRepo": ".repo",
@@ -41,14 +40,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return __all__
+__getattr__, __dir__ = reexport(globals(), _EXPORTS)

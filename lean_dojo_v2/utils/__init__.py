@@ -8,7 +8,7 @@ file. ``remove_marks`` is :func:`lean_dojo_v2.data.remove_marks`.
 
 from __future__ import annotations
 
-from ._lazy import reexport
+from .._lazy import reexport
 
 _TRAINING = "training helpers are not part of lean-dojo-v2 yet"
 

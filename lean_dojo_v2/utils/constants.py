@@ -29,8 +29,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .._lazy import no_attribute
 from ..config import Settings, get_settings
-from ._lazy import no_attribute
 
 
 def _settings() -> Settings:

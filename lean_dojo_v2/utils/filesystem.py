@@ -15,7 +15,7 @@ nothing here deletes a directory this library did not write.
 
 from __future__ import annotations
 
-from ._lazy import reexport
+from .._lazy import reexport
 
 _EXPORTS = {
     "staged_output_dir": "lean_dojo_v2.data.output_dir",

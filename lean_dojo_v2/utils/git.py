@@ -9,7 +9,7 @@ cache directory (:func:`mirror_path`). Re-exported lazily (the same objects).
 
 from __future__ import annotations
 
-from ._lazy import reexport
+from .._lazy import reexport
 
 _WRITE_BACK = "branches, commits, pushes and pull requests are not part of lean-dojo-v2 yet"
 _GITHUB = "lean-dojo-v2 does not call the GitHub API"

@@ -9,7 +9,7 @@ there is no separate cache object and no remote cache download.
 
 from __future__ import annotations
 
-from lean_dojo_v2.utils._lazy import reexport
+from lean_dojo_v2._lazy import reexport
 
 _EXPORTS = {
     "get_traced_repo_path": "lean_dojo_v2.lean_dojo",

@@ -11,7 +11,7 @@ and writes ``<output_dir>/<name>_<commit>/`` in the LeanDojo layout, returning o
 
 from __future__ import annotations
 
-from lean_dojo_v2.utils._lazy import reexport
+from lean_dojo_v2._lazy import reexport
 
 _SPLITS = "splits are lean_dojo_v2.data.split_theorems / split_random / split_novel_premises"
 _EXPORT = "lean_dojo_v2.lean_dojo.benchmark.write_benchmark writes a traced repository"

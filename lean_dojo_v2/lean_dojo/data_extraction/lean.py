@@ -9,7 +9,7 @@ token; ``from_path``, ``clone_and_checkout``, ``get_dependencies``, ``get_config
 
 from __future__ import annotations
 
-from lean_dojo_v2.utils._lazy import reexport
+from lean_dojo_v2._lazy import reexport
 
 _EXPORTS = {
     "LeanGitRepo": "lean_dojo_v2.lean_dojo",

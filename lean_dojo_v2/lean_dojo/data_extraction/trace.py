@@ -8,7 +8,7 @@ dst_dir=None, build_deps=False, ...) -> TracedRepo``),
 
 from __future__ import annotations
 
-from lean_dojo_v2.utils._lazy import reexport
+from lean_dojo_v2._lazy import reexport
 
 _EXPORTS = {
     "trace": "lean_dojo_v2.lean_dojo",

@@ -8,7 +8,7 @@ traced tactic records a traced file yields). Theorems come out of ``TracedRepo.t
 
 from __future__ import annotations
 
-from lean_dojo_v2.utils._lazy import reexport
+from lean_dojo_v2._lazy import reexport
 
 _EXPORTS = {
     "TracedRepo": "lean_dojo_v2.lean_dojo",

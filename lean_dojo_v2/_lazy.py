@@ -1,4 +1,4 @@
-"""Lazy re-exports for the modules that keep upstream LeanDojo-v2 import paths working.
+"""Lazy re-exports: package ``__init__`` modules and the upstream LeanDojo-v2 import paths.
 
 A compatibility module lists, for each public name, where the one real implementation lives; the
 object is imported on first access (PEP 562 module ``__getattr__``) and is the very same object,
@@ -32,7 +32,7 @@ def reexport(
     """Return ``(__getattr__, __dir__)`` for the module whose ``globals()`` is ``namespace``.
 
     - ``exports``: public name → ``"package.module:attribute"`` of the real object (the attribute
-      may be left out when it has the same name).
+      may be left out when it has the same name; the module may be relative, e.g. ``".errors"``).
     - ``submodules``: names of this package's own submodules, imported on attribute access.
     - ``not_provided``: upstream names that are deliberately absent → what to use instead.
     """
@@ -44,7 +44,7 @@ def reexport(
         target = exports.get(name)
         if target is not None:
             module, _, attribute = target.partition(":")
-            value = getattr(importlib.import_module(module), attribute or name)
+            value = getattr(importlib.import_module(module, module_name), attribute or name)
         elif name in subs:
             value = importlib.import_module(f"{module_name}.{name}")
         else:
