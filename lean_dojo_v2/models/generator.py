@@ -75,6 +75,15 @@ class TacticGenerator(ABC):
         """:meth:`generate` for a single state."""
         return self.generate([state], num_samples, prefix=prefix)[0]
 
+    def for_theorem(self, theorem: Any) -> TacticGenerator:
+        """The generator to use while proving ``theorem`` (a :class:`~lean_dojo_v2.data.Theorem`).
+
+        Search calls this once per theorem before asking for tactics. Most generators ignore the
+        theorem and return themselves; one that needs its context (a retrieval-augmented prover
+        ranks only the premises accessible at the theorem's position) returns a bound copy.
+        """
+        return self
+
 
 def check_generate_args(states: object, num_samples: object, prefix: object) -> None:
     """Raise :class:`ModelError` unless ``states`` is a list of str, ``num_samples`` an int >= 1
