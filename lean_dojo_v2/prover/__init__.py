@@ -1,0 +1,27 @@
+"""Layer 3: proof search and provers.
+
+Best-first and whole-proof search over a :class:`~lean_dojo_v2.interaction.ProofEnv`, the provers
+(tactic generators behind that search), proof re-checking, recording and write-back. Importing
+this package is cheap: every name below is resolved on first use.
+"""
+
+from __future__ import annotations
+
+from .._lazy import reexport
+
+_LAZY = {
+    "SearchResult": ".result",
+    "proof_text": ".result",
+    "SearchConfig": ".search",
+    "BestFirstSearch": ".search",
+    "WholeProofSearch": ".search",
+    "search_theorem": ".search",
+    "BaseProver": ".base",
+    "HFProver": ".hf_prover",
+    "RetrievalProver": ".retrieval_prover",
+    "ExternalProver": ".external_prover",
+}
+
+__all__ = sorted(_LAZY)
+
+__getattr__, __dir__ = reexport(globals(), _LAZY)
