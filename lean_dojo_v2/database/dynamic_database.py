@@ -29,6 +29,7 @@ from .connection import DEFAULT_DB_NAME, default_path
 from .export import DatasetExport
 from .records import RepositoryInfo
 from .schema import SCHEMA_VERSION
+from .upstream import export_upstream_json, import_upstream_json
 
 __all__ = [
     "DEFAULT_DB_NAME",
@@ -58,8 +59,6 @@ class DynamicDatabase(RepositoryAdding, DatasetExport):
     def import_json(self, path: str | Path) -> list[RepositoryInfo]:
         """Import an upstream LeanAgent / LeanDojo-v2 ``dynamic_database.json`` (one transaction;
         repository versions already present are skipped). Returns the repositories imported."""
-        from .upstream import import_upstream_json
-
         return import_upstream_json(self, path)
 
     def export_json(
@@ -69,8 +68,6 @@ class DynamicDatabase(RepositoryAdding, DatasetExport):
     ) -> Path:
         """Write the upstream ``dynamic_database.json`` format (what ``DynamicDatabase.to_json``
         writes in LeanDojo-v2 1.0.9), streamed, atomically."""
-        from .upstream import export_upstream_json
-
         return export_upstream_json(self, path, repositories)
 
     # Upstream name.

@@ -17,18 +17,20 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..data import PremiseFile, Theorem
 from ..data.jsonio import atomic_write, gc_paused, read_json
 from ..errors import DataFormatError, OutputExistsError
+from .common import RepositoriesArg
 from .ingest import Executor, Ingest
+from .queries import TheoremQueries
 from .records import RepositoryInfo, StoredTheorem
 from .repositories import corpus_rows, insert_repository, premise_rows, traced_paths
 
-if TYPE_CHECKING:
-    from .common import RepositoriesArg
-    from .dynamic_database import DynamicDatabase
+# This module needs only the query part of the database (transactions, snapshots, repository and
+# theorem look-ups) and names that class, ``TheoremQueries``: ``dynamic_database`` imports this
+# module, never the other way round (no import circle, not even one behind TYPE_CHECKING).
 
 BUCKETS = (
     ("proven_theorems", "proven"),
@@ -46,7 +48,7 @@ def _path(p: str) -> str:
 # -- import -------------------------------------------------------------------------------------
 
 
-def import_upstream_json(db: DynamicDatabase, path: str | Path) -> list[RepositoryInfo]:
+def import_upstream_json(db: TheoremQueries, path: str | Path) -> list[RepositoryInfo]:
     path = Path(path)
     with gc_paused():
         data = read_json(path)
@@ -65,7 +67,7 @@ def import_upstream_json(db: DynamicDatabase, path: str | Path) -> list[Reposito
     return db.resolve_repositories(added) if added else []
 
 
-def _import_repository(db: DynamicDatabase, conn: Any, repo: Any) -> int | None:
+def _import_repository(db: TheoremQueries, conn: Any, repo: Any) -> int | None:
     if not isinstance(repo, dict):
         raise DataFormatError(f"expected a repository object, got {type(repo).__name__}")
     for key in _REPO_KEYS:
@@ -246,7 +248,7 @@ def theorem_to_upstream(st: StoredTheorem) -> dict[str, Any]:
 
 
 def export_upstream_json(
-    db: DynamicDatabase,
+    db: TheoremQueries,
     path: str | Path,
     repositories: RepositoriesArg = None,
 ) -> Path:
@@ -266,7 +268,7 @@ def export_upstream_json(
 
 
 def _repository_pairs(
-    db: DynamicDatabase, conn: Any, info: RepositoryInfo
+    db: TheoremQueries, conn: Any, info: RepositoryInfo
 ) -> Iterator[tuple[str, Any]]:
     metadata: Mapping[str, Any] = info.metadata
     yield "url", info.url
@@ -291,7 +293,7 @@ def _repository_pairs(
 
 
 def _bucket(
-    db: DynamicDatabase, conn: Any, info: RepositoryInfo, status: str
+    db: TheoremQueries, conn: Any, info: RepositoryInfo, status: str
 ) -> Iterator[dict[str, Any]]:
     for st in db.stored_theorems(info, status=status):
         yield theorem_to_upstream(st)
