@@ -56,6 +56,16 @@ SYSTEM_PROMPT = (
 PLAIN_TEMPLATE = "[GOAL]\n{user}\n[PROOFSTEP]\n"
 """The prompt of a causal LM without a chat template; ``{user}`` is :func:`user_content`."""
 
+PROOF_SYSTEM_PROMPT = (
+    "You are a Lean 4 prover. Given a proof state (and possibly useful premises), reply with a "
+    "complete Lean 4 tactic proof that closes every goal: the tactics only, one per line, without "
+    "the theorem statement and without a leading `by`. Never use sorry or admit."
+)
+"""The system turn of every chat-style whole-proof prompt (:func:`render_proof_prompt`)."""
+
+PLAIN_PROOF_TEMPLATE = "[GOAL]\n{user}\n[PROOF]\n"
+"""The whole-proof prompt of a causal LM without a chat template."""
+
 _SENTINEL = "\u2063TACTIC\u2063"  # invisible separators: never produced by a template itself
 
 
@@ -83,10 +93,10 @@ def add_special_tokens_for(style: str) -> bool:
     return style != "chat"
 
 
-def _messages(user: str, fold_system: bool) -> list[dict[str, str]]:
+def _messages(user: str, fold_system: bool, system: str = SYSTEM_PROMPT) -> list[dict[str, str]]:
     if fold_system:
-        return [{"role": "user", "content": SYSTEM_PROMPT + "\n\n" + user}]
-    return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
+        return [{"role": "user", "content": system + "\n\n" + user}]
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
 def _apply(tokenizer: Any, messages: list[dict[str, str]], generation_prompt: bool) -> str:
@@ -155,3 +165,50 @@ def training_pair(
     style = prompt_style(tokenizer, style)
     prompt = render_prompt(tokenizer, state, premises, style=style)
     return prompt, tactic.rstrip() + end_marker(tokenizer, style)
+
+
+# --------------------------------------------------------------------------- whole proofs and chat APIs
+#
+# Whole-proof mode asks for every tactic of a proof at once. The prompt differs from the tactic
+# prompt only in its instruction (:data:`PROOF_SYSTEM_PROMPT`, or ``[PROOF]`` instead of
+# ``[PROOFSTEP]``); the completion is the proof (tactics one per line, multi-line tactics kept)
+# followed by the same end marker, so generation stops at the end marker, not at a line break.
+
+
+def chat_messages(
+    state: str, premises: Sequence[str] = (), *, whole_proof: bool = False
+) -> list[dict[str, str]]:
+    """The ``messages`` of an OpenAI-compatible chat request for ``state``: the system turn
+    (:data:`SYSTEM_PROMPT`, or :data:`PROOF_SYSTEM_PROMPT` for a whole proof) and the user turn
+    (:func:`user_content`), exactly what :func:`render_prompt` renders through a chat template."""
+    system = PROOF_SYSTEM_PROMPT if whole_proof else SYSTEM_PROMPT
+    return _messages(user_content(state, premises), False, system)
+
+
+def render_proof_prompt(
+    tokenizer: Any, state: str, premises: Sequence[str] = (), *, style: str | None = None
+) -> str:
+    """The exact text fed to a model asked for a whole proof of ``state``; it ends exactly where
+    the proof starts (the whole-proof twin of :func:`render_prompt`)."""
+    style = prompt_style(tokenizer, style)
+    user = user_content(state, premises)
+    if style == "state":
+        return user
+    if style == "plain":
+        return PLAIN_PROOF_TEMPLATE.format(user=user)
+    return _render_chat(tokenizer, lambda fold: _messages(user, fold, PROOF_SYSTEM_PROMPT), True)
+
+
+def proof_training_pair(
+    tokenizer: Any,
+    state: str,
+    proof: str,
+    premises: Sequence[str] = (),
+    *,
+    style: str | None = None,
+) -> tuple[str, str]:
+    """``(prompt, completion)`` for a whole proof of ``state`` (its tactics, one per line):
+    :func:`render_proof_prompt`'s text, and the proof followed by :func:`end_marker`."""
+    style = prompt_style(tokenizer, style)
+    prompt = render_proof_prompt(tokenizer, state, premises, style=style)
+    return prompt, proof.rstrip() + end_marker(tokenizer, style)

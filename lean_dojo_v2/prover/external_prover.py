@@ -1,0 +1,338 @@
+"""``ExternalProver``: tactics and whole proofs from a model behind an OpenAI-compatible chat API.
+
+Anything that speaks ``POST /v1/chat/completions`` works: a vLLM server (``vllm serve MODEL``,
+base URL ``http://HOST:8000/v1``), a hosted model (OpenAI, Together, DeepSeek, the Hugging Face
+router, ...), or a server of our own. Requests go through the official ``openai`` client:
+
+* **Prompt.** :func:`lean_dojo_v2.models.prompts.chat_messages`: the same system and user turns a
+  local chat model gets through its template (premises included when given), or the whole-proof
+  instruction for :meth:`ExternalProver.generate_proofs`.
+* **Samples.** One request per goal state asks for ``n = num_samples`` choices. A server that
+  ignores ``n`` (answers fewer choices) is asked again for the rest, up to ``num_samples``
+  requests per state. Several states are requested concurrently (``max_concurrency`` threads).
+* **Retries and timeouts.** The client retries connection errors, timeouts, HTTP 408/409/429 and
+  5xx with exponential backoff (``max_retries`` times, honouring ``Retry-After``); each attempt
+  may take ``timeout`` seconds. What still fails raises :class:`ExternalModelError` naming the
+  URL and what to do: the search records it as an ``"error"`` result.
+* **Text to tactic.** :func:`~lean_dojo_v2.prover.completions.completion_tactic` (fenced blocks
+  unwrapped, a repeated statement and a leading ``by`` removed, multi-line tactics kept whole),
+  or :func:`~lean_dojo_v2.prover.completions.completion_proof` for whole proofs; empty answers and
+  ``sorry``/``admit`` are dropped, duplicates merged.
+* **Scores.** With ``logprobs=True`` the request asks for token log-probs; when every kept choice
+  has them, a candidate's score is the sum of its completion's token log-probs. Otherwise (the
+  server does not return them, or refuses the option, which is then not asked again) the score is
+  the candidate's log-frequency among the samples
+  (:func:`~lean_dojo_v2.prover.completions.frequency_scores`), ties in the server's order.
+* **Bad answers.** An answer without ``choices``, a body that is not JSON or a choice without
+  text is logged as a warning and yields no candidate; it never raises a traceback into search.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import threading
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from ..errors import ModelError
+from ..models.generator import Candidate, check_generate_args, finalize
+from ..models.prompts import chat_messages
+from .base import BaseProver
+from .completions import completion_proof, completion_tactic, frequency_scores
+
+log = logging.getLogger(__name__)
+
+DEFAULT_BASE_URL = "http://localhost:8000/v1"
+"""vLLM's default (``vllm serve MODEL``)."""
+
+
+class ExternalModelError(ModelError):
+    """The OpenAI-compatible model server could not be used: it is unreachable, it timed out or
+    kept failing after the retries, it does not serve the model, or it refused the request. The
+    message names the URL and the model."""
+
+
+class ExternalProver(BaseProver):
+    """Tactic generator over an OpenAI-compatible chat endpoint.
+
+    ``model_name``: the model the server serves (``GET {base_url}/models`` lists them).
+    ``base_url``: the API root, ending in ``/v1`` (default: a local vLLM, ``http://localhost:8000/v1``).
+    ``api_key``: the bearer token; default ``$OPENAI_API_KEY``, else ``"EMPTY"`` (vLLM and our own
+    server accept any). ``timeout``: seconds one HTTP attempt may take. ``max_retries``: retries
+    of connection errors, timeouts, 408/409/429 and 5xx (exponential backoff, by the client).
+    ``temperature``/``top_p``: sampling. ``max_tokens``: the longest tactic completion;
+    ``max_proof_tokens``: the longest whole-proof completion. ``logprobs``: ask for token
+    log-probs (see the module docstring for the score without them). ``max_concurrency``: goal
+    states requested at the same time. ``premises``: optional premise texts put in every prompt
+    (a retrieval-augmented caller passes them per call through :meth:`generate_with_premises`).
+    ``extra_body``: extra JSON fields for every request (e.g. vLLM's ``{"top_k": 20}``).
+    """
+
+    def __init__(
+        self,
+        model_name: str,
+        base_url: str = DEFAULT_BASE_URL,
+        api_key: str | None = None,
+        timeout: float = 30.0,
+        max_retries: int = 2,
+        temperature: float = 0.7,
+        max_tokens: int = 256,
+        *,
+        top_p: float = 0.95,
+        max_proof_tokens: int = 1024,
+        logprobs: bool = True,
+        max_concurrency: int = 8,
+        extra_body: dict[str, Any] | None = None,
+    ) -> None:
+        if not isinstance(model_name, str) or not model_name.strip():
+            raise ExternalModelError("model_name must be the name of a model the server serves")
+        if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
+            raise ExternalModelError(
+                f"base_url must be an http(s) URL such as {DEFAULT_BASE_URL}, got {base_url!r}"
+            )
+        if not (timeout > 0 and math.isfinite(timeout)):
+            raise ExternalModelError(f"timeout must be a positive number of seconds, got {timeout!r}")
+        if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
+            raise ExternalModelError(f"max_retries must be a whole number >= 0, got {max_retries!r}")
+        if not (temperature >= 0 and math.isfinite(temperature)):
+            raise ExternalModelError(f"temperature must be >= 0, got {temperature!r}")
+        if not 0 < top_p <= 1:
+            raise ExternalModelError(f"top_p must be in (0, 1], got {top_p!r}")
+        if max_tokens < 1 or max_proof_tokens < 1 or max_concurrency < 1:
+            raise ExternalModelError("max_tokens, max_proof_tokens and max_concurrency must be >= 1")
+        self.model_name = model_name
+        self.base_url = base_url.rstrip("/")
+        self._api_key = api_key
+        self.timeout = float(timeout)
+        self.max_retries = max_retries
+        self.temperature = float(temperature)
+        self.top_p = float(top_p)
+        self.max_tokens = int(max_tokens)
+        self.max_proof_tokens = int(max_proof_tokens)
+        self.logprobs = bool(logprobs)
+        self.max_concurrency = int(max_concurrency)
+        self.extra_body = dict(extra_body or {})
+        self.requests_sent = 0
+        """HTTP requests made so far (each may have been retried by the client)."""
+        self._client: Any = None
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"ExternalProver({self.model_name!r}, base_url={self.base_url!r})"
+
+    # The client holds sockets and a lock: a copy sent to a worker process makes its own.
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_client"] = None
+        state["_lock"] = None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+    @property
+    def client(self) -> Any:
+        """The ``openai.OpenAI`` client (created on first use)."""
+        with self._lock:
+            if self._client is None:
+                import openai
+
+                key = self._api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"
+                self._client = openai.OpenAI(
+                    base_url=self.base_url,
+                    api_key=key,
+                    timeout=self.timeout,
+                    max_retries=self.max_retries,
+                )
+            return self._client
+
+    # ..................................................................... the contract
+
+    def generate(
+        self, states: list[str], num_samples: int, *, prefix: str | None = None
+    ) -> list[list[Candidate]]:
+        check_generate_args(states, num_samples, prefix)
+        return self._many(states, num_samples, prefix=prefix, whole_proof=False, premises=None)
+
+    def generate_proofs(self, states: list[str], num_samples: int) -> list[list[Candidate]]:
+        check_generate_args(states, num_samples, None)
+        return self._many(states, num_samples, prefix=None, whole_proof=True, premises=None)
+
+    def generate_with_premises(
+        self,
+        states: list[str],
+        num_samples: int,
+        premises: Sequence[Sequence[str]],
+        *,
+        prefix: str | None = None,
+        whole_proof: bool = False,
+    ) -> list[list[Candidate]]:
+        """:meth:`generate` (or :meth:`generate_proofs`) with ``premises[i]`` (premise texts) in
+        the prompt of ``states[i]``."""
+        check_generate_args(states, num_samples, prefix)
+        if len(premises) != len(states):
+            raise ExternalModelError(
+                f"premises has {len(premises)} entries for {len(states)} states; pass one list each"
+            )
+        return self._many(states, num_samples, prefix=prefix, whole_proof=whole_proof, premises=premises)
+
+    # ..................................................................... requests
+
+    def _many(
+        self,
+        states: list[str],
+        n: int,
+        *,
+        prefix: str | None,
+        whole_proof: bool,
+        premises: Sequence[Sequence[str]] | None,
+    ) -> list[list[Candidate]]:
+        if not states:
+            return []
+        jobs = [
+            (s, premises[i] if premises is not None else ()) for i, s in enumerate(states)
+        ]
+        if len(jobs) == 1 or self.max_concurrency == 1:
+            return [self._candidates(s, p, n, prefix, whole_proof) for s, p in jobs]
+        with ThreadPoolExecutor(min(self.max_concurrency, len(jobs))) as pool:
+            futures = [pool.submit(self._candidates, s, p, n, prefix, whole_proof) for s, p in jobs]
+            return [f.result() for f in futures]
+
+    def _candidates(
+        self,
+        state: str,
+        premises: Sequence[str],
+        n: int,
+        prefix: str | None,
+        whole_proof: bool,
+    ) -> list[Candidate]:
+        messages = chat_messages(state, premises, whole_proof=whole_proof)
+        if prefix:
+            messages[-1]["content"] += f"\n\nYour tactic must start with: {prefix}"
+        max_tokens = self.max_proof_tokens if whole_proof else self.max_tokens
+        samples: list[tuple[str | None, float | None]] = []
+        for _ in range(n):  # a server that ignores n answers one choice per request
+            got = self._request(messages, n - len(samples), max_tokens)
+            if not got:
+                break  # a malformed answer: asking again would most likely get the same
+            samples.extend(got)
+            if len(samples) >= n:
+                break
+        extract = completion_proof if whole_proof else completion_tactic
+        texts = [extract(text) for text, _ in samples]
+        if prefix:
+            texts = [t if t is not None and t.startswith(prefix) else None for t in texts]
+        kept = [(t, lp) for t, (_, lp) in zip(texts, samples, strict=True) if t is not None]
+        if kept and all(lp is not None for _, lp in kept):
+            raw = [(t, float(lp)) for t, lp in kept]  # type: ignore[arg-type]
+        else:
+            raw = [(t, s) for t, s in zip(texts, frequency_scores(texts), strict=True) if t is not None]
+        return finalize(raw, n)
+
+    def _request(
+        self, messages: list[dict[str, str]], n: int, max_tokens: int
+    ) -> list[tuple[str | None, float | None]]:
+        """One chat request: per choice, its text (None when empty) and the sum of its token
+        log-probs (None when not returned). ``[]`` for a malformed answer."""
+        import openai
+
+        kwargs: dict[str, Any] = dict(
+            model=self.model_name,
+            messages=messages,
+            n=n,
+            temperature=self.temperature,
+            top_p=self.top_p,
+            max_tokens=max_tokens,
+        )
+        if self.logprobs:
+            kwargs["logprobs"] = True
+        if self.extra_body:
+            kwargs["extra_body"] = self.extra_body
+        where = f"the model server at {self.base_url} (model {self.model_name!r})"
+        self.requests_sent += 1
+        try:
+            response = self.client.chat.completions.create(**kwargs)
+        except openai.APITimeoutError as exc:
+            raise ExternalModelError(
+                f"{where} did not answer within {self.timeout:g} s ({self.max_retries} retries); "
+                "raise timeout=, lower max_tokens, or check the server's load"
+            ) from exc
+        except openai.APIConnectionError as exc:
+            raise ExternalModelError(
+                f"cannot reach {where} ({exc.__cause__ or exc}); start the server (e.g. "
+                "`vllm serve MODEL`) or pass the right base_url / --base-url"
+            ) from exc
+        except openai.NotFoundError as exc:
+            raise ExternalModelError(
+                f"{where} answered 404 ({_message(exc)}): it does not serve this model, or the "
+                f"base_url does not end in /v1; list the served models with GET {self.base_url}/models"
+            ) from exc
+        except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
+            raise ExternalModelError(
+                f"{where} refused the API key (HTTP {exc.status_code}: {_message(exc)}); pass "
+                "api_key= or set OPENAI_API_KEY"
+            ) from exc
+        except openai.BadRequestError as exc:
+            if self.logprobs and "logprob" in str(exc).lower():
+                log.warning("%s does not support logprobs; scoring by frequency instead", where)
+                self.logprobs = False
+                return self._request(messages, n, max_tokens)
+            raise ExternalModelError(
+                f"{where} rejected the request (HTTP 400: {_message(exc)}); check the model's "
+                "limits (max_tokens, n) and the sampling settings"
+            ) from exc
+        except openai.APIStatusError as exc:
+            raise ExternalModelError(
+                f"{where} answered HTTP {exc.status_code} ({_message(exc)}) after "
+                f"{self.max_retries} retries; check the server's log"
+            ) from exc
+        except (openai.APIResponseValidationError, ValueError) as exc:
+            log.warning("%s sent an answer that is not a chat completion (%s); no candidates", where, exc)
+            return []
+        return self._parse(response, where)
+
+    @staticmethod
+    def _parse(response: Any, where: str) -> list[tuple[str | None, float | None]]:
+        choices = getattr(response, "choices", None)
+        if not isinstance(choices, list) or not choices:
+            what = "a body that is not JSON" if isinstance(response, (str, bytes)) else "no choices"
+            log.warning("%s sent an answer with %s; no candidates", where, what)
+            return []
+        out: list[tuple[str | None, float | None]] = []
+        empty = 0
+        for choice in choices:
+            content = getattr(getattr(choice, "message", None), "content", None)
+            if not isinstance(content, str) or not content.strip():
+                empty += 1
+                out.append((None, None))
+                continue
+            out.append((content, _logprob(getattr(choice, "logprobs", None))))
+        if empty:
+            log.warning("%s sent %d of %d choices without text; dropped", where, empty, len(choices))
+        return out
+
+
+def _logprob(logprobs: Any) -> float | None:
+    """The sum of a choice's token log-probs, or None when they are missing or not numbers."""
+    tokens = getattr(logprobs, "content", None)
+    if not tokens:
+        return None
+    values = [getattr(t, "logprob", None) for t in tokens]
+    if not all(isinstance(v, (int, float)) and math.isfinite(v) for v in values):
+        return None
+    return math.fsum(values)  # type: ignore[arg-type]
+
+
+def _message(exc: Any) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        err = body.get("error", body)
+        if isinstance(err, dict) and err.get("message"):
+            return str(err["message"])
+        if isinstance(body.get("message"), str):
+            return body["message"]
+    return str(getattr(exc, "message", exc))

@@ -1,0 +1,212 @@
+"""A small local OpenAI-compatible chat server for tests, scriptable per test.
+
+It speaks the two endpoints :class:`~lean_dojo_v2.prover.ExternalProver` uses, in the wire format
+of OpenAI and vLLM: ``POST /v1/chat/completions`` (``choices[i].message.content``, optional
+``choices[i].logprobs.content[j].logprob``) and ``GET /v1/models``. It runs
+:class:`http.server.ThreadingHTTPServer` on ``127.0.0.1`` (a free port) in a daemon thread::
+
+    with FakeOpenAI(completions=["simp", "```lean\\nrfl\\n```"]) as server:
+        prover = ExternalProver("fake-model", base_url=server.base_url)
+
+What a test can script (attributes of :class:`Script`, changeable while the server runs):
+
+* ``completions``: the texts answered, one per choice, cycling through the list across choices and
+  requests; or a function ``(request_json, choice_index) -> str`` (e.g. answer by goal state).
+* ``logprobs``: whether choices carry token log-probs (when the request asks for them). The
+  completion ``j`` of the list has total log-prob ``-(j + 1) / 4`` (:func:`completion_logprob`),
+  spread over its tokens.
+* ``honour_n``: answer ``n`` choices, or always one (servers that ignore ``n``).
+* ``fail_first`` / ``fail_status``: answer the first K chat requests with that HTTP status.
+* ``delay`` / ``delay_first``: sleep before answering (all requests, or only the first K).
+* ``malformed``: ``"no_choices"`` (JSON without ``choices``), ``"not_json"`` (a 200 with an HTML
+  body), ``"empty_content"`` (``content: ""``), ``"null_content"`` (``content: null``),
+  ``"bad_logprobs"`` (``logprobs.content`` entries without numbers); ``malformed_first`` limits it to
+  the first K requests.
+* ``models``: the model names served; any other name gets a 404 like OpenAI's.
+
+``requests`` holds every chat request body received (parsed JSON), in order.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+def completion_logprob(index: int) -> float:
+    """The total log-prob the server gives completion ``index`` of a ``completions`` list."""
+    return -(index + 1) / 4
+
+
+@dataclass
+class Script:
+    completions: list[str] | Callable[[dict[str, Any], int], str] = field(
+        default_factory=lambda: ["simp"]
+    )
+    logprobs: bool = True
+    honour_n: bool = True
+    fail_first: int = 0
+    fail_status: int = 500
+    delay: float = 0.0
+    delay_first: int | None = None
+    malformed: str | None = None
+    malformed_first: int | None = None
+    models: tuple[str, ...] = ("fake-model",)
+
+
+def _tokens(text: str) -> list[str]:
+    return [text[i : i + 3] for i in range(0, len(text), 3)] or [""]
+
+
+class FakeOpenAI:
+    """The server; a context manager that starts and stops it."""
+
+    def __init__(self, **script: Any) -> None:
+        self.script = Script(**script)
+        self.requests: list[dict[str, Any]] = []
+        self._chat_calls = 0
+        self._choices = 0
+        self._lock = threading.Lock()
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # ....................................................................... lifecycle
+
+    @property
+    def base_url(self) -> str:
+        assert self._server is not None, "server not started"
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def start(self) -> FakeOpenAI:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:  # quiet
+                pass
+
+            def do_GET(self) -> None:
+                if self.path.rstrip("/") == "/v1/models":
+                    data = [{"id": m, "object": "model", "owned_by": "fake"} for m in fake.script.models]
+                    self._send(200, {"object": "list", "data": data})
+                else:
+                    self._send(404, {"error": {"message": "not found", "type": "not_found"}})
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                raw = self.rfile.read(length)
+                if self.path.rstrip("/") != "/v1/chat/completions":
+                    self._send(404, {"error": {"message": "not found", "type": "not_found"}})
+                    return
+                body = json.loads(raw or b"{}")
+                status, payload = fake._answer(body)
+                if isinstance(payload, bytes):
+                    self._send_raw(status, payload, "text/html")
+                else:
+                    self._send(status, payload)
+
+            def _send(self, status: int, payload: Any) -> None:
+                self._send_raw(status, json.dumps(payload).encode(), "application/json")
+
+            def _send_raw(self, status: int, data: bytes, ctype: str) -> None:
+                try:
+                    self.send_response(status)
+                    self.send_header("content-type", ctype)
+                    self.send_header("content-length", str(len(data)))
+                    if status >= 500:
+                        self.send_header("retry-after-ms", "20")  # keep the client's backoff short
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):  # the client timed out and left
+                    pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def __enter__(self) -> FakeOpenAI:
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    # ....................................................................... answers
+
+    def _answer(self, body: dict[str, Any]) -> tuple[int, Any]:
+        s = self.script
+        with self._lock:
+            self.requests.append(body)
+            call = self._chat_calls
+            self._chat_calls += 1
+        if s.delay and (s.delay_first is None or call < s.delay_first):
+            time.sleep(s.delay)
+        if call < s.fail_first:
+            return s.fail_status, {"error": {"message": "scripted failure", "type": "server_error"}}
+        if body.get("model") not in s.models:
+            return 404, {
+                "error": {
+                    "message": f"The model `{body.get('model')}` does not exist.",
+                    "type": "NotFoundError",
+                    "code": 404,
+                }
+            }
+        malformed = s.malformed if (s.malformed_first is None or call < s.malformed_first) else None
+        if malformed == "not_json":
+            return 200, b"<html><body>502 Bad Gateway (proxy)</body></html>"
+        if malformed == "no_choices":
+            return 200, {"id": "x", "object": "chat.completion", "model": body.get("model")}
+        n = int(body.get("n") or 1) if s.honour_n else 1
+        choices = []
+        for i in range(n):
+            with self._lock:
+                k = self._choices
+                self._choices += 1
+            if callable(s.completions):
+                text, index = s.completions(body, k), 0
+            else:
+                index = k % len(s.completions)
+                text = s.completions[index]
+            choice: dict[str, Any] = {
+                "index": i,
+                "message": {"role": "assistant", "content": text},
+                "finish_reason": "stop",
+                "logprobs": None,
+            }
+            if malformed == "empty_content":
+                choice["message"]["content"] = ""
+            elif malformed == "null_content":
+                choice["message"]["content"] = None
+            if s.logprobs and body.get("logprobs"):
+                toks = _tokens(text)
+                each = completion_logprob(index) / len(toks)
+                entries = [
+                    {"token": t, "logprob": each, "bytes": list(t.encode()), "top_logprobs": []}
+                    for t in toks
+                ]
+                if malformed == "bad_logprobs":
+                    entries = [{"token": t} for t in toks]
+                choice["logprobs"] = {"content": entries}
+            choices.append(choice)
+        return 200, {
+            "id": f"chatcmpl-{len(self.requests)}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model"),
+            "choices": choices,
+            "usage": {"prompt_tokens": 1, "completion_tokens": n, "total_tokens": 1 + n},
+        }
