@@ -1,0 +1,48 @@
+"""LeanProgress (layer 3): steps-remaining labels from traced proofs and the JSONL dataset.
+
+- :mod:`.labels`: the labelling rule (branching proofs included) — :func:`label_tactics`,
+  :func:`steps_remaining`.
+- :mod:`.dataset`: :class:`ProgressExample`, :func:`progress_examples` (theorems → rows), the
+  JSONL writer and reader.
+- :mod:`.create_sample_dataset`: ``python -m lean_dojo_v2.lean_progress.create_sample_dataset
+  --output PATH``.
+
+The model is :class:`lean_dojo_v2.models.progress.ProgressModel`; training is
+:class:`lean_dojo_v2.trainer.progress_trainer.ProgressTrainer`. Names are resolved on first use.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .._lazy import reexport
+
+if TYPE_CHECKING:
+    from .create_sample_dataset import create_sample_dataset
+    from .dataset import (
+        ProgressExample,
+        iter_progress_jsonl,
+        progress_examples,
+        read_progress_jsonl,
+        write_progress_jsonl,
+    )
+    from .labels import TacticLabel, goal_keys, label_tactics, steps_remaining
+
+_LAZY = {
+    "TacticLabel": ".labels",
+    "goal_keys": ".labels",
+    "label_tactics": ".labels",
+    "steps_remaining": ".labels",
+    "ProgressExample": ".dataset",
+    "progress_examples": ".dataset",
+    "iter_progress_jsonl": ".dataset",
+    "read_progress_jsonl": ".dataset",
+    "write_progress_jsonl": ".dataset",
+    "create_sample_dataset": ".create_sample_dataset",
+}
+
+__all__ = sorted(_LAZY)
+
+__getattr__, __dir__ = reexport(
+    globals(), _LAZY, submodules=["labels", "dataset", "create_sample_dataset"]
+)

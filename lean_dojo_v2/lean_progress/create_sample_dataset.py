@@ -1,0 +1,89 @@
+"""Write a LeanProgress JSONL dataset built from real traced proofs.
+
+    python -m lean_dojo_v2.lean_progress.create_sample_dataset --output PATH [--data DIR|FILE] [--force]
+
+Without ``--data`` it reads the LeanDojo Benchmark 4 sample bundled with the package
+(:func:`lean_dojo_v2.data.sample_dataset_path`: 100 real mathlib theorems, 158 traced tactics);
+``--data`` takes any LeanDojo-layout dataset directory or split file. One row per traced tactic,
+labelled by the rule of :mod:`lean_dojo_v2.lean_progress.labels`. An existing ``PATH`` is never
+overwritten unless ``--force`` is given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..errors import LeanDojoError
+
+DEFAULT_OUTPUT = "raid/data/sample_leanprogress_dataset.jsonl"
+
+
+def create_sample_dataset(
+    output: str | Path, data: str | Path | None = None, *, force: bool = False
+) -> dict[str, object]:
+    """Write the LeanProgress JSONL of ``data`` (default: the bundled sample) to ``output``;
+    returns a summary (path, rows, theorems, label histogram)."""
+    from ..data import load_theorems, sample_dataset_path
+    from ..trainer.errors import EmptyDatasetError
+    from .dataset import progress_examples, write_progress_jsonl
+
+    source = Path(data) if data is not None else sample_dataset_path()
+    theorems = load_theorems(source)
+    examples = list(progress_examples(theorems))
+    if not examples:
+        raise EmptyDatasetError(
+            f"{source} has {len(theorems)} theorems but no traced tactics (term-mode proofs only); "
+            "give a dataset traced from tactic proofs"
+        )
+    rows = write_progress_jsonl(output, examples, force=force)
+    histogram = Counter(ex.steps_remaining for ex in examples)
+    return {
+        "output": str(Path(output)),
+        "source": str(source),
+        "rows": rows,
+        "theorems": len({ex.group for ex in examples}),
+        "steps_remaining": {str(k): histogram[k] for k in sorted(histogram)},
+    }
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m lean_dojo_v2.lean_progress.create_sample_dataset",
+        description="Write a LeanProgress JSONL file (goal, prefix, tactic, steps_remaining) from "
+        "real traced proofs: the bundled LeanDojo Benchmark 4 sample, or --data.",
+    )
+    parser.add_argument(
+        "--output",
+        type=Path,
+        default=Path(DEFAULT_OUTPUT),
+        help=f"the JSONL file to write (default: {DEFAULT_OUTPUT})",
+    )
+    parser.add_argument(
+        "--data",
+        metavar="DIR|FILE",
+        help="a LeanDojo dataset directory or split file (default: the bundled sample)",
+    )
+    parser.add_argument("--force", action="store_true", help="replace an existing output file")
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        summary = create_sample_dataset(args.output, args.data, force=args.force)
+    except LeanDojoError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(
+        f"Wrote {summary['rows']} LeanProgress examples from {summary['theorems']} theorems to "
+        f"{Path(args.output).resolve()}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
