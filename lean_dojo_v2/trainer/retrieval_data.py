@@ -1,0 +1,239 @@
+"""Training examples of the retriever: (goal, positive premise) pairs, hard negatives, batches.
+
+One example per (query, positive premise) of a
+:class:`~lean_dojo_v2.models.retrieval_eval.RetrievalQuery` (a traced tactic with at least one
+premise in the corpus), as in ReProver/LeanAgent. Each time an example is drawn it gets
+``num_negatives`` hard negatives, all accessible at the theorem (imported files, or earlier in its
+own file; :meth:`Corpus.accessible_premises`) and none a positive of the goal:
+
+- up to ``num_in_file_negatives`` from the positive premise's own file (neighbouring lemmas, the
+  hardest to tell apart),
+- the rest uniformly among the other accessible premises.
+
+Draws are seeded by (seed, epoch, example), so a run (and a resumed run) sees the same negatives,
+and each epoch different ones. Fewer accessible premises than asked → fewer negatives (never a
+premise that Lean would not let the proof use).
+
+:func:`collate` turns examples into a :class:`RetrievalBatch`: the goals, the candidate premises
+of the whole batch (every example's positive and negatives, deduplicated by name), each row's
+target candidate, and the mask of candidates that are positives of the row's goal (masked in the
+loss, see :mod:`.retrieval_loss`).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..data.model import Pos, Premise
+
+if TYPE_CHECKING:
+    from torch import Tensor
+
+    from ..data.corpus import Corpus
+    from ..models.retrieval_eval import RetrievalQuery
+
+
+@dataclass(frozen=True)
+class RetrievalExample:
+    """One (goal, positive premise) pair: ``query`` is the goal state, ``positive`` the premise,
+    ``positives`` every premise name the tactic uses, ``file_path``/``pos`` where the theorem is."""
+
+    query: str
+    positive: Premise
+    positives: frozenset[str]
+    file_path: str
+    pos: Pos | None
+
+
+def build_examples(
+    queries: Sequence[RetrievalQuery], corpus: Corpus, *, max_examples: int | None = None
+) -> list[RetrievalExample]:
+    """One example per (query, positive in the corpus), in query order; a positive not in the
+    corpus is skipped (``retrieval_queries`` keeps only queries with at least one)."""
+    out: list[RetrievalExample] = []
+    for q in queries:
+        names = frozenset(q.positives)
+        for name in q.positives:
+            premise = corpus.get_premise(name)
+            if premise is None:
+                continue
+            out.append(RetrievalExample(q.state, premise, names, q.file_path, q.pos))
+            if max_examples is not None and len(out) >= max_examples:
+                return out
+    return out
+
+
+class NegativeSampler:
+    """Hard negatives for examples, accessible at each example's theorem, seeded."""
+
+    def __init__(
+        self,
+        corpus: Corpus,
+        num_negatives: int = 3,
+        num_in_file_negatives: int = 1,
+        *,
+        seed: int = 0,
+    ) -> None:
+        if not 0 <= num_in_file_negatives <= num_negatives:
+            raise ValueError(
+                f"num_in_file_negatives ({num_in_file_negatives}) must be between 0 and "
+                f"num_negatives ({num_negatives})"
+            )
+        self.corpus = corpus
+        self.num_negatives = num_negatives
+        self.num_in_file_negatives = num_in_file_negatives
+        self.seed = seed
+        self._accessible: dict[tuple[str, Pos | None], list[Premise]] = {}
+
+    def accessible(self, file_path: str, pos: Pos | None) -> list[Premise]:
+        key = (file_path, pos)
+        found = self._accessible.get(key)
+        if found is None:
+            if len(self._accessible) > 4096:  # bound the cache on large corpora
+                self._accessible.clear()
+            found = self.corpus.accessible_premises(file_path, pos)
+            self._accessible[key] = found
+        return found
+
+    def sample(self, example: RetrievalExample, rng: random.Random) -> list[Premise]:
+        if self.num_negatives == 0:
+            return []
+        pool = [
+            p for p in self.accessible(example.file_path, example.pos)
+            if p.full_name not in example.positives
+        ]
+        in_file = [p for p in pool if p.path == example.positive.path]
+        chosen = rng.sample(in_file, min(self.num_in_file_negatives, len(in_file)))
+        taken = {p.full_name for p in chosen}
+        rest = [p for p in pool if p.full_name not in taken]
+        chosen += rng.sample(rest, min(self.num_negatives - len(chosen), len(rest)))
+        return chosen
+
+    def rng_for(self, epoch: int, index: int) -> random.Random:
+        return random.Random(f"{self.seed}:{epoch}:{index}")
+
+
+class RetrievalDataset:
+    """Map-style dataset of examples; an item is keyed ``(index, epoch)`` (what
+    :class:`EpochSampler` yields) and is ``(example, negatives)``."""
+
+    def __init__(self, examples: Sequence[RetrievalExample], sampler: NegativeSampler) -> None:
+        self.examples = list(examples)
+        self.negatives = sampler
+
+    def __len__(self) -> int:
+        return len(self.examples)
+
+    def __getitem__(self, key: int | tuple[int, int]) -> tuple[RetrievalExample, list[Premise]]:
+        index, epoch = key if isinstance(key, tuple) else (key, 0)
+        example = self.examples[index]
+        return example, self.negatives.sample(example, self.negatives.rng_for(epoch, index))
+
+
+class EpochSampler:
+    """Shuffles ``range(n)`` by (seed, epoch) and yields ``(index, epoch)`` keys; Lightning calls
+    :meth:`set_epoch` at each epoch start (so resumed runs reproduce the order)."""
+
+    def __init__(self, n: int, seed: int = 0, shuffle: bool = True) -> None:
+        self.n = n
+        self.seed = seed
+        self.shuffle = shuffle
+        self.epoch = 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = int(epoch)
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __iter__(self) -> Iterator[tuple[int, int]]:
+        order = list(range(self.n))
+        if self.shuffle:
+            random.Random(f"{self.seed}:order:{self.epoch}").shuffle(order)
+        return iter([(i, self.epoch) for i in order])
+
+
+@dataclass
+class RetrievalBatch:
+    """A collated batch. ``queries``/``candidates`` are tokenized (CPU tensors), ``targets``
+    ``[B]`` the index of each row's positive among the candidates, ``positive_mask`` ``[B, M]``
+    the candidates that are positives of the row's goal."""
+
+    queries: dict[str, Tensor]
+    candidates: dict[str, Tensor]
+    targets: Tensor
+    positive_mask: Tensor
+    candidate_names: list[str]
+
+    def to(self, device: Any) -> RetrievalBatch:
+        return RetrievalBatch(
+            {k: v.to(device) for k, v in self.queries.items()},
+            {k: v.to(device) for k, v in self.candidates.items()},
+            self.targets.to(device),
+            self.positive_mask.to(device),
+            self.candidate_names,
+        )
+
+    def __len__(self) -> int:
+        return len(self.targets)
+
+
+def collate(
+    items: Sequence[tuple[RetrievalExample, Sequence[Premise]]],
+    tokenize: Callable[[Sequence[str]], Mapping[str, Tensor]],
+    premise_text: Callable[[Premise], str],
+) -> RetrievalBatch:
+    """Batch ``(example, negatives)`` items: candidates are the positives first, then negatives,
+    deduplicated by premise name."""
+    import torch
+
+    index: dict[str, int] = {}
+    cands: list[Premise] = []
+
+    def add(p: Premise) -> int:
+        i = index.get(p.full_name)
+        if i is None:
+            i = index[p.full_name] = len(cands)
+            cands.append(p)
+        return i
+
+    targets = [add(ex.positive) for ex, _ in items]
+    for _, negs in items:
+        for p in negs:
+            add(p)
+    names = [p.full_name for p in cands]
+    mask = torch.tensor([[n in ex.positives for n in names] for ex, _ in items], dtype=torch.bool)
+    return RetrievalBatch(
+        queries=dict(tokenize([ex.query for ex, _ in items])),
+        candidates=dict(tokenize([premise_text(p) for p in cands])),
+        targets=torch.tensor(targets, dtype=torch.long),
+        positive_mask=mask,
+        candidate_names=names,
+    )
+
+
+class Collator:
+    """A picklable ``collate_fn`` (DataLoader workers) bound to an encoder's tokenizer."""
+
+    def __init__(self, tokenize: Callable[[Sequence[str]], Mapping[str, Tensor]]) -> None:
+        self.tokenize = tokenize
+
+    def __call__(self, items: Sequence[tuple[RetrievalExample, Sequence[Premise]]]) -> RetrievalBatch:
+        from ..models.retrieval import premise_text
+
+        return collate(items, self.tokenize, premise_text)
+
+
+__all__ = [
+    "Collator",
+    "EpochSampler",
+    "NegativeSampler",
+    "RetrievalBatch",
+    "RetrievalDataset",
+    "RetrievalExample",
+    "build_examples",
+    "collate",
+]

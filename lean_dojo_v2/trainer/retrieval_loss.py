@@ -1,0 +1,204 @@
+"""The retriever's loss: masked in-batch contrastive (InfoNCE) and its cached (GradCache) variant.
+
+A batch has ``B`` rows (one per (goal, positive premise) example) and ``M`` candidate premises
+(every row's positive and hard negatives, deduplicated). Row ``i``'s target is candidate
+``targets[i]``; every other candidate is a negative for it, **except** the candidates that are also
+positives of row ``i``'s goal (``positive_mask[i, j]``: the goal uses premise ``j`` too, e.g. it is
+the target of another example of the same goal). Those are masked out of the softmax: they are
+neither rewarded nor pushed away, and contribute no gradient through row ``i``. This is the
+LeanHammer premise selector's loss; LeanAgent/ReProver regressed cosine similarities onto 0/1
+labels with MSE instead.
+
+:func:`masked_contrastive_loss` is the plain loss on embeddings. :func:`cached_contrastive_backward`
+computes the same loss for an encoder that is too big to hold a large batch's activations: embed
+every text without gradients in chunks, compute the loss and its gradient with respect to the
+(cached) embeddings, then re-encode one chunk at a time with gradients and back-propagate the
+cached gradient into the encoder (Gao et al., "Scaling Deep Contrastive Learning Batch Size under
+Memory Limited Setup", 2021). Loss and parameter gradients equal the plain loss's (the random state
+of each chunk is replayed, so dropout masks match between the two passes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import torch
+    from torch import Tensor
+
+
+def masked_logits(
+    query_emb: Tensor,
+    cand_emb: Tensor,
+    targets: Tensor,
+    positive_mask: Tensor | None,
+    temperature: float,
+) -> Tensor:
+    """``[B, M]`` similarities / ``temperature``, with ``-inf`` where ``positive_mask`` marks a
+    candidate that is a positive of the row's goal other than the row's own target."""
+    import torch
+
+    logits = query_emb @ cand_emb.T / temperature
+    if positive_mask is None:
+        return logits
+    if positive_mask.shape != logits.shape:
+        raise ValueError(
+            f"positive_mask has shape {tuple(positive_mask.shape)}, expected {tuple(logits.shape)}"
+        )
+    own = torch.zeros_like(positive_mask, dtype=torch.bool)
+    own[torch.arange(len(targets), device=own.device), targets] = True
+    drop = positive_mask.to(torch.bool) & ~own
+    return logits.masked_fill(drop, float("-inf"))
+
+
+def masked_contrastive_loss(
+    query_emb: Tensor,
+    cand_emb: Tensor,
+    targets: Tensor,
+    positive_mask: Tensor | None = None,
+    *,
+    temperature: float = 0.05,
+    reduction: str = "mean",
+) -> Tensor:
+    """InfoNCE of each row's target among all candidates, other positives of the row masked.
+
+    ``query_emb`` ``[B, d]``, ``cand_emb`` ``[M, d]`` (L2-normalised: dot products are cosines),
+    ``targets`` ``[B]`` candidate indices, ``positive_mask`` ``[B, M]`` bool (True: candidate ``j``
+    is a positive of row ``i``'s goal; the row's own target may be marked or not). ``reduction``:
+    ``mean`` (over rows), ``sum`` or ``none`` (``[B]``).
+    """
+    import torch.nn.functional as F
+
+    import torch
+
+    logits = masked_logits(query_emb, cand_emb, targets, positive_mask, temperature)
+    if logits.dtype not in (torch.float32, torch.float64):  # half precision: softmax in fp32
+        logits = logits.float()
+    return F.cross_entropy(logits, targets, reduction=reduction)
+
+
+def _slice(batch: Mapping[str, Tensor], start: int, stop: int) -> dict[str, Tensor]:
+    return {k: v[start:stop] for k, v in batch.items()}
+
+
+def _batch_len(batch: Mapping[str, Tensor]) -> int:
+    return len(next(iter(batch.values())))
+
+
+def _rng_states(device: torch.device) -> tuple[Any, Any]:
+    import torch
+
+    cuda = torch.cuda.get_rng_state(device) if device.type == "cuda" else None
+    return torch.get_rng_state(), cuda
+
+
+def _set_rng_states(states: tuple[Any, Any], device: torch.device) -> None:
+    import torch
+
+    cpu, cuda = states
+    torch.set_rng_state(cpu)
+    if cuda is not None:
+        torch.cuda.set_rng_state(cuda, device)
+
+
+def cached_contrastive_backward(
+    embed: Callable[[Mapping[str, Tensor]], Tensor],
+    queries: Mapping[str, Tensor],
+    candidates: Mapping[str, Tensor],
+    targets: Tensor,
+    positive_mask: Tensor | None = None,
+    *,
+    temperature: float = 0.05,
+    chunk_size: int = 32,
+    scale: float = 1.0,
+    backward: Callable[[Tensor], None] | None = None,
+    extra_loss: Callable[[], Tensor] | None = None,
+) -> Tensor:
+    """Compute :func:`masked_contrastive_loss` (mean) of the texts ``queries``/``candidates``
+    (tokenized batches on the encoder's device) and back-propagate ``scale`` × it into the encoder
+    with the memory of ``chunk_size`` texts; returns the loss (detached).
+
+    ``embed`` maps a tokenized chunk to its embeddings (``PremiseEncoder.embed``). ``backward``
+    replaces ``Tensor.backward`` (Lightning's ``manual_backward`` under mixed precision or DDP).
+    ``extra_loss`` (e.g. the EWC penalty) is added to the returned loss and back-propagated too.
+    """
+    import torch
+
+    do_backward = backward or (lambda t: t.backward())
+    device = targets.device
+
+    def encode_cached(batch: Mapping[str, Tensor]) -> tuple[Tensor, list[tuple[int, int, Any]]]:
+        chunks, parts = [], []
+        n = _batch_len(batch)
+        for start in range(0, n, chunk_size):
+            stop = min(start + chunk_size, n)
+            state = _rng_states(device)
+            with torch.no_grad():
+                parts.append(embed(_slice(batch, start, stop)))
+            chunks.append((start, stop, state))
+        return torch.cat(parts).detach(), chunks
+
+    q_cache, q_chunks = encode_cached(queries)
+    c_cache, c_chunks = encode_cached(candidates)
+    after = _rng_states(device)
+    q_cache.requires_grad_(True)
+    c_cache.requires_grad_(True)
+    with torch.enable_grad():
+        loss = masked_contrastive_loss(
+            q_cache, c_cache, targets, positive_mask, temperature=temperature
+        )
+        q_grad, c_grad = torch.autograd.grad(loss * scale, [q_cache, c_cache])
+    for batch, chunks, grad in ((queries, q_chunks, q_grad), (candidates, c_chunks, c_grad)):
+        for start, stop, state in chunks:
+            _set_rng_states(state, device)
+            emb = embed(_slice(batch, start, stop))
+            do_backward((emb * grad[start:stop].to(emb.dtype)).sum())
+    _set_rng_states(after, device)
+    total = loss.detach()
+    if extra_loss is not None:
+        extra = extra_loss()
+        if extra.requires_grad:
+            do_backward(extra * scale)
+        total = total + extra.detach()
+    return total
+
+
+def plain_contrastive_backward(
+    embed: Callable[[Mapping[str, Tensor]], Tensor],
+    queries: Mapping[str, Tensor],
+    candidates: Mapping[str, Tensor],
+    targets: Tensor,
+    positive_mask: Tensor | None = None,
+    *,
+    temperature: float = 0.05,
+    scale: float = 1.0,
+    backward: Callable[[Tensor], None] | None = None,
+    extra_loss: Callable[[], Tensor] | None = None,
+) -> Tensor:
+    """The same contract as :func:`cached_contrastive_backward` with one forward pass over the
+    whole batch (activations of every text held at once)."""
+    do_backward = backward or (lambda t: t.backward())
+    q = embed(queries)
+    c = embed(candidates)
+    loss = masked_contrastive_loss(q, c, targets, positive_mask, temperature=temperature)
+    if extra_loss is not None:
+        loss = loss + extra_loss()
+    do_backward(loss * scale)
+    return loss.detach()
+
+
+def positive_mask_for(
+    row_positives: Sequence[frozenset[str] | set[str]], candidate_names: Sequence[str]
+) -> list[list[bool]]:
+    """``[B][M]``: whether candidate ``j`` (by premise name) is a positive of row ``i``'s goal."""
+    return [[name in pos for name in candidate_names] for pos in row_positives]
+
+
+__all__ = [
+    "cached_contrastive_backward",
+    "masked_contrastive_loss",
+    "masked_logits",
+    "plain_contrastive_backward",
+    "positive_mask_for",
+]
