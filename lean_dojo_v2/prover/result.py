@@ -1,0 +1,109 @@
+"""What a proof search returns: :class:`SearchResult`, and :func:`proof_text` (the tactic block
+that ``ProofEnv.verify`` and write-back take)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+STATUSES = ("proved", "failed", "timeout", "error")
+
+
+@dataclass
+class SearchResult:
+    """The outcome of searching for a proof of one theorem.
+
+    ``status`` is ``"proved"`` only when the whole proof was re-checked by ``ProofEnv.verify``
+    and accepted; ``checked_by`` is then the verdict's ``checked_by`` (``"lean"`` or
+    ``"replay"``: a replayed proof proves nothing new and says so). ``"failed"``: the budget of
+    expansions ran out or nothing was left to expand (``stats["stop_reason"]`` says which);
+    ``"timeout"``: the wall-clock limit of the theorem passed; ``"error"``: something that is
+    not a property of the theorem went wrong (the generator raised, the environment could not
+    start the theorem), ``error`` says what. ``proof`` holds the tactics (one entry per tactic,
+    multi-line tactics whole) only when proved. ``expansions`` counts the nodes expanded (one
+    generator request each); ``seconds`` is wall time; ``stats`` the search tree's counters.
+    """
+
+    theorem: str
+    file_path: str
+    status: str
+    proof: list[str] | None
+    expansions: int
+    seconds: float
+    backend: str
+    checked_by: str | None
+    error: str | None = None
+    stats: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def proved(self) -> bool:
+        return self.status == "proved"
+
+    @property
+    def proof_text(self) -> str | None:
+        """The proof as one tactic block (:func:`proof_text`), or None when not proved."""
+        return proof_text(self.proof) if self.proof is not None else None
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (plain str/int/float/bool/None/list/dict only; non-finite floats
+        become None)."""
+        return {
+            "theorem": self.theorem,
+            "file_path": self.file_path,
+            "status": self.status,
+            "proof": list(self.proof) if self.proof is not None else None,
+            "expansions": int(self.expansions),
+            "seconds": _json_ready(float(self.seconds)),
+            "backend": self.backend,
+            "checked_by": self.checked_by,
+            "error": self.error,
+            "stats": _json_ready(self.stats),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> SearchResult:
+        """The inverse of :meth:`to_dict`."""
+        return cls(
+            theorem=data["theorem"],
+            file_path=data["file_path"],
+            status=data["status"],
+            proof=list(data["proof"]) if data.get("proof") is not None else None,
+            expansions=int(data["expansions"]),
+            seconds=float(data["seconds"] or 0.0),
+            backend=data["backend"],
+            checked_by=data.get("checked_by"),
+            error=data.get("error"),
+            stats=dict(data.get("stats") or {}),
+        )
+
+
+def _json_ready(value: Any) -> Any:
+    if isinstance(value, bool) or value is None or isinstance(value, (int, str)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, Mapping):
+        return {str(k): _json_ready(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [_json_ready(v) for v in value]
+    if hasattr(value, "item"):  # numpy scalars
+        return _json_ready(value.item())
+    return str(value)
+
+
+def proof_text(tactics: Sequence[str]) -> str:
+    """The tactic block of a proof: one tactic per line, in order.
+
+    Each tactic loses the white space around it (its first line starts the line); the later lines
+    of a multi-line tactic keep their own indentation, which is how traced data and generators
+    write them (more indented than the tactic, or starting with ``|``), so
+    :func:`lean_dojo_v2.interaction.split_tactics` gives the same tactics back. Empty tactics are
+    dropped. No leading ``by``."""
+    lines = []
+    for tactic in tactics:
+        text = tactic.replace("\r\n", "\n").replace("\r", "\n").strip()
+        if text:
+            lines.append(text)
+    return "\n".join(lines)
