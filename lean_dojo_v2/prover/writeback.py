@@ -1,0 +1,589 @@
+"""Write found proofs back into Lean source: ``sorry`` out, the proof in, in a working copy.
+
+Safety rules (``docs/proving.md``):
+
+- The user's checkout is never modified unless they ask for it (``in_place=True``, the CLI's
+  ``--in-place``). By default the proofs go into a *working copy* in a directory this library
+  creates (:func:`~lean_dojo_v2.data.output_dir.staged_output_dir`: new, empty or one we wrote;
+  never the repository itself or a directory inside it): a ``git clone --local`` of the
+  repository at its ``HEAD`` (or the commit asked for) when it is a git repository, otherwise a
+  copy without its ``.lake`` build directory. Nothing in the user's repository is written, not
+  even its ``.git`` (no worktree entry, no branch, no index refresh).
+- In each file only the proof of each proved theorem changes: the text of its proof (the span
+  :func:`~lean_dojo_v2.data.lean_lexer.proof_span` finds after the declaration's top-level
+  ``:=``, which must contain a real ``sorry``) becomes ``by`` and the tactic block, indented two
+  spaces past the declaration's own indentation, with the file's line endings. This is the text
+  ``PantographEnv.verify`` checks. Every other character of the file is unchanged (CRLF, tabs,
+  non-ASCII text, comments, a missing final newline).
+- Every edit of a call is located before anything is written; a theorem whose ``sorry`` is not
+  found raises :class:`SorryNotFoundError` (or is skipped and reported, ``missing="skip"``), and
+  a failure leaves no half-written working copy behind.
+
+The result holds a unified diff (``a/``/``b/`` paths relative to the repository root, ``git
+apply`` takes it) and, with ``branch``, the branch and commit made in the working copy.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import shutil
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..data.lean_lexer import Positions, declaration_context, index_of, proof_span, tokenize
+from ..data.model import Pos, Theorem
+from ..data.sorry import find_declarations
+from ..errors import LeanDojoError
+
+if TYPE_CHECKING:
+    from .result import SearchResult
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "ProofEdit",
+    "SorryNotFoundError",
+    "WriteBackError",
+    "WriteBackResult",
+    "edits_from_results",
+    "insert_proof",
+    "insert_proofs",
+    "locate_sorry",
+    "unified_diff",
+    "write_back",
+]
+
+# What a copy of a non-git directory leaves out: Lake's build directory (gigabytes of .olean).
+_COPY_IGNORE = (".lake", "lake-packages")
+_GIT_TIMEOUT = 600.0
+_DEFAULT_AUTHOR = ("lean-dojo-v2", "lean-dojo-v2@localhost")
+
+
+class WriteBackError(LeanDojoError):
+    """Proofs cannot be written back as asked: the repository directory does not exist, a
+    branch was asked for where there is no git repository (or together with ``in_place``), a
+    file of an edit is missing or not UTF-8, or two edits overlap."""
+
+
+class SorryNotFoundError(WriteBackError, LookupError):
+    """The theorem's ``sorry`` was not found in its file: no declaration of that name at (or
+    near) its start, a declaration without a ``:=`` proof, or a proof without ``sorry`` (it is
+    proved already). ``full_name`` and ``file_path`` say which."""
+
+    def __init__(self, message: str, full_name: str = "", file_path: str = "") -> None:
+        super().__init__(message)
+        self.full_name = full_name
+        self.file_path = file_path
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.args[0], self.full_name, self.file_path))
+
+
+@dataclass(frozen=True)
+class ProofEdit:
+    """One proof to write: the theorem's file (relative to the repository root), its full name,
+    its start (LeanDojo's 1-based line and column of the declaration) and the tactic text
+    (what follows ``by``; one tactic per line, multi-line tactics kept, a leading ``by``
+    accepted)."""
+
+    file_path: str
+    full_name: str
+    start: Pos | tuple[int, int] | None
+    proof: str
+
+    @classmethod
+    def of(cls, theorem: Theorem, proof: str | Sequence[str]) -> ProofEdit:
+        """The edit writing ``proof`` (tactic text, or a list of tactics) into ``theorem``."""
+        return cls(theorem.file_path, theorem.full_name, theorem.start, _as_text(proof))
+
+
+def _as_text(proof: str | Sequence[str]) -> str:
+    if isinstance(proof, str):
+        return proof
+    from .result import proof_text
+
+    return proof_text(list(proof))
+
+
+def edits_from_results(
+    results: Iterable[SearchResult], theorems: Iterable[Theorem]
+) -> tuple[list[ProofEdit], list[str]]:
+    """Edits for the proved results, matched to ``theorems`` by (full name, file path).
+
+    Returns the edits and the names of proved results with no theorem among ``theorems``
+    (nothing to locate them by)."""
+    by_key = {(t.full_name, t.file_path): t for t in theorems}
+    edits, unmatched = [], []
+    for result in results:
+        if result.status != "proved" or not result.proof:
+            continue
+        theorem = by_key.get((result.theorem, result.file_path))
+        if theorem is None:
+            unmatched.append(result.theorem)
+            continue
+        edits.append(ProofEdit.of(theorem, result.proof))
+    return edits, unmatched
+
+
+# -- the text edit --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SorrySite:
+    """Where a proof goes: ``source[begin:end]`` (the declaration's proof, holding a ``sorry``)
+    is replaced by ``by`` and the tactic block indented by ``indent``, lines joined by
+    ``newline``."""
+
+    begin: int
+    end: int
+    indent: str
+    newline: str
+    declaration_start: int
+
+
+def _line_start(source: str, index: int) -> int:
+    return source.rfind("\n", 0, index) + 1
+
+
+def _newline_at(source: str, index: int) -> str:
+    """The line ending of the line holding ``index`` (the file's, when that line has none)."""
+    end = source.find("\n", index)
+    if end < 0:
+        end = source.rfind("\n")
+        if end < 0:
+            return "\n"
+    return "\r\n" if end > 0 and source[end - 1] == "\r" else "\n"
+
+
+def _declared_at(source: str, index: int) -> int | None:
+    """Start index of the declaration command at ``index`` (its keyword or any index inside its
+    header), or None."""
+    try:
+        return declaration_context(source, index).command.start
+    except ValueError:
+        return None
+
+
+def _name_matches(declared: str | None, full_name: str) -> bool:
+    if declared is None:
+        return False
+    return declared == full_name or full_name.endswith("." + declared)
+
+
+def locate_sorry(source: str, full_name: str, start: Pos | tuple[int, int] | None) -> SorrySite:
+    """Find the proof of ``full_name`` to replace in ``source``.
+
+    The declaration at ``start`` is taken when its name is ``full_name`` (or its last
+    components); otherwise (the file changed since it was traced) the one declaration of that
+    name in the file. Raises :class:`SorryNotFoundError` when there is none, when it has no
+    ``:=`` proof, or when its proof holds no real ``sorry``."""
+    declarations = find_declarations(source)
+    position = Positions(source)
+    by_start = {index_of(source, *d.start): d for d in declarations}
+    decl_start = None
+    if start is not None:
+        try:
+            at = _declared_at(source, index_of(source, start[0], start[1]))
+        except ValueError:
+            at = None
+        if at is not None and _name_matches(getattr(by_start.get(at), "name", None), full_name):
+            decl_start = at
+    if decl_start is None:
+        named = [i for i, d in by_start.items() if _name_matches(d.name, full_name)]
+        exact = [i for i in named if by_start[i].name == full_name]
+        named = exact or named
+        if len(named) != 1:
+            where = f" at line {start[0]}" if start is not None else ""
+            why = "no declaration" if not named else f"{len(named)} declarations"
+            raise SorryNotFoundError(
+                f"{why} named {full_name!r} in the file{where}: check that the working copy is "
+                "at the commit the theorem was traced from (pass its commit)",
+                full_name,
+            )
+        decl_start = named[0]
+        if start is not None:
+            logger.info(
+                "%s: not at line %d any more; found it at line %d",
+                full_name,
+                start[0],
+                position(decl_start)[0],
+            )
+    span = proof_span(source, decl_start)
+    line = position(decl_start)[0]
+    if span is None:
+        raise SorryNotFoundError(
+            f"{full_name} (line {line}) has no ':=' proof to replace (pattern-matching "
+            "definitions and `where` structures are not supported)",
+            full_name,
+        )
+    begin, end = span
+    if not any(
+        t.kind == "ident" and t.text == "sorry" and source[t.start - 1 : t.start] != "."
+        for t in tokenize(source[:end], begin)
+    ):
+        raise SorryNotFoundError(
+            f"the proof of {full_name} (line {line}) has no sorry: it is proved already "
+            "(nothing to write back)",
+            full_name,
+        )
+    head = source[_line_start(source, decl_start) : decl_start]
+    indent = head[: len(head) - len(head.lstrip(" \t"))] + "  "
+    return SorrySite(begin, end, indent, _newline_at(source, decl_start), decl_start)
+
+
+def _tactic_lines(proof: str) -> list[str]:
+    """The tactic block's lines, dedented, without a leading ``by`` (LF line ends).
+
+    ``by tac1\n  tac2`` (a first tactic on the ``by`` line) puts ``tac1`` at the level of the
+    least indented line after it."""
+    import textwrap
+
+    from ..data.lean_lexer import strip_leading_by
+
+    body = proof.replace("\r\n", "\n").replace("\r", "\n").strip("\n")
+    after_by = strip_leading_by(body)
+    if after_by is not None:
+        first, _, rest = after_by.partition("\n")
+        if first.strip():
+            rest = textwrap.dedent(rest).strip("\n")
+            return [first.strip(), *(rest.split("\n") if rest else [])]
+        body = rest
+    return textwrap.dedent(body).strip("\n").split("\n")
+
+
+def proof_block(proof: str, indent: str = "  ", newline: str = "\n") -> str:
+    """``by`` and the tactic block of ``proof`` indented by ``indent`` under it; blank lines
+    stay empty."""
+    lines = _tactic_lines(proof)
+    if not any(line.strip() for line in lines):
+        raise ValueError("an empty proof cannot be written back")
+    return "by" + "".join(newline + (indent + line if line.strip() else "") for line in lines)
+
+
+def insert_proofs(
+    source: str, edits: Sequence[tuple[str, Pos | tuple[int, int] | None, str]]
+) -> str:
+    """``source`` with each ``(full_name, start, proof)`` written in place of that theorem's
+    ``sorry`` proof (see :func:`locate_sorry`); every other character unchanged. All edits are
+    located in the original text first; two edits of one declaration raise
+    :class:`WriteBackError`."""
+    sites = []
+    for full_name, start, proof in edits:
+        site = locate_sorry(source, full_name, start)
+        sites.append((site, proof_block(proof, site.indent, site.newline), full_name))
+    sites.sort(key=lambda s: s[0].begin)
+    for (a, _, name_a), (b, _, name_b) in zip(sites, sites[1:], strict=False):
+        if b.begin < a.end:
+            raise WriteBackError(
+                f"two proofs for one declaration ({name_a} and {name_b}); write one of them"
+            )
+    out, last = [], 0
+    for site, block, _ in sites:
+        out.append(source[last : site.begin])
+        out.append(block)
+        last = site.end
+    out.append(source[last:])
+    return "".join(out)
+
+
+def insert_proof(
+    source: str, full_name: str, start: Pos | tuple[int, int] | None, proof: str
+) -> str:
+    """``source`` with ``proof`` in place of the ``sorry`` proof of ``full_name``."""
+    return insert_proofs(source, [(full_name, start, proof)])
+
+
+# -- the diff ------------------------------------------------------------------------------------
+
+
+def unified_diff(path: str, old: str, new: str, context: int = 3) -> str:
+    """A unified diff of one file (``a/path``, ``b/path``), exact for ``git apply``: line ends
+    (``\\r\\n`` too) are part of the lines, and a last line without a newline gets git's
+    ``\\ No newline at end of file`` marker."""
+    import difflib
+
+    if old == new:
+        return ""
+    lines = difflib.unified_diff(
+        old.splitlines(keepends=True),
+        new.splitlines(keepends=True),
+        f"a/{path}",
+        f"b/{path}",
+        n=context,
+    )
+    out = [f"diff --git a/{path} b/{path}\n"]
+    for line in lines:
+        if line.startswith(("---", "+++")):
+            out.append(line.rstrip("\n").rstrip() + "\n")
+        elif line.endswith("\n"):
+            out.append(line)
+        else:
+            out.append(line + "\n\\ No newline at end of file\n")
+    return "".join(out)
+
+
+# -- the working copy ----------------------------------------------------------------------------
+
+
+@dataclass
+class WriteBackResult:
+    """What :func:`write_back` did: the directory edited (the working copy, or the repository
+    itself with ``in_place``), the unified diff of every file changed (relative paths), the
+    names written, those skipped with the reason, and the branch and commit made (or None)."""
+
+    workdir: Path
+    diff: str
+    files: list[str]
+    written: list[str]
+    skipped: dict[str, str] = field(default_factory=dict)
+    branch: str | None = None
+    commit: str | None = None
+    in_place: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "workdir": str(self.workdir),
+            "files": self.files,
+            "written": self.written,
+            "skipped": self.skipped,
+            "branch": self.branch,
+            "commit": self.commit,
+            "in_place": self.in_place,
+        }
+
+
+def _git(args: Sequence[str], cwd: Path, env: Mapping[str, str] | None = None) -> str:
+    from ..system.commands import run_command
+
+    result = run_command(
+        ["git", *args],
+        cwd=cwd,
+        env={**os.environ, **(env or {})} if env else None,
+        timeout=_GIT_TIMEOUT,
+        hint="check that the repository is a healthy git repository (git fsck)",
+    )
+    return result.text().strip()
+
+
+def _is_git_root(path: Path) -> bool:
+    return (path / ".git").exists()
+
+
+def _read_text(path: Path, rel: str) -> str:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise WriteBackError(
+            f"{rel} is not in the working copy: pass the repository the theorems were traced "
+            "from (and their commit)"
+        ) from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise WriteBackError(f"{rel} is not UTF-8 text ({exc}); Lean files are UTF-8") from None
+
+
+def _write_text(path: Path, text: str) -> None:
+    """Write ``text`` as UTF-8 bytes exactly (no newline translation), keeping the file's mode."""
+    mode = path.stat().st_mode
+    tmp = path.with_name(f".{path.name}.ldv2-{os.getpid()}.tmp")
+    tmp.write_bytes(text.encode("utf-8"))
+    os.chmod(tmp, mode)
+    os.replace(tmp, path)
+
+
+def _plan(
+    root: Path, edits: Sequence[ProofEdit], missing: str
+) -> tuple[dict[str, tuple[str, str]], list[str], dict[str, str]]:
+    """Per file: (old text, new text); the names written; the names skipped with the reason."""
+    by_file: dict[str, list[ProofEdit]] = {}
+    for edit in edits:
+        by_file.setdefault(edit.file_path, []).append(edit)
+    changes: dict[str, tuple[str, str]] = {}
+    written: list[str] = []
+    skipped: dict[str, str] = {}
+    for rel, file_edits in by_file.items():
+        if Path(rel).is_absolute() or ".." in Path(rel).parts:
+            raise WriteBackError(f"{rel!r} is not a path inside the repository")
+        old = _read_text(root / rel, rel)
+        keep = []
+        for edit in file_edits:
+            try:
+                locate_sorry(old, edit.full_name, edit.start)
+            except SorryNotFoundError as exc:
+                if missing != "skip":
+                    raise SorryNotFoundError(f"{rel}: {exc}", edit.full_name, rel) from None
+                skipped[edit.full_name] = str(exc)
+                logger.warning("not written back: %s: %s", rel, exc)
+                continue
+            keep.append(edit)
+        if not keep:
+            continue
+        new = insert_proofs(old, [(e.full_name, e.start, e.proof) for e in keep])
+        changes[rel] = (old, new)
+        written.extend(e.full_name for e in keep)
+    return changes, written, skipped
+
+
+def _apply(root: Path, changes: Mapping[str, tuple[str, str]]) -> str:
+    diff = []
+    for rel in sorted(changes):
+        old, new = changes[rel]
+        _write_text(root / rel, new)
+        diff.append(unified_diff(rel, old, new))
+    return "".join(diff)
+
+
+def _author_env(root: Path) -> dict[str, str]:
+    """Author/committer variables for a commit where git has no identity configured."""
+    from ..system.commands import run_command
+
+    env: dict[str, str] = {}
+    for key, var, default in (
+        ("user.name", "NAME", _DEFAULT_AUTHOR[0]),
+        ("user.email", "EMAIL", _DEFAULT_AUTHOR[1]),
+    ):
+        found = run_command(["git", "config", key], cwd=root, check=False, timeout=60)
+        if not found.ok or not found.stdout.strip():
+            env[f"GIT_AUTHOR_{var}"] = env[f"GIT_COMMITTER_{var}"] = default
+    return env
+
+
+def _clone(repo: Path, dst: Path, commit: str | None) -> str:
+    """``git clone --local`` of ``repo`` into the empty ``dst`` at ``commit`` (default: the
+    repository's ``HEAD``), detached; returns the commit. Reads ``repo`` only."""
+    rev = commit or "HEAD"
+    sha = _git(["rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"], repo)
+    _git(["clone", "--quiet", "--local", "--no-checkout", str(repo), str(dst)], repo.parent)
+    _git(["-c", "advice.detachedHead=false", "checkout", "--quiet", "--detach", sha], dst)
+    return sha
+
+
+def write_back(
+    repo_dir: str | os.PathLike[str],
+    edits: Iterable[ProofEdit | tuple[Theorem, str | Sequence[str]]],
+    *,
+    out: str | os.PathLike[str] | None = None,
+    in_place: bool = False,
+    branch: str | None = None,
+    commit: str | None = None,
+    message: str | None = None,
+    missing: str = "error",
+    force: bool = False,
+) -> WriteBackResult:
+    """Write proofs into a working copy of ``repo_dir`` (or into ``repo_dir`` itself with
+    ``in_place=True``) and return the diff.
+
+    - ``edits``: :class:`ProofEdit`\\ s, or ``(theorem, proof)`` pairs.
+    - ``out``: the working copy's directory (default ``RAID_DIR/writeback/<repo name>``): new,
+      empty, or one this library wrote (replaced); anything else needs ``force``. It may not be
+      ``repo_dir`` or lie inside it.
+    - ``branch``: create this branch in the working copy and commit the proofs on it (the
+      working copy is a git clone; fetch the branch from there into your repository).
+    - ``commit``: the commit to check out in the working copy (default: the repository's
+      ``HEAD``).
+    - ``missing``: ``"error"`` (default) raises :class:`SorryNotFoundError` for a theorem whose
+      ``sorry`` is not found before anything is written; ``"skip"`` writes the others and lists
+      it in ``skipped``.
+    """
+    from ..data.output_dir import staged_output_dir
+
+    if missing not in ("error", "skip"):
+        raise ValueError(f"missing must be 'error' or 'skip', not {missing!r}")
+    repo = Path(repo_dir).expanduser()
+    if not repo.is_dir():
+        raise WriteBackError(f"no repository directory at {repo}; pass the repository's root")
+    repo = repo.resolve()
+    items = [e if isinstance(e, ProofEdit) else ProofEdit.of(*e) for e in edits]
+    is_git = _is_git_root(repo)
+    if branch is not None and in_place:
+        raise WriteBackError(
+            "--branch makes a commit in a working copy; it cannot be combined with --in-place "
+            "(commit the edited files yourself)"
+        )
+    if branch is not None and not is_git:
+        raise WriteBackError(f"{repo} is not the root of a git repository: --branch needs one")
+    if in_place:
+        if commit is not None:
+            raise WriteBackError(
+                "commit cannot be chosen with in_place (the checkout is used as is)"
+            )
+        changes, written, skipped = _plan(repo, items, missing)
+        diff = _apply(repo, changes)
+        return WriteBackResult(repo, diff, sorted(changes), written, skipped, in_place=True)
+
+    if out is None:
+        from ..config import get_settings
+
+        out = get_settings().raid_dir / "writeback" / repo.name
+    out = Path(out).expanduser()
+    made_branch = made_commit = None
+    with staged_output_dir(out, force=force, sources=[repo]) as stage:
+        if is_git:
+            _clone(repo, stage, commit)
+        else:
+            if commit is not None:
+                raise WriteBackError(f"{repo} is not a git repository: no commit to check out")
+            shutil.copytree(
+                repo,
+                stage,
+                symlinks=True,
+                dirs_exist_ok=True,
+                ignore=shutil.ignore_patterns(*_COPY_IGNORE),
+            )
+        changes, written, skipped = _plan(stage, items, missing)
+        _warn_if_checkout_differs(repo, changes)
+        diff = _apply(stage, changes)
+        if branch is not None:
+            _git(["checkout", "--quiet", "-b", branch], stage)
+            made_branch = branch
+            if changes:
+                _git(["add", "--", *sorted(changes)], stage)
+                text = message or _commit_message(written)
+                _git(["commit", "--quiet", "--no-verify", "-m", text], stage, _author_env(stage))
+                made_commit = _git(["rev-parse", "HEAD"], stage)
+    return WriteBackResult(
+        out.resolve(), diff, sorted(changes), written, skipped, made_branch, made_commit
+    )
+
+
+def _warn_if_checkout_differs(repo: Path, changes: Mapping[str, tuple[str, str]]) -> None:
+    """Warn when the user's own copy of an edited file differs from the working copy's (local
+    changes since ``HEAD``): the diff applies to the committed text. Reads only."""
+    for rel, (old, _new) in changes.items():
+        try:
+            mine = (repo / rel).read_bytes()
+        except OSError:
+            continue
+        if mine != old.encode("utf-8"):
+            logger.warning(
+                "%s in %s differs from the working copy's (uncommitted changes?): the diff is "
+                "against the committed text",
+                rel,
+                repo,
+            )
+
+
+def _commit_message(names: Sequence[str]) -> str:
+    head = f"Proofs of {len(names)} theorem{'s' if len(names) != 1 else ''} found by lean-dojo-v2"
+    return head + "\n\n" + "".join(f"- {n}\n" for n in names)
+
+
+def tree_digest(root: str | os.PathLike[str]) -> dict[str, str]:
+    """SHA-256 of every file under ``root`` (relative path -> hex digest; links by target):
+    what tests and careful callers compare before and after to show a checkout is unchanged."""
+    root = Path(root)
+    digests = {}
+    for dirpath, _dirs, files in os.walk(root):
+        for name in files:
+            path = Path(dirpath) / name
+            rel = path.relative_to(root).as_posix()
+            if path.is_symlink():
+                digests[rel] = "link:" + os.readlink(path)
+            else:
+                digests[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return digests
