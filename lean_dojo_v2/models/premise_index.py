@@ -64,6 +64,88 @@ def _normalise(x: np.ndarray) -> np.ndarray:
     return x / np.maximum(norms, 1e-12)
 
 
+class AccessibilityMasks:
+    """Boolean row masks over a list of premises of ``corpus``: which rows are accessible at a
+    ``(file, position)``. The import closure is the corpus' own (:meth:`Corpus.imports_of`); the
+    imported part of a file's mask is cached (LRU, ``cache_size`` files). Shared by
+    :class:`PremiseIndex` and :class:`~lean_dojo_v2.models.bm25.BM25Retriever`."""
+
+    def __init__(
+        self, corpus: Corpus, premises: Sequence[Premise], *, cache_size: int = 256
+    ) -> None:
+        self.corpus = corpus
+        self.size = len(premises)
+        paths: dict[str, int] = {}
+        file_ids = np.empty(len(premises), dtype=np.int32)
+        starts = np.empty(len(premises), dtype=np.int64)
+        for i, p in enumerate(premises):
+            if p.path not in corpus:
+                raise CorpusError(
+                    f"premise {p.full_name!r} is defined in {p.path!r}, which is not in the "
+                    "corpus; add that file to the corpus"
+                )
+            file_ids[i] = paths.setdefault(p.path, len(paths))
+            starts[i] = _pos_key(p.start)
+        self._starts = starts
+        order = np.argsort(file_ids, kind="stable")
+        bounds = np.searchsorted(file_ids[order], np.arange(len(paths) + 1))
+        self._rows_by_file: dict[str, np.ndarray] = {
+            path: order[bounds[fid] : bounds[fid + 1]] for path, fid in paths.items()
+        }
+        self._cache_size = cache_size
+        self._imported: OrderedDict[str, np.ndarray] = OrderedDict()
+
+    def _imported_mask(self, file_path: str) -> np.ndarray:
+        cached = self._imported.get(file_path)
+        if cached is not None:
+            self._imported.move_to_end(file_path)
+            return cached
+        mask = np.zeros(self.size, dtype=bool)
+        for dep in self.corpus.imports_of(file_path):
+            rows = self._rows_by_file.get(dep)
+            if rows is not None:
+                mask[rows] = True
+        mask.flags.writeable = False
+        self._imported[file_path] = mask
+        if len(self._imported) > self._cache_size:
+            self._imported.popitem(last=False)
+        return mask
+
+    def mask(self, file_path: str, pos: Pos | None) -> np.ndarray:
+        """bool ``[N]``: rows accessible at ``pos`` in ``file_path`` (a fresh array)."""
+        if file_path not in self.corpus:
+            raise CorpusError(
+                f"no file {file_path!r} in the corpus; the theorem's file must be in "
+                "corpus.jsonl (with its imports) to know which premises it may use"
+            )
+        mask = self._imported_mask(file_path).copy()
+        own = self._rows_by_file.get(file_path)
+        if own is not None and len(own):
+            if pos is None:
+                mask[own] = True
+            else:
+                mask[own[self._starts[own] < _pos_key(Pos.parse(pos))]] = True
+        return mask
+
+
+def top_k_rows(scores: np.ndarray, k: int) -> list[list[tuple[int, float]]]:
+    """Per row of ``scores`` ``[Q, N]``, the ``k`` best ``(column, score)`` pairs, best first,
+    leaving out ``-inf`` (masked) entries."""
+    n = scores.shape[1]
+    if k < n:
+        top = np.argpartition(-scores, k - 1, axis=1)[:, :k]
+    else:
+        top = np.broadcast_to(np.arange(n), (scores.shape[0], n))
+    top_scores = np.take_along_axis(scores, top, axis=1)
+    order = np.argsort(-top_scores, axis=1, kind="stable")
+    top = np.take_along_axis(top, order, axis=1)
+    top_scores = np.take_along_axis(top_scores, order, axis=1)
+    return [
+        [(r, v) for r, v in zip(rows, vals) if v != -np.inf]
+        for rows, vals in zip(top.tolist(), top_scores.tolist())
+    ]
+
+
 class PremiseIndex:
     """Embeddings of a corpus' premises, accessibility masks and exact top-k search.
 
@@ -100,26 +182,10 @@ class PremiseIndex:
     # ------------------------------------------------------------------ internals
 
     def _rebuild(self) -> None:
-        paths: dict[str, int] = {}
-        file_ids = np.empty(len(self.premises), dtype=np.int32)
-        starts = np.empty(len(self.premises), dtype=np.int64)
-        for i, p in enumerate(self.premises):
-            if p.path not in self.corpus:
-                raise CorpusError(
-                    f"premise {p.full_name!r} is defined in {p.path!r}, which is not in the "
-                    "index's corpus; add that file to the corpus"
-                )
-            file_ids[i] = paths.setdefault(p.path, len(paths))
-            starts[i] = _pos_key(p.start)
-        self._file_ids = file_ids
-        self._starts = starts
-        order = np.argsort(file_ids, kind="stable")
-        bounds = np.searchsorted(file_ids[order], np.arange(len(paths) + 1))
-        self._rows_by_file: dict[str, np.ndarray] = {
-            path: order[bounds[fid] : bounds[fid + 1]] for path, fid in paths.items()
-        }
+        self._access = AccessibilityMasks(
+            self.corpus, self.premises, cache_size=self._mask_cache_size
+        )
         self._keys = {_premise_key(p): i for i, p in enumerate(self.premises)}
-        self._import_masks: OrderedDict[str, np.ndarray] = OrderedDict()
         self._faiss: Any = None
 
     def __len__(self) -> int:
@@ -192,39 +258,11 @@ class PremiseIndex:
 
     # ------------------------------------------------------------------ masks and search
 
-    def _imported_mask(self, file_path: str) -> np.ndarray:
-        cached = self._import_masks.get(file_path)
-        if cached is not None:
-            self._import_masks.move_to_end(file_path)
-            return cached
-        mask = np.zeros(len(self.premises), dtype=bool)
-        for dep in self.corpus.imports_of(file_path):
-            rows = self._rows_by_file.get(dep)
-            if rows is not None:
-                mask[rows] = True
-        mask.flags.writeable = False
-        self._import_masks[file_path] = mask
-        if len(self._import_masks) > self._mask_cache_size:
-            self._import_masks.popitem(last=False)
-        return mask
-
     def mask(self, file_path: str, pos: Pos | None) -> np.ndarray:
         """bool ``[N]``: the premises accessible at ``pos`` in ``file_path`` (those of transitively
         imported files, and those of ``file_path`` starting before ``pos``; all of the file's when
         ``pos`` is None). A file not in the corpus raises :class:`CorpusError` naming it."""
-        if file_path not in self.corpus:
-            raise CorpusError(
-                f"no file {file_path!r} in the index's corpus; the theorem's file must be in "
-                "corpus.jsonl (with its imports) to know which premises it may use"
-            )
-        mask = self._imported_mask(file_path).copy()
-        own = self._rows_by_file.get(file_path)
-        if own is not None and len(own):
-            if pos is None:
-                mask[own] = True
-            else:
-                mask[own[self._starts[own] < _pos_key(Pos.parse(pos))]] = True
-        return mask
+        return self._access.mask(file_path, pos)
 
     def search(
         self,
@@ -272,23 +310,7 @@ class PremiseIndex:
                             f"[{len(self.premises)}] (PremiseIndex.mask)"
                         )
                     np.putmask(scores[r], ~m, -np.inf)
-        return self._top_k(scores, k)
-
-    @staticmethod
-    def _top_k(scores: np.ndarray, k: int) -> list[list[tuple[int, float]]]:
-        n = scores.shape[1]
-        if k < n:
-            top = np.argpartition(-scores, k - 1, axis=1)[:, :k]
-        else:
-            top = np.broadcast_to(np.arange(n), (scores.shape[0], n))
-        top_scores = np.take_along_axis(scores, top, axis=1)
-        order = np.argsort(-top_scores, axis=1, kind="stable")
-        top = np.take_along_axis(top, order, axis=1)
-        top_scores = np.take_along_axis(top_scores, order, axis=1)
-        out = []
-        for rows, vals in zip(top.tolist(), top_scores.tolist()):
-            out.append([(r, v) for r, v in zip(rows, vals) if v != -np.inf])
-        return out
+        return top_k_rows(scores, k)
 
     def _faiss_index(self) -> Any:
         if self._faiss is None:
