@@ -63,6 +63,9 @@ def add_train_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser
         help="list every config key with its default and meaning",
     )
     sft.set_defaults(func=cmd_train_sft)
+    from .premise_selector_cli import add_premise_selector_parser
+
+    add_premise_selector_parser(train_sub)
     return train
 
 

@@ -1,0 +1,199 @@
+"""``lean-dojo-v2 train premise-selector``: LeanHammer's premise selector on ntp-toolkit data.
+
+Registered by :func:`add_premise_selector_parser` from ``trainer/cli.py``. The flags are those of
+LeanHammer's ``train.py -h`` that apply here, under our names and the seed's (``--data_dir``,
+``--model_name_or_path``, ``--per_device_train_batch_size``, ``--learning_rate``,
+``--num_train_epochs``, ``--max_steps``, ``--output_dir``, ``--run_name``,
+``--num_negatives_per_state``, ``--mini_batch_size``). Nothing heavy is imported until it runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+
+def _ks(text: str) -> list[int]:
+    try:
+        ks = [int(x) for x in text.replace(" ", "").split(",") if x]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected k values like 8,16,32, got {text!r}") from None
+    if not ks or any(k < 1 for k in ks):
+        raise argparse.ArgumentTypeError(f"k values must be integers >= 1, got {text!r}")
+    return ks
+
+
+# (flag names, config key, argparse keywords)
+_FLAGS: list[tuple[tuple[str, ...], str, dict[str, Any]]] = [
+    (
+        ("--data-dir", "--data_dir"),
+        "data_dir",
+        {
+            "metavar": "DIR",
+            "help": "ntp-toolkit output directory (Declarations/, Imports/, "
+            "TrainingDataWithPremises/, HammerBlacklist.jsonl, revision)",
+        },
+    ),
+    (
+        ("--model", "--model_name_or_path"),
+        "model",
+        {
+            "metavar": "NAME_OR_DIR",
+            "help": "encoder to start from (default: bundled all-MiniLM-L6-v2)",
+        },
+    ),
+    (
+        ("--batch-size", "--per_device_train_batch_size"),
+        "batch_size",
+        {"type": int, "metavar": "N", "help": "training examples per batch (default 16)"},
+    ),
+    (
+        ("--lr", "--learning_rate"),
+        "lr",
+        {"type": float, "metavar": "LR", "help": "peak learning rate (default 2e-5)"},
+    ),
+    (
+        ("--epochs", "--num_train_epochs"),
+        "epochs",
+        {"type": int, "metavar": "N", "help": "training epochs (default 1)"},
+    ),
+    (
+        ("--max-steps", "--max_steps"),
+        "max_steps",
+        {
+            "type": int,
+            "metavar": "N",
+            "help": "stop after N optimizer steps (default -1: all epochs)",
+        },
+    ),
+    (
+        ("--k",),
+        "ks",
+        {
+            "type": _ks,
+            "metavar": "K,K,...",
+            "help": "k of recall@k and FullRecall@k (default 8,16,32)",
+        },
+    ),
+    (
+        ("-o", "--output", "--output_dir"),
+        "output_dir",
+        {"metavar": "DIR", "help": "output directory (default outputs-premise-selector)"},
+    ),
+    (
+        ("--run-name", "--run_name"),
+        "run_name",
+        {"metavar": "NAME", "help": "MODEL in retrieved_premises/dot_{valid,test}-MODEL.json"},
+    ),
+    (
+        ("--num-negatives", "--num_negatives_per_state"),
+        "num_negatives",
+        {"type": int, "metavar": "N", "help": "hard negatives per example (default 3)"},
+    ),
+    (
+        ("--mini-batch-size", "--mini_batch_size"),
+        "mini_batch_size",
+        {
+            "type": int,
+            "metavar": "N",
+            "help": "use the cached (GradCache) loss, encoding N texts at a time",
+        },
+    ),
+    (
+        ("--premises",),
+        "premise_source",
+        {
+            "choices": ["declaration", "next_tactic"],
+            "help": "premises of a state: its declaration's "
+            "whole proof (default, LeanHammer) or its next tactic",
+        },
+    ),
+    (
+        ("--valid-fraction",),
+        "valid_fraction",
+        {"type": float, "metavar": "F", "help": "fraction of modules for valid (default 0.1)"},
+    ),
+    (
+        ("--test-fraction",),
+        "test_fraction",
+        {"type": float, "metavar": "F", "help": "fraction of modules for test (default 0.1)"},
+    ),
+    (
+        ("--seed",),
+        "seed",
+        {"type": int, "metavar": "N", "help": "split and training seed (default 0)"},
+    ),
+    (("--device",), "device", {"metavar": "DEV", "help": "auto, cpu, cuda or cuda:N"}),
+]
+
+
+def add_premise_selector_parser(train_sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Add ``premise-selector`` to the ``train`` subcommands."""
+    p = train_sub.add_parser(
+        "premise-selector",
+        help="train LeanHammer's premise selector on ntp-toolkit output",
+        description="Train a bi-encoder premise selector (LeanHammer) on an ntp-toolkit output "
+        "directory: modules split into train/valid/test, masked in-batch contrastive training "
+        "(RetrievalTrainer), recall@k and FullRecall@k over the premises accessible to each "
+        "theorem, static retrievals in OUTPUT/retrieved_premises/dot_{valid,test}-MODEL.json and "
+        "the exported retriever (model + corpus + embeddings) in OUTPUT/retriever. "
+        "See docs/premise_selector.md.",
+    )
+    for names, key, kw in _FLAGS:
+        p.add_argument(*names, dest=key, default=None, **kw)
+    p.add_argument("--no-filter", action="store_true", help="keep HammerBlacklist.jsonl premises")
+    p.add_argument("--config", metavar="FILE", help="YAML file of PremiseSelectorConfig keys")
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        metavar="KEY=VALUE",
+        action="append",
+        default=[],
+        help="override one config key (repeatable): --set eval_batch_size=32",
+    )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="replace the output directory even if it holds files lean-dojo-v2 did not write",
+    )
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.add_argument("--json", action="store_true", help="end with a one-line JSON summary")
+    p.add_argument(
+        "--help-config", action="store_true", help="list every config key with its default"
+    )
+    p.set_defaults(func=cmd_train_premise_selector)
+    return p
+
+
+def cmd_train_premise_selector(args: argparse.Namespace) -> int:
+    from .config import describe_config, load_config
+    from .premise_selector import PremiseSelectorConfig, train_premise_selector
+
+    if args.help_config:
+        print(describe_config(PremiseSelectorConfig))
+        return 0
+    values: dict[str, Any] = {
+        key: getattr(args, key) for _, key, _ in _FLAGS if getattr(args, key) is not None
+    }
+    if args.no_filter:
+        values["filter"] = False
+    if args.force:
+        values["overwrite_output_dir"] = True
+    if args.quiet:
+        values["progress_bar"] = False
+    config = load_config(PremiseSelectorConfig, args.config, args.overrides, **values)
+    result = train_premise_selector(config)
+    if args.json:
+        sys.stdout.flush()
+        print(json.dumps(result.to_dict()))
+    else:
+        for split, m in result.metrics.items():
+            shown = ", ".join(
+                f"{k} {v:.3f}" for k, v in m.items() if k != "n" and isinstance(v, float)
+            )
+            print(f"{split}: {m.get('n', 0)} queries; {shown}")
+        print(f"retrievals: {', '.join(str(p) for p in result.retrieval_files.values())}")
+        print(f"retriever: {result.retriever_dir}")
+    return 0
