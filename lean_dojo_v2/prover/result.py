@@ -99,11 +99,19 @@ def proof_text(tactics: Sequence[str]) -> str:
     Each tactic loses the white space around it (its first line starts the line); the later lines
     of a multi-line tactic keep their own indentation, which is how traced data and generators
     write them (more indented than the tactic, or starting with ``|``), so
-    :func:`lean_dojo_v2.interaction.split_tactics` gives the same tactics back. Empty tactics are
-    dropped. No leading ``by``."""
+    :func:`lean_dojo_v2.interaction.split_tactics` gives the same tactics back. A tactic whose
+    later lines start at column 0 (traced data has them: ``exact\nle_trans …`` of a tactic nested
+    in ``classical exact``) gets those lines indented by two spaces, as Lean needs to read them
+    as part of the tactic; lines that start with ``|`` or ``<;>`` may stay at column 0. Empty
+    tactics are dropped. No leading ``by``."""
     lines = []
     for tactic in tactics:
         text = tactic.replace("\r\n", "\n").replace("\r", "\n").strip()
-        if text:
-            lines.append(text)
+        if not text:
+            continue
+        head, *rest = text.split("\n")
+        plain = [r for r in rest if r.strip() and not r.lstrip().startswith(("|", "<;>"))]
+        if plain and min(len(r) - len(r.lstrip()) for r in plain) == 0:
+            rest = [("  " + r) if r.strip() else r for r in rest]
+        lines.append("\n".join([head, *rest]))
     return "\n".join(lines)

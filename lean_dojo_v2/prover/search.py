@@ -300,17 +300,43 @@ async def _timed_call(func: Any, *args: Any, in_thread: bool, timeout: float) ->
 
     if not in_thread:
         return call()
-    task = asyncio.ensure_future(asyncio.to_thread(call))
-    done, _ = await asyncio.wait({task}, timeout=max(timeout, 0.0))
+    future = _in_daemon_thread(call)
+    done, _ = await asyncio.wait({future}, timeout=max(timeout, 0.0))
     if not done:
-        task.add_done_callback(_discard_result)
+        future.add_done_callback(_discard_result)
         raise TimeoutError
-    return task.result()
+    return future.result()
 
 
-def _discard_result(task: asyncio.Future[Any]) -> None:
-    if not task.cancelled():
-        task.exception()  # retrieve it so asyncio does not log "never retrieved"
+def _in_daemon_thread(func: Any) -> asyncio.Future[Any]:
+    """Run ``func()`` in a new daemon thread; a future of its result on the running loop.
+
+    Not the loop's default executor: ``asyncio.run`` waits for that one at exit, so a generator
+    call abandoned at the deadline would hold the search past its wall-clock limit."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Any] = loop.create_future()
+
+    def settle(ok: bool, value: Any) -> None:
+        if not future.done():
+            (future.set_result if ok else future.set_exception)(value)
+
+    def target() -> None:
+        try:
+            value, ok = func(), True
+        except BaseException as exc:  # noqa: BLE001 - handed to the awaiting coroutine
+            value, ok = exc, False
+        try:
+            loop.call_soon_threadsafe(settle, ok, value)
+        except RuntimeError:  # the loop is closed: nobody waits for this any more
+            pass
+
+    threading.Thread(target=target, name="lean-dojo-v2-generate", daemon=True).start()
+    return future
+
+
+def _discard_result(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()  # retrieve it so asyncio does not log "never retrieved"
 
 
 # ------------------------------------------------------------------------ best-first
@@ -682,7 +708,7 @@ class _BestFirstRun:
             prefixes = ["\n".join(self.tree.path(n)) for n in nodes]
             t = time.perf_counter()
             try:
-                preds = await asyncio.to_thread(
+                preds = await _in_daemon_thread(
                     lambda: model.predict(goals=goals, prefixes=prefixes)
                 )
             except Exception as exc:  # noqa: BLE001
