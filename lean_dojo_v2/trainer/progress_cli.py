@@ -1,0 +1,89 @@
+"""``lean-dojo-v2 train progress``: train a LeanProgress steps-remaining model.
+
+``train progress [--data FILE] [--config FILE] [--set key=value ...] [-o DIR] [--force] [--json]``
+(registered by :mod:`lean_dojo_v2.trainer.cli`). Nothing heavy is imported until it runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def add_progress_parser(train_sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Add ``progress`` to the subcommands of ``train``."""
+    p = train_sub.add_parser(
+        "progress",
+        help="train a LeanProgress model that predicts the proof steps remaining",
+        description="Fine-tune a regression head (default: the bundled all-MiniLM-L6-v2) to "
+        "predict how many tactics remain, on a LeanProgress JSONL file (--data; write one from "
+        "real traced proofs with `python -m lean_dojo_v2.lean_progress.create_sample_dataset "
+        "--output FILE`). Settings come from ProgressConfig: a YAML --config file, then --set "
+        "overrides (see --help-config for every key). The model, progress_metadata.json and "
+        "summary.json go to output_dir; point search at it with LEANPROGRESS_MODEL=<output_dir>.",
+    )
+    p.add_argument("--data", metavar="FILE", help="LeanProgress JSONL file (same as --set data_path=FILE)")
+    p.add_argument(
+        "--config", metavar="FILE", help="YAML file of ProgressConfig keys (configs/progress_*.yaml)"
+    )
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        metavar="KEY=VALUE",
+        action="append",
+        default=[],
+        help="override one config key (repeatable), typed by the key: --set epochs=1",
+    )
+    p.add_argument("-o", "--output-dir", metavar="DIR", help="same as --set output_dir=DIR")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="replace output_dir even if it holds files lean-dojo-v2 did not write or another "
+        "kind of output (same as --set overwrite_output_dir=true; its contents are deleted)",
+    )
+    p.add_argument("--json", action="store_true", help="end with a one-line JSON summary")
+    p.add_argument(
+        "--help-config", action="store_true", help="list every config key with its default and meaning"
+    )
+    p.set_defaults(func=cmd_train_progress)
+    return p
+
+
+def cmd_train_progress(args: argparse.Namespace) -> int:
+    from .config import describe_config, load_config
+    from .errors import TrainerError
+    from .progress_config import ProgressConfig
+
+    if args.help_config:
+        print(describe_config(ProgressConfig))
+        return 0
+    extra: dict[str, object] = {}
+    if args.data:
+        extra["data_path"] = args.data
+    if args.output_dir:
+        extra["output_dir"] = args.output_dir
+    if args.force:
+        extra["overwrite_output_dir"] = True
+    config = load_config(ProgressConfig, args.config, args.overrides, **extra)
+    if not config.data_path:
+        raise TrainerError(
+            "train progress needs --data FILE (a LeanProgress JSONL file) or data_path in "
+            "--config; write one from the bundled real data with `python -m "
+            "lean_dojo_v2.lean_progress.create_sample_dataset --output FILE`"
+        )
+
+    from .progress_trainer import ProgressTrainer
+
+    result = ProgressTrainer.from_config(config).train()
+    if args.json:
+        sys.stdout.flush()
+        print(json.dumps(result.to_dict()))
+    else:
+        print(
+            f"trained {result.steps} steps on {result.train_examples} examples in "
+            f"{result.seconds:.1f} s; on {result.eval_examples} {result.evaluated_on} examples: "
+            f"MAE {result.mae:.3f}, exact {result.exact:.3f}, within 1 {result.within_1:.3f}; "
+            f"model in {result.output_dir} (export LEANPROGRESS_MODEL={result.output_dir})"
+        )
+    return 0

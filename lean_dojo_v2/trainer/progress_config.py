@@ -1,0 +1,142 @@
+"""The config of :class:`~lean_dojo_v2.trainer.progress_trainer.ProgressTrainer` (no torch here)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from .errors import ConfigValueError
+
+TACTIC_MODES = ("both", "with", "without")
+
+
+@dataclass
+class ProgressConfig:
+    r"""Configuration of :class:`~lean_dojo_v2.trainer.progress_trainer.ProgressTrainer`: a
+    regression head that predicts how many proof steps remain (LeanProgress).
+
+    Load it from YAML with ``load_config(ProgressConfig, "configs/progress_minilm_cpu.yaml",
+    ["epochs=1"])`` or on the command line with ``lean-dojo-v2 train progress --config FILE --set
+    epochs=1``. The first nine fields are the seed's ``ProgressTrainer`` arguments, by the same
+    names.
+
+    Parameters:
+        > Parameters that control the data
+
+        data_path (`str` or `None`, *optional*, defaults to `None`):
+            The LeanProgress JSONL file to train on (`goal`, `prefix`, `tactic`, `steps_remaining`
+            per line; write one with `python -m lean_dojo_v2.lean_progress.create_sample_dataset
+            --output PATH`). The CLI's `--data` sets it.
+        eval_ratio (`float`, *optional*, defaults to `0.2`):
+            Fraction held out for evaluation, in [0, 1). Rows that name their proof (`theorem`,
+            `file_path`) are split by proof, so no proof is on both sides; `0`: the metrics are
+            measured on the training rows (and say so).
+        max_examples (`int` or `None`, *optional*, defaults to `None`):
+            Use only the first this many rows of the file (smoke runs). `None`: all.
+        tactic_mode (`str`, *optional*, defaults to `"both"`):
+            What the model is given besides the goal and the prefix: `with` (the tactic applied to
+            the goal, upstream's format), `without` (what search asks: the state alone), or `both`
+            (each row twice, so one model serves both questions).
+
+        > Parameters that control the model
+
+        model_name (`str` or `None`, *optional*, defaults to `None`):
+            Base model of the regression head: a Hugging Face id (offline: only one in the local
+            cache) or a local directory. `None` (or `minilm`) is the bundled all-MiniLM-L6-v2,
+            which trains on a CPU in minutes. The seed's default `bert-base-uncased` falls back to
+            MiniLM, with a warning, when it cannot be loaded offline.
+        max_length (`int`, *optional*, defaults to `512`):
+            Longest input in tokens (goal, prefix and tactic); longer inputs are cut at the end. It
+            is capped by the model's position embeddings (512 for BERT and MiniLM).
+        device (`str`, *optional*, defaults to `"auto"`):
+            `auto` (CUDA when there is one), `cpu` or `cuda`.
+
+        > Parameters that control the training
+
+        epochs (`float`, *optional*, defaults to `3.0`):
+            Passes over the training rows.
+        batch_size (`int`, *optional*, defaults to `8`):
+            Examples per optimizer step (and per evaluation batch).
+        learning_rate (`float`, *optional*, defaults to `1e-5`):
+            Peak learning rate of AdamW (linear decay). A small base such as MiniLM learns faster
+            with 5e-5 to 1e-4.
+        weight_decay (`float`, *optional*, defaults to `0.0`):
+            AdamW weight decay.
+        warmup_steps (`int`, *optional*, defaults to `0`):
+            Optimizer steps of linear warm-up.
+        max_steps (`int`, *optional*, defaults to `-1`):
+            Stop after this many optimizer steps (smoke runs); `-1`: run the epochs.
+        seed (`int`, *optional*, defaults to `42`):
+            Seed of the split, the data order, dropout and the head's initialisation.
+
+        > Parameters that control outputs and logging
+
+        output_dir (`str`, *optional*, defaults to `"outputs"`):
+            Where the model, its tokenizer, `progress_metadata.json` and `summary.json` go. It must
+            be new, empty, or a progress model written by lean-dojo-v2 (replaced); anything else
+            needs `overwrite_output_dir`.
+        overwrite_output_dir (`bool`, *optional*, defaults to `False`):
+            Replace `output_dir` even if it holds files lean-dojo-v2 did not write or another kind
+            of output (the CLI's `--force`). Its contents are deleted.
+        logging_steps (`int`, *optional*, defaults to `10`):
+            Log the training loss every this many optimizer steps.
+        progress_bar (`bool`, *optional*, defaults to `True`):
+            Show a progress bar while training and predicting.
+        trainer_args (`dict[str, Any]`, *optional*, defaults to `{}`):
+            Further keyword arguments of `transformers.TrainingArguments` (e.g. `{bf16: true,
+            gradient_accumulation_steps: 4}`); they override the values derived from the fields
+            above. An unknown name is an error listing the valid ones.
+    """
+
+    # data
+    data_path: str | None = None
+    eval_ratio: float = 0.2
+    max_examples: int | None = None
+    tactic_mode: Literal["both", "with", "without"] = "both"
+    # model
+    model_name: str | None = None
+    max_length: int = 512
+    device: str = "auto"
+    # training
+    epochs: float = 3.0
+    batch_size: int = 8
+    learning_rate: float = 1e-5
+    weight_decay: float = 0.0
+    warmup_steps: int = 0
+    max_steps: int = -1
+    seed: int = 42
+    # outputs
+    output_dir: str = "outputs"
+    overwrite_output_dir: bool = False
+    logging_steps: int = 10
+    progress_bar: bool = True
+    trainer_args: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        def need(ok: bool, key: str, what: str) -> None:
+            if not ok:
+                raise ConfigValueError(
+                    f"config key {key!r} must be {what}, got {getattr(self, key)!r}"
+                )
+
+        need(0 <= self.eval_ratio < 1, "eval_ratio", "in [0, 1)")
+        need(
+            self.max_examples is None or self.max_examples >= 1,
+            "max_examples",
+            "None or at least 1",
+        )
+        need(self.tactic_mode in TACTIC_MODES, "tactic_mode", f"one of {', '.join(TACTIC_MODES)}")
+        need(self.max_length >= 16, "max_length", "at least 16")
+        need(
+            self.device in ("auto", "cpu", "cuda") or self.device.startswith("cuda:"),
+            "device",
+            "auto, cpu, cuda or cuda:N",
+        )
+        need(self.epochs > 0, "epochs", "positive")
+        need(self.batch_size >= 1, "batch_size", "at least 1")
+        need(self.learning_rate > 0, "learning_rate", "positive")
+        need(self.weight_decay >= 0, "weight_decay", "0 or more")
+        need(self.warmup_steps >= 0, "warmup_steps", "0 or more")
+        need(self.max_steps == -1 or self.max_steps >= 1, "max_steps", "-1 or at least 1")
+        need(self.logging_steps >= 1, "logging_steps", "at least 1")
+        need(bool(self.output_dir), "output_dir", "a directory path")

@@ -1,0 +1,452 @@
+"""LeanProgress training: a regression head that predicts the proof steps remaining.
+
+The seed's API works as written::
+
+    trainer = ProgressTrainer(data_path="raid/data/sample_leanprogress_dataset.jsonl",
+                              model_name="bert-base-uncased", output_dir="outputs-progress")
+    result = trainer.train()        # ProgressResult: mae, exact, within_1, steps, output_dir, ...
+
+``model_name="bert-base-uncased"`` (the seed's default) cannot be downloaded here: when it is not
+in the local Hugging Face cache and the hub is offline, the trainer logs a warning and trains the
+bundled all-MiniLM-L6-v2 instead (``model_name=None`` asks for MiniLM directly); any other HF id
+or directory is used by name. The head is ``AutoModelForSequenceClassification(num_labels=1,
+problem_type="regression")`` trained with ``transformers.Trainer`` (MSE loss); the input of each
+row is :func:`lean_dojo_v2.models.progress.progress_text`, the function
+:meth:`~lean_dojo_v2.models.progress.ProgressModel.predict` uses too.
+
+Layout of ``output_dir`` (written in a staging directory and swapped in at the end; marked as
+ours)::
+
+    config.json, model.safetensors, tokenizer files   the model: ProgressModel.load(output_dir)
+    progress_metadata.json   base model, text format, tactic mode, max length, metrics, counts
+    progress_config.yaml     the config of the run
+    summary.json             the result (also the CLI's ``--json``)
+
+Point search at it with ``export LEANPROGRESS_MODEL=<output_dir>``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from ..data.output_dir import check_output_dir, is_ours
+from ..errors import OutputExistsError
+from .config import config_fields, config_to_dict, dump_config, load_config
+from .errors import ConfigValueError, EmptyDatasetError, TrainerError
+from .progress_config import ProgressConfig
+
+log = logging.getLogger(__name__)
+
+SUMMARY_FILE = "summary.json"
+CONFIG_FILE = "progress_config.yaml"
+
+
+@dataclass
+class ProgressResult:
+    """What a progress training run did (``summary.json``; the CLI's ``--json``).
+
+    ``mae``/``mse``: error of the clamped predictions on the evaluation rows; ``exact`` /
+    ``within_1``: fraction of rounded predictions equal to / within one step of the label;
+    ``evaluated_on``: ``"eval"`` (held-out rows) or ``"train"`` (``eval_ratio`` 0, or too little
+    data to hold any out). ``steps``: optimizer steps. ``base_model``: what was trained;
+    ``base_model_note``: why it is not the model asked for (the offline fallback), else None.
+    """
+
+    mae: float
+    mse: float
+    exact: float
+    within_1: float
+    evaluated_on: str
+    eval_examples: int
+    train_examples: int
+    rows: int
+    steps: int
+    first_loss: float | None
+    last_loss: float | None
+    seconds: float
+    output_dir: str
+    base_model: str
+    base_model_note: str | None
+    tactic_mode: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def split_rows(
+    rows: Sequence[Any], eval_ratio: float, seed: int
+) -> tuple[list[Any], list[Any]]:
+    """``(train, eval)`` rows. Rows of one proof (same :attr:`ProgressExample.group`) stay on
+    one side; rows without a group are groups of one. About ``eval_ratio`` of the groups go to
+    eval (at least one when ``eval_ratio > 0`` and there are two groups or more; never all)."""
+    groups: dict[Any, list[Any]] = {}
+    for i, row in enumerate(rows):
+        key = getattr(row, "group", None)
+        groups.setdefault(key if key is not None else ("row", i), []).append(row)
+    keys = list(groups)
+    if eval_ratio <= 0 or len(keys) < 2:
+        return list(rows), []
+    random.Random(seed).shuffle(keys)
+    n_eval = min(max(1, round(eval_ratio * len(keys))), len(keys) - 1)
+    eval_keys = set(keys[:n_eval])
+    train = [r for k in keys if k not in eval_keys for r in groups[k]]
+    held = [r for k in keys if k in eval_keys for r in groups[k]]
+    return train, held
+
+
+def model_inputs(rows: Sequence[Any], tactic_mode: str) -> tuple[list[str], list[float]]:
+    """``(texts, labels)`` of rows: each row as :func:`progress_text` with its tactic
+    (``with``), without it (``without``), or both (``both``: two inputs per row)."""
+    from ..models.progress import progress_text
+
+    texts: list[str] = []
+    labels: list[float] = []
+    for row in rows:
+        forms = {
+            "with": [row.tactic],
+            "without": [None],
+            "both": [row.tactic, None],
+        }[tactic_mode]
+        for tactic in forms:
+            texts.append(progress_text(row.goal, row.prefix, tactic))
+            labels.append(float(row.steps_remaining))
+    return texts, labels
+
+
+class _Encoded:
+    """A torch-style dataset of tokenised texts and float labels."""
+
+    def __init__(self, encodings: dict[str, list[list[int]]], labels: list[float]) -> None:
+        self.encodings = encodings
+        self.labels = labels
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def __getitem__(self, i: int) -> dict[str, Any]:
+        item: dict[str, Any] = {k: v[i] for k, v in self.encodings.items()}
+        item["labels"] = self.labels[i]
+        return item
+
+
+class ProgressTrainer:
+    """Train a steps-remaining regressor on a LeanProgress JSONL file.
+
+    The arguments are the seed's (same names, order and defaults); any further
+    :class:`~lean_dojo_v2.trainer.progress_config.ProgressConfig` field may be passed by keyword
+    (``tactic_mode=``, ``device=``, ``max_steps=``, ``overwrite_output_dir=``, ...). Constructing
+    loads nothing; :meth:`train` does the work.
+    """
+
+    def __init__(
+        self,
+        data_path: str | Path | None,
+        model_name: str | None = "bert-base-uncased",
+        output_dir: str = "outputs",
+        max_length: int = 512,
+        batch_size: int = 8,
+        epochs: float = 3.0,
+        learning_rate: float = 1e-5,
+        eval_ratio: float = 0.2,
+        seed: int = 42,
+        **config: Any,
+    ) -> None:
+        values = dict(
+            data_path=None if data_path is None else str(data_path),
+            model_name=model_name,
+            output_dir=str(output_dir),
+            max_length=max_length,
+            batch_size=batch_size,
+            epochs=epochs,
+            learning_rate=learning_rate,
+            eval_ratio=eval_ratio,
+            seed=seed,
+        )
+        values.update(config)
+        self.config = load_config(ProgressConfig, **values)
+
+    @classmethod
+    def from_config(cls, config: ProgressConfig) -> ProgressTrainer:
+        """A trainer for a config built with :func:`~lean_dojo_v2.trainer.config.load_config`."""
+        values = {name: getattr(config, name) for name in config_fields(ProgressConfig)}
+        return cls(**values)
+
+    # the seed's attributes
+    @property
+    def data_path(self) -> str | None:
+        return self.config.data_path
+
+    @property
+    def model_name(self) -> str | None:
+        return self.config.model_name
+
+    @property
+    def output_dir(self) -> str:
+        return self.config.output_dir
+
+    def __repr__(self) -> str:
+        c = self.config
+        return (
+            f"ProgressTrainer(data_path={c.data_path!r}, model_name={c.model_name!r}, "
+            f"output_dir={c.output_dir!r})"
+        )
+
+    # ------------------------------------------------------------------ data
+
+    def load_rows(self) -> list[Any]:
+        """The rows of ``data_path`` (at most ``max_examples``); typed errors for a missing,
+        empty or malformed file."""
+        from ..lean_progress.dataset import iter_progress_jsonl
+
+        cfg = self.config
+        if not cfg.data_path:
+            raise TrainerError(
+                "ProgressTrainer needs data_path: a LeanProgress JSONL file; write one from the "
+                "bundled real data with `python -m lean_dojo_v2.lean_progress."
+                "create_sample_dataset --output PATH`"
+            )
+        rows = []
+        for row in iter_progress_jsonl(cfg.data_path):
+            rows.append(row)
+            if cfg.max_examples is not None and len(rows) >= cfg.max_examples:
+                break
+        if not rows:
+            raise EmptyDatasetError(
+                f"{cfg.data_path} holds no LeanProgress rows (the file is empty or blank); "
+                "write one with `python -m lean_dojo_v2.lean_progress.create_sample_dataset "
+                "--output PATH`"
+            )
+        return rows
+
+    def _check_output(self) -> Path:
+        cfg = self.config
+        out = Path(cfg.output_dir)
+        sources = [cfg.data_path] if cfg.data_path else []
+        check_output_dir(out, force=cfg.overwrite_output_dir, sources=sources)
+        from ..models.progress import METADATA_FILE
+
+        if (
+            out.is_dir()
+            and not cfg.overwrite_output_dir
+            and is_ours(out)
+            and not (out / METADATA_FILE).is_file()
+            and any(p.name != ".lean_dojo_v2_output" for p in out.iterdir())
+        ):
+            raise OutputExistsError(
+                f"output directory {out} holds another lean-dojo-v2 output (not a progress "
+                "model); choose another output_dir, or pass --force (overwrite_output_dir=true) "
+                "to replace it"
+            )
+        return out
+
+    # ------------------------------------------------------------------ training
+
+    def train(self) -> ProgressResult:
+        """Train, evaluate, and save the model to ``output_dir``; returns the
+        :class:`ProgressResult` (also written as ``summary.json``)."""
+        cfg = self.config
+        start = time.monotonic()
+        out = self._check_output()
+        rows = self.load_rows()
+        train_rows, eval_rows = split_rows(rows, cfg.eval_ratio, cfg.seed)
+        evaluated_on = "eval" if eval_rows else "train"
+        if not eval_rows:
+            log.warning(
+                "no rows held out for evaluation (eval_ratio=%s, %d rows); the metrics are "
+                "measured on the training rows",
+                cfg.eval_ratio,
+                len(rows),
+            )
+            eval_rows = train_rows
+
+        import torch
+        import transformers
+        from transformers import (
+            AutoModelForSequenceClassification,
+            AutoTokenizer,
+            DataCollatorWithPadding,
+            Trainer,
+            TrainingArguments,
+        )
+
+        from ..data.output_dir import staged_output_dir
+        from ..models.loading import resolve_device
+        from ..models.progress import (
+            METADATA_FILE,
+            TEXT_FORMAT,
+            effective_max_length,
+            progress_metrics,
+            resolve_progress_base,
+        )
+
+        base, note = resolve_progress_base(cfg.model_name)
+        device = resolve_device(cfg.device)
+        transformers.set_seed(cfg.seed)
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(base)
+            model = AutoModelForSequenceClassification.from_pretrained(
+                base, num_labels=1, problem_type="regression", dtype=torch.float32
+            )
+        except (OSError, ValueError) as exc:
+            from ..errors import ModelNotFoundError
+
+            raise ModelNotFoundError(
+                f"cannot load {base!r} as a regression model ({exc}); give a Hugging Face id "
+                "or directory of an encoder (BERT-like) model, or model_name=None for MiniLM"
+            ) from exc
+        if tokenizer.pad_token is None:
+            tokenizer.pad_token = tokenizer.eos_token or tokenizer.cls_token
+            model.config.pad_token_id = tokenizer.pad_token_id
+        max_length = effective_max_length(model, tokenizer, cfg.max_length)
+
+        def encode(rows_: Sequence[Any]) -> _Encoded:
+            texts, labels = model_inputs(rows_, cfg.tactic_mode)
+            enc = tokenizer(texts, truncation=True, max_length=max_length)
+            return _Encoded({k: list(v) for k, v in enc.items()}, labels)
+
+        train_ds = encode(train_rows)
+        eval_ds = encode(eval_rows)
+
+        with staged_output_dir(out, force=True) as stage:
+            work = stage / "_trainer"
+            args = self._training_args(TrainingArguments, work, device)
+            trainer = Trainer(
+                model=model,
+                args=args,
+                train_dataset=train_ds,
+                data_collator=DataCollatorWithPadding(tokenizer),
+                processing_class=tokenizer,
+            )
+            trainer.train()
+            losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
+            prediction = trainer.predict(eval_ds)
+            preds = [float(x) for x in prediction.predictions.reshape(-1).tolist()]
+            metrics = progress_metrics(preds, eval_ds.labels)
+            trainer.save_model(str(stage))
+            tokenizer.save_pretrained(str(stage))
+            _remove_tree(work)
+            (stage / "training_args.bin").unlink(missing_ok=True)  # a pickle; the YAML says it
+            result = ProgressResult(
+                mae=metrics["mae"],
+                mse=metrics["mse"],
+                exact=metrics["exact"],
+                within_1=metrics["within_1"],
+                evaluated_on=evaluated_on,
+                eval_examples=len(eval_ds),
+                train_examples=len(train_ds),
+                rows=len(rows),
+                steps=int(trainer.state.global_step),
+                first_loss=losses[0] if losses else None,
+                last_loss=losses[-1] if losses else None,
+                seconds=round(time.monotonic() - start, 3),
+                output_dir=str(out),
+                base_model=base,
+                base_model_note=note,
+                tactic_mode=cfg.tactic_mode,
+            )
+            metadata = self._metadata(result, max_length, eval_ds.labels, TEXT_FORMAT)
+            _write_json(stage / METADATA_FILE, metadata)
+            _write_json(stage / SUMMARY_FILE, result.to_dict())
+            dump_config(cfg, stage / CONFIG_FILE)
+        log.info(
+            "progress model in %s: MAE %.3f, exact %.3f, within 1 %.3f on %d %s examples; "
+            "export LEANPROGRESS_MODEL=%s to use it in search",
+            out,
+            result.mae,
+            result.exact,
+            result.within_1,
+            result.eval_examples,
+            evaluated_on,
+            out.resolve(),
+        )
+        return result
+
+    def _training_args(self, cls: Any, work: Path, device: str) -> Any:
+        cfg = self.config
+        values: dict[str, Any] = {
+            "output_dir": str(work),
+            "num_train_epochs": cfg.epochs,
+            "max_steps": cfg.max_steps,
+            "per_device_train_batch_size": cfg.batch_size,
+            "per_device_eval_batch_size": cfg.batch_size,
+            "learning_rate": cfg.learning_rate,
+            "weight_decay": cfg.weight_decay,
+            "warmup_steps": cfg.warmup_steps,
+            "lr_scheduler_type": "linear",
+            "logging_steps": cfg.logging_steps,
+            "eval_strategy": "no",
+            "save_strategy": "no",
+            "report_to": "none",
+            "seed": cfg.seed,
+            "data_seed": cfg.seed,
+            "use_cpu": device == "cpu",
+            "disable_tqdm": not cfg.progress_bar,
+            "dataloader_num_workers": 0,
+        }
+        valid = set(config_fields(cls))
+        unknown = sorted(set(cfg.trainer_args) - valid)
+        if unknown:
+            raise ConfigValueError(
+                f"trainer_args names {', '.join(map(repr, unknown))}, which "
+                f"transformers.TrainingArguments does not have; valid names include "
+                f"{', '.join(sorted(valid)[:40])}, ..."
+            )
+        values.update(cfg.trainer_args)
+        return cls(**values)
+
+    def _metadata(
+        self, result: ProgressResult, max_length: int, eval_labels: list[float], text_format: str
+    ) -> dict[str, Any]:
+        from .. import __version__
+
+        return {
+            "lean_dojo_v2_version": __version__,
+            "kind": "lean_progress",
+            "text_format": text_format,
+            "tactic_mode": self.config.tactic_mode,
+            "max_length": max_length,
+            "base_model": result.base_model,
+            "base_model_note": result.base_model_note,
+            "requested_model": self.config.model_name,
+            "data_path": str(self.config.data_path),
+            "metrics": {
+                "mae": result.mae,
+                "mse": result.mse,
+                "exact": result.exact,
+                "within_1": result.within_1,
+                "evaluated_on": result.evaluated_on,
+                "n": result.eval_examples,
+            },
+            "eval_label_mean": (sum(eval_labels) / len(eval_labels)) if eval_labels else None,
+            "config": config_to_dict(self.config),
+        }
+
+
+def _write_json(path: Path, obj: Any) -> None:
+    path.write_text(json.dumps(obj, indent=1, default=str) + "\n", "utf-8")
+
+
+def _remove_tree(path: Path) -> None:
+    import shutil
+
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def train_progress(
+    config: ProgressConfig | None = None, data_path: str | Path | None = None
+) -> ProgressResult:
+    """Train with ``config`` (default: :class:`ProgressConfig`'s defaults) on ``data_path`` (or
+    ``config.data_path``)."""
+    config = config or ProgressConfig()
+    trainer = ProgressTrainer.from_config(config)
+    if data_path is not None:
+        trainer.config.data_path = str(data_path)
+    return trainer.train()
+
