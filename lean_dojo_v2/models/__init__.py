@@ -17,6 +17,7 @@ from .loading import (
     load_model,
     resolve_model_path,
 )
+from .progress import ProgressModel, load_progress_model, progress_text
 from .prompts import SYSTEM_PROMPT, end_marker, render_prompt, training_pair
 
 __all__ = [
@@ -24,11 +25,14 @@ __all__ = [
     "LoadedModel",
     "ModelError",
     "ModelNotFoundError",
+    "ProgressModel",
     "SYSTEM_PROMPT",
     "convert_gguf",
     "default_gguf_path",
     "end_marker",
     "load_model",
+    "load_progress_model",
+    "progress_text",
     "render_prompt",
     "resolve_model_path",
     "training_pair",

@@ -19,6 +19,8 @@ if TYPE_CHECKING:
         TrainingStateError,
         UnknownConfigKeyError,
     )
+    from .progress_config import ProgressConfig
+    from .progress_trainer import ProgressTrainer
     from .sft_config import SFTConfig
     from .sft_trainer import SFTTrainer
 
@@ -32,11 +34,15 @@ _LAZY = {
     "ConfigValueError": ".errors",
     "EmptyDatasetError": ".errors",
     "TrainingStateError": ".errors",
+    "ProgressTrainer": ".progress_trainer",
+    "ProgressConfig": ".progress_config",
 }
 
 __all__ = [
     "ConfigValueError",
     "EmptyDatasetError",
+    "ProgressConfig",
+    "ProgressTrainer",
     "SFTConfig",
     "SFTTrainer",
     "TrainerError",
