@@ -1,0 +1,519 @@
+"""Prove many theorems at once: worker processes (default), Ray actors, or inline.
+
+:func:`prove_theorems` runs one proof search per theorem (:func:`~.search.search_theorem`) and
+returns the results in input order. Each worker builds its own environment and generator from
+two *factories*: picklable callables without arguments (a module-level function, a
+``functools.partial`` of one, or one of the specs below: :class:`ReplayEnvSpec`,
+:class:`PantographEnvSpec`, :class:`HFProverSpec`, :class:`ExternalProverSpec`). Nothing of a
+worker is shared: a Lean process, a model, a client each live in one worker.
+
+Backends:
+
+- ``"process"`` (default): ``workers`` processes started with the ``spawn`` method (safe with
+  threads, CUDA and asyncio in the parent). Each works on one theorem at a time. A worker that
+  dies (killed, out of memory, a segfault in native code) loses only the theorem it was on: that
+  theorem is tried again on a fresh worker (``retries`` times, default 1) and otherwise gets
+  status ``"error"``; every other theorem's result is kept and the run goes on.
+- ``"ray"``: the same over Ray actors, each owning a ``ProofEnv`` (:mod:`.ray_backend`; a local
+  Ray instance, or a cluster with ``ray_address``).
+- ``"inline"``: one environment and generator in this process, theorem after theorem (no
+  isolation; for debugging and for a generator that cannot be pickled).
+
+``on_result(result)`` is called in this process as each result arrives (record it, print it);
+a progress bar shows theorems done and proved.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..data.model import Theorem
+from ..errors import ConfigError, LeanDojoError
+
+if TYPE_CHECKING:
+    from .result import SearchResult
+    from .search import SearchConfig
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "BACKENDS",
+    "ExternalProverSpec",
+    "HFProverSpec",
+    "PantographEnvSpec",
+    "ReplayEnvSpec",
+    "WorkerStartError",
+    "error_result",
+    "prove_theorems",
+]
+
+BACKENDS = ("process", "ray", "inline")
+# A worker that dies before it is ready this many times in a row means the factories cannot
+# work on this machine (a crash at import, out of memory at model load): stop respawning.
+_MAX_START_FAILURES = 3
+
+
+class WorkerStartError(LeanDojoError):
+    """Proof workers could not start: their environment or generator factory failed (the
+    message holds its error), or the worker processes died while starting
+    ``_MAX_START_FAILURES`` times in a row (out of memory loading the model, a crash in native
+    code)."""
+
+
+# -- factories -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ReplayEnvSpec:
+    """Builds a :class:`~lean_dojo_v2.interaction.ReplayEnv` from a LeanDojo dataset directory
+    or split file (every theorem of it), in the worker."""
+
+    data: str
+
+    def __call__(self) -> Any:
+        from ..interaction import ReplayEnv
+
+        return ReplayEnv.from_dataset(self.data)
+
+
+@dataclass(frozen=True)
+class PantographEnvSpec:
+    """Builds a :class:`~lean_dojo_v2.interaction.PantographEnv` with these
+    :class:`~lean_dojo_v2.interaction.PantographConfig` fields, in the worker (each worker
+    launches its own REPL)."""
+
+    config: dict[str, Any] = field(default_factory=dict)
+
+    def __call__(self) -> Any:
+        from ..interaction import PantographConfig, PantographEnv
+
+        return PantographEnv(PantographConfig(**self.config))
+
+
+@dataclass(frozen=True)
+class HFProverSpec:
+    """Builds an :class:`~lean_dojo_v2.prover.HFProver` (a local model) in the worker:
+    ``HFProver(model, device=device, **kwargs)``."""
+
+    model: str | None = None
+    device: str = "auto"
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+    def __call__(self) -> Any:
+        from .hf_prover import HFProver
+
+        return HFProver(self.model, device=self.device, **self.kwargs)
+
+
+@dataclass(frozen=True)
+class ExternalProverSpec:
+    """Builds an :class:`~lean_dojo_v2.prover.ExternalProver` (an OpenAI-compatible endpoint,
+    e.g. one vLLM server shared by every worker) in the worker. The API key is read from the
+    environment variable ``api_key_env`` in the worker (it is never pickled)."""
+
+    model: str
+    base_url: str
+    api_key_env: str | None = "OPENAI_API_KEY"
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+    def __call__(self) -> Any:
+        from .external_prover import ExternalProver
+
+        key = os.environ.get(self.api_key_env) if self.api_key_env else None
+        return ExternalProver(self.model, base_url=self.base_url, api_key=key, **self.kwargs)
+
+
+# -- one theorem ---------------------------------------------------------------------------------
+
+
+def error_result(
+    theorem: Theorem, message: str, backend: str = "unknown", seconds: float = 0.0
+) -> SearchResult:
+    """The result of a theorem whose search could not run (its worker died, ...)."""
+    from .result import SearchResult
+
+    return SearchResult(
+        theorem=theorem.full_name,
+        file_path=theorem.file_path,
+        status="error",
+        proof=None,
+        expansions=0,
+        seconds=seconds,
+        backend=backend,
+        checked_by=None,
+        error=message,
+    )
+
+
+def _backend_of(env: Any) -> str:
+    if isinstance(env, (list, tuple)):
+        return _backend_of(env[0]) if env else "unknown"
+    return str(getattr(env, "backend", "unknown"))
+
+
+def search_one(
+    generator: Any, env: Any, theorem: Theorem, config: SearchConfig | None
+) -> SearchResult:
+    """One search; an exception that escapes it becomes an ``"error"`` result."""
+    from .search import search_theorem
+
+    start = time.perf_counter()
+    try:
+        return search_theorem(generator, env, theorem, config)
+    except Exception as exc:  # noqa: BLE001 - one theorem's failure must not end the run
+        logger.warning("search of %s raised %s: %s", theorem.full_name, type(exc).__name__, exc)
+        return error_result(
+            theorem, f"{type(exc).__name__}: {exc}", _backend_of(env), time.perf_counter() - start
+        )
+
+
+def close_env(env: Any) -> None:
+    for e in env if isinstance(env, (list, tuple)) else [env]:
+        close = getattr(e, "close", None)
+        if close is None:
+            continue
+        try:
+            out = close()
+            if hasattr(out, "__await__"):
+                from .search import run_sync
+
+                run_sync(out)
+        except Exception as exc:  # noqa: BLE001 - best effort at shutdown
+            logger.debug("closing %r failed: %s", e, exc)
+
+
+# -- progress ------------------------------------------------------------------------------------
+
+
+class _Progress:
+    """Theorems done / proved, as a tqdm bar on stderr."""
+
+    def __init__(self, total: int, enabled: bool, desc: str) -> None:
+        from tqdm.auto import tqdm
+
+        self.proved = 0
+        self.bar = tqdm(total=total, desc=desc, unit="thm", disable=not enabled, dynamic_ncols=True)
+
+    def update(self, result: SearchResult) -> None:
+        self.proved += result.status == "proved"
+        self.bar.set_postfix(proved=self.proved, refresh=False)
+        self.bar.update(1)
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+class _Collector:
+    """Results in input order, the callback and the progress bar in one place."""
+
+    def __init__(
+        self,
+        theorems: Sequence[Theorem],
+        on_result: Callable[[SearchResult], Any] | None,
+        progress: bool,
+        desc: str,
+    ) -> None:
+        self.theorems = theorems
+        self.results: list[SearchResult | None] = [None] * len(theorems)
+        self.on_result = on_result
+        self.bar = _Progress(len(theorems), progress, desc)
+
+    def put(self, index: int, result: SearchResult) -> None:
+        if self.results[index] is not None:
+            return
+        self.results[index] = result
+        self.bar.update(result)
+        if self.on_result is not None:
+            self.on_result(result)
+
+    def done(self) -> bool:
+        return all(r is not None for r in self.results)
+
+    def finish(self) -> list[SearchResult]:
+        self.bar.close()
+        return [r for r in self.results if r is not None]
+
+
+# -- entry point ---------------------------------------------------------------------------------
+
+
+def prove_theorems(
+    theorems: Iterable[Theorem],
+    make_env: Callable[[], Any],
+    make_generator: Callable[[], Any],
+    config: SearchConfig | None = None,
+    workers: int = 1,
+    backend: str = "process",
+    on_result: Callable[[SearchResult], Any] | None = None,
+    *,
+    retries: int = 1,
+    progress: bool = True,
+    ray_address: str | None = None,
+    desc: str = "proving",
+) -> list[SearchResult]:
+    """Search for a proof of every theorem; one :class:`SearchResult` per theorem, in input
+    order (see the module docstring for the backends).
+
+    ``make_env`` / ``make_generator``: factories called once in each worker (a ``ProofEnv``,
+    ``AsyncProofEnv`` or a list of them; a ``TacticGenerator``); picklable for ``"process"``
+    and ``"ray"``. ``retries``: how often a theorem whose worker died is tried again on a fresh
+    worker before it gets status ``"error"``. ``ray_address``: the Ray cluster to join
+    (``"auto"``, ``"ray://host:10001"``); None starts a local Ray instance."""
+    theorems = list(theorems)
+    if backend not in BACKENDS:
+        raise ConfigError(f"backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ConfigError(f"workers must be a whole number >= 1, got {workers!r}")
+    if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+        raise ConfigError(f"retries must be a whole number >= 0, got {retries!r}")
+    bad = [t for t in theorems if not isinstance(t, Theorem)]
+    if bad:
+        raise ConfigError(f"prove_theorems takes Theorem records, got a {type(bad[0]).__name__}")
+    collector = _Collector(theorems, on_result, progress, desc)
+    try:
+        if not theorems:
+            return []
+        if backend == "inline":
+            _run_inline(theorems, make_env, make_generator, config, collector)
+        elif backend == "ray":
+            from .ray_backend import run_ray
+
+            run_ray(
+                theorems,
+                make_env,
+                make_generator,
+                config,
+                min(workers, len(theorems)),
+                collector,
+                retries=retries,
+                address=ray_address,
+            )
+        else:
+            _run_processes(
+                theorems,
+                make_env,
+                make_generator,
+                config,
+                min(workers, len(theorems)),
+                collector,
+                retries,
+            )
+    finally:
+        results = collector.finish()
+    return results
+
+
+def _run_inline(
+    theorems: Sequence[Theorem],
+    make_env: Callable[[], Any],
+    make_generator: Callable[[], Any],
+    config: SearchConfig | None,
+    collector: _Collector,
+) -> None:
+    env = make_env()
+    try:
+        generator = make_generator()
+        for i, theorem in enumerate(theorems):
+            collector.put(i, search_one(generator, env, theorem, config))
+    finally:
+        close_env(env)
+
+
+# -- worker processes ----------------------------------------------------------------------------
+
+
+def _worker_main(
+    conn: Any,
+    make_env: Callable[[], Any],
+    make_generator: Callable[[], Any],
+    config: SearchConfig | None,
+    threads: int,
+) -> None:
+    """A worker process: build env and generator, then prove what the parent sends until None."""
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(var, str(threads))
+    try:
+        env = make_env()
+        generator = make_generator()
+    except BaseException as exc:  # noqa: BLE001 - reported to the parent, which raises it
+        conn.send(("init_error", _portable(exc)))
+        return
+    try:
+        conn.send(("ready", _backend_of(env)))
+        while True:
+            task = conn.recv()
+            if task is None:
+                break
+            index, theorem = task
+            conn.send(("result", index, search_one(generator, env, theorem, config)))
+    except (EOFError, BrokenPipeError, KeyboardInterrupt):
+        pass  # the parent went away or stopped us
+    finally:
+        close_env(env)
+
+
+def _portable(exc: BaseException) -> BaseException:
+    """``exc`` if it survives pickling, else a :class:`WorkerStartError` with its text."""
+    import pickle
+
+    try:
+        pickle.loads(pickle.dumps(exc))
+        return exc
+    except Exception:  # noqa: BLE001
+        return WorkerStartError(f"a proof worker failed to start: {type(exc).__name__}: {exc}")
+
+
+@dataclass(eq=False)
+class _Worker:
+    process: Any
+    conn: Any
+    task: int | None = None
+    ready: bool = False
+    started: float = 0.0
+
+
+def _run_processes(
+    theorems: Sequence[Theorem],
+    make_env: Callable[[], Any],
+    make_generator: Callable[[], Any],
+    config: SearchConfig | None,
+    workers: int,
+    collector: _Collector,
+    retries: int,
+) -> None:
+    import multiprocessing as mp
+    from multiprocessing.connection import wait
+
+    ctx = mp.get_context("spawn")
+    threads = max(1, (os.cpu_count() or 1) // workers)
+    pending: deque[int] = deque(range(len(theorems)))
+    tries = [0] * len(theorems)
+    pool: list[_Worker] = []
+    backend = "unknown"
+    start_failures = 0
+
+    def spawn() -> None:
+        parent, child = ctx.Pipe()
+        proc = ctx.Process(
+            target=_worker_main,
+            args=(child, make_env, make_generator, config, threads),
+            name="lean-dojo-v2-prover",
+            daemon=True,
+        )
+        proc.start()
+        child.close()
+        pool.append(_Worker(proc, parent, started=time.perf_counter()))
+
+    def assign(worker: _Worker) -> None:
+        if pending:
+            worker.task = pending.popleft()
+            worker.started = time.perf_counter()
+            worker.conn.send((worker.task, theorems[worker.task]))
+        else:
+            worker.task = None
+            _send_stop(worker)
+
+    def lost(worker: _Worker) -> None:
+        """``worker`` died: its theorem is retried or gets an error result."""
+        nonlocal start_failures
+        pool.remove(worker)
+        code = worker.process.exitcode
+        how = f"signal {-code}" if code is not None and code < 0 else f"exit status {code}"
+        if not worker.ready:
+            start_failures += 1
+            if start_failures >= _MAX_START_FAILURES:
+                raise WorkerStartError(
+                    f"proof workers died while starting ({how}) {start_failures} times in a row; "
+                    "check memory (each worker loads its own model) or run with --workers 1"
+                )
+        if worker.task is not None:
+            i = worker.task
+            tries[i] += 1
+            if tries[i] <= retries:
+                logger.warning(
+                    "the worker proving %s died (%s); trying it again on a fresh worker",
+                    theorems[i].full_name,
+                    how,
+                )
+                pending.appendleft(i)
+            else:
+                logger.warning("the worker proving %s died (%s)", theorems[i].full_name, how)
+                collector.put(
+                    i,
+                    error_result(
+                        theorems[i],
+                        f"the worker process died ({how}) while proving this theorem",
+                        backend,
+                        time.perf_counter() - worker.started,
+                    ),
+                )
+        if pending and len(pool) < workers:
+            spawn()
+
+    try:
+        for _ in range(workers):
+            spawn()
+        while not collector.done():
+            if not pool:
+                spawn()
+            by_handle: dict[Any, _Worker] = {}
+            for w in pool:
+                by_handle[w.conn] = w
+                by_handle[w.process.sentinel] = w
+            for handle in wait(list(by_handle), timeout=1.0):
+                worker = by_handle[handle]
+                if worker not in pool:
+                    continue
+                message = _receive(worker)
+                if message is None:  # died: its messages (if any) were read first
+                    if not worker.process.is_alive() or handle is worker.conn:
+                        worker.process.join(timeout=5)
+                        lost(worker)
+                    continue
+                kind = message[0]
+                if kind == "init_error":
+                    raise message[1]
+                if kind == "ready":
+                    worker.ready = True
+                    start_failures = 0
+                    backend = message[1]
+                    assign(worker)
+                elif kind == "result":
+                    _, index, result = message
+                    worker.task = None
+                    collector.put(index, result)
+                    assign(worker)
+    finally:
+        for w in pool:
+            _send_stop(w)
+        deadline = time.monotonic() + 10
+        for w in pool:
+            w.process.join(timeout=max(0.0, deadline - time.monotonic()))
+            if w.process.is_alive():
+                w.process.terminate()
+                w.process.join(timeout=5)
+            w.conn.close()
+
+
+def _receive(worker: _Worker) -> tuple[Any, ...] | None:
+    """The worker's next message, or None when its pipe is closed (the process ended) or it
+    has nothing to say yet."""
+    try:
+        if worker.conn.poll():
+            return worker.conn.recv()
+    except (EOFError, OSError):
+        return None
+    return None
+
+
+def _send_stop(worker: _Worker) -> None:
+    try:
+        worker.conn.send(None)
+    except (OSError, ValueError):
+        pass
