@@ -231,3 +231,66 @@ class SlowReplayEnv(ProofEnv):
 
     def verify(self, theorem, proof):
         return self.inner.verify(theorem, proof)
+
+
+class RecordedTacticGenerator(TacticGenerator):
+    """Proposes, for a state, the tactics recorded in the sample for its first goal, among wrong
+    ones: tactics recorded for *other* goals (real text). Log-probs are deterministic per state
+    and informative but noisy: a recorded tactic draws from [-1.5, -0.2], a wrong one from
+    [-3.0, -0.5], so a wrong tactic often outranks the right one."""
+
+    def __init__(self, theorems: Sequence[Theorem], seed: int = 0) -> None:
+        import random
+
+        self._random = random.Random
+        self.seed = seed
+        self.recorded: dict[str, list[str]] = {}
+        pool: list[tuple[str, str]] = []
+        for thm in theorems:
+            for tt in thm.traced_tactics:
+                goals = goal_texts(tt.state_before)
+                if goals:
+                    tactics = self.recorded.setdefault(goals[0], [])
+                    if tt.tactic not in tactics:
+                        tactics.append(tt.tactic)
+                    pool.append((goals[0], tt.tactic))
+        self.pool = pool
+        self.calls = 0
+
+    def generate(self, states, num_samples, *, prefix=None):
+        self.calls += 1
+        out = []
+        for text in states:
+            first = text.split("\n\n")[0]
+            rng = self._random(f"{self.seed}:{text}")
+            right = self.recorded.get(first, [])[:num_samples]
+            wrong: list[str] = []
+            for goal, tactic in rng.sample(self.pool, min(len(self.pool), 4 * num_samples)):
+                if goal != first and tactic not in wrong and tactic not in right:
+                    wrong.append(tactic)
+            wrong = wrong[: max(0, num_samples - len(right))]
+            cands = [Candidate(t, -rng.uniform(0.2, 1.5)) for t in right]
+            cands += [Candidate(t, -rng.uniform(0.5, 3.0)) for t in wrong]
+            out.append(sorted(cands, key=lambda c: -c.logprob))
+        return out
+
+
+def direct_replay_proof(env: ProofEnv, thm: Theorem) -> list[str] | None:
+    """The recorded tactics that apply in order from the first state (a tactic nested in an
+    earlier one, e.g. inside a bullet, does not apply at top level and is skipped), when they
+    reach no goals and ``verify`` accepts them; else None."""
+    from lean_dojo_v2.prover import proof_text
+
+    state: Any = env.start(thm)
+    used: list[str] = []
+    for tt in thm.traced_tactics:
+        if not isinstance(state, ProofState):
+            break
+        out = env.run_tactic(state, tt.tactic)
+        if isinstance(out, TacticError):
+            continue
+        used.append(tt.tactic)
+        state = out
+    if isinstance(state, ProofFinished) and env.verify(thm, proof_text(used)).ok:
+        return used
+    return None
