@@ -184,11 +184,13 @@ def build_parser() -> argparse.ArgumentParser:
     from .database.cli import add_db_parser
     from .lean_dojo.cli import add_trace_parser
     from .models.cli import add_generate_parser
+    from .models.retrieval_cli import add_eval_parser
     from .trainer.cli import add_train_parser
 
     add_trace_parser(sub)
     add_db_parser(sub)
     add_generate_parser(sub)
+    add_eval_parser(sub)
     add_train_parser(sub)
     return parser
 
