@@ -37,3 +37,25 @@ __all__ = [
     "resolve_model_path",
     "training_pair",
 ]
+
+# Retrieval (issue 11): imported on first access (numpy, bm25s, torch stay out of `import`).
+_RETRIEVAL = {
+    "AccessibleAt": ".retrieval",
+    "PremiseEncoder": ".retrieval",
+    "Retriever": ".retrieval",
+    "load_encoder": ".retrieval",
+    "premise_text": ".retrieval",
+    "DenseRetriever": ".premise_index",
+    "PremiseIndex": ".premise_index",
+    "export_retriever": ".premise_index",
+    "load_retriever": ".premise_index",
+    "BM25Retriever": ".bm25",
+    "RetrievalQuery": ".retrieval_eval",
+    "evaluate_retriever": ".retrieval_eval",
+    "ranking_metrics": ".retrieval_eval",
+    "retrieval_queries": ".retrieval_eval",
+}
+from .._lazy import reexport as _reexport  # noqa: E402
+
+__getattr__, __dir__ = _reexport(globals(), {n: f"{m}:{n}" for n, m in _RETRIEVAL.items()})
+__all__ += sorted(_RETRIEVAL)
