@@ -36,8 +36,10 @@ lives on the environment that made it (documented in ``docs/search.md``).
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
 import math
+import queue
 import threading
 import time
 from collections.abc import Coroutine, Sequence
@@ -308,30 +310,50 @@ async def _timed_call(func: Any, *args: Any, in_thread: bool, timeout: float) ->
     return future.result()
 
 
-def _in_daemon_thread(func: Any) -> asyncio.Future[Any]:
-    """Run ``func()`` in a new daemon thread; a future of its result on the running loop.
+class _DaemonPool:
+    """Daemon worker threads for blocking generator / progress-model calls.
 
     Not the loop's default executor: ``asyncio.run`` waits for that one at exit, so a generator
-    call abandoned at the deadline would hold the search past its wall-clock limit."""
-    loop = asyncio.get_running_loop()
-    future: asyncio.Future[Any] = loop.create_future()
+    call abandoned at the deadline would hold the search past its wall-clock limit. Threads are
+    kept for the next call (a hop costs tens of microseconds, a new thread more); a new one is
+    started only when every thread is busy (e.g. with an abandoned call)."""
 
-    def settle(ok: bool, value: Any) -> None:
-        if not future.done():
-            (future.set_result if ok else future.set_exception)(value)
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._tasks: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._idle = 0
 
-    def target() -> None:
-        try:
-            value, ok = func(), True
-        except BaseException as exc:  # noqa: BLE001 - handed to the awaiting coroutine
-            value, ok = exc, False
-        try:
-            loop.call_soon_threadsafe(settle, ok, value)
-        except RuntimeError:  # the loop is closed: nobody waits for this any more
-            pass
+    def submit(self, func: Any) -> concurrent.futures.Future[Any]:
+        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        with self._lock:
+            spawn = self._idle == 0
+            if not spawn:
+                self._idle -= 1
+        self._tasks.put((func, future))
+        if spawn:
+            threading.Thread(
+                target=self._work, name="lean-dojo-v2-search-worker", daemon=True
+            ).start()
+        return future
 
-    threading.Thread(target=target, name="lean-dojo-v2-generate", daemon=True).start()
-    return future
+    def _work(self) -> None:
+        while True:
+            func, future = self._tasks.get()
+            if future.set_running_or_notify_cancel():
+                try:
+                    future.set_result(func())
+                except BaseException as exc:  # noqa: BLE001 - handed to the awaiting coroutine
+                    future.set_exception(exc)
+            with self._lock:
+                self._idle += 1
+
+
+_POOL = _DaemonPool()
+
+
+def _in_daemon_thread(func: Any) -> asyncio.Future[Any]:
+    """Run ``func()`` in a daemon worker thread (:class:`_DaemonPool`); an asyncio future."""
+    return asyncio.wrap_future(_POOL.submit(func))
 
 
 def _discard_result(future: asyncio.Future[Any]) -> None:
