@@ -27,7 +27,9 @@ class OracleGenerator(TacticGenerator):
         kill_on: str | None = None,
         once_marker: str | None = None,
         pid_file: str | None = None,
+        kill_always: str | None = None,
     ) -> None:
+        self.kill_always = kill_always
         self.table: dict[str, list[str]] = {}
         for thm in load_theorems(data):
             for tac in thm.traced_tactics:
@@ -41,6 +43,8 @@ class OracleGenerator(TacticGenerator):
         self.pid_file = pid_file
 
     def for_theorem(self, theorem):  # noqa: ANN001, ANN201
+        if theorem.full_name == self.kill_always:
+            os.kill(os.getpid(), signal.SIGKILL)
         if theorem.full_name == self.kill_on and not (
             self.once_marker and Path(self.once_marker).exists()
         ):
@@ -68,9 +72,12 @@ class OracleSpec:
     kill_on: str | None = None
     once_marker: str | None = None
     pid_file: str | None = None
+    kill_always: str | None = None
 
     def __call__(self) -> OracleGenerator:
-        return OracleGenerator(self.data, self.kill_on, self.once_marker, self.pid_file)
+        return OracleGenerator(
+            self.data, self.kill_on, self.once_marker, self.pid_file, self.kill_always
+        )
 
 
 def replay_provable(env, theorems) -> set[str]:  # noqa: ANN001
