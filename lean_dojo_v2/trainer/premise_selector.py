@@ -233,6 +233,18 @@ class PremiseSelectorResult:
         }
 
 
+def _relocated(value: Any, old: str, new: str) -> Any:
+    """``value`` with paths under the staging directory ``old`` rewritten to ``new`` (where they
+    are once the output is swapped in)."""
+    if isinstance(value, str):
+        return new + value[len(old) :] if value.startswith(old) else value
+    if isinstance(value, dict):
+        return {k: _relocated(v, old, new) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_relocated(v, old, new) for v in value]
+    return value
+
+
 def _jsonable(value: Any) -> Any:
     try:
         json.dumps(value)
@@ -328,8 +340,6 @@ def evaluate_states(
     ``ranking_metrics`` (``R@k``, ``FullRecall@k``, ``MRR``, ``n``) and the retrieval records."""
     from ..models.retrieval_eval import ranking_metrics
 
-    if not states:
-        return {"n": 0}, []
     k = max(ks)
     records: list[dict[str, Any]] = []
     rankings: list[list[str]] = []
@@ -403,6 +413,7 @@ def train_premise_selector(config: PremiseSelectorConfig) -> PremiseSelectorResu
         valid_q = [_query(s) for s in states["valid"]] or None
         train_summary = trainer.fit_examples(train_q, data.corpus, valid_q)
         encoder = trainer.encoder
+        encoder.to(config.device)
         index = PremiseIndex.build(
             data.corpus,
             encoder,
@@ -432,7 +443,9 @@ def train_premise_selector(config: PremiseSelectorConfig) -> PremiseSelectorResu
             metrics=metrics,
             split=split.to_dict(),
             queries=queries,
-            train_summary=train_summary if isinstance(train_summary, dict) else {},
+            train_summary=_relocated(
+                train_summary if isinstance(train_summary, dict) else {}, str(stage), str(out)
+            ),
             data_report=data.report.to_dict(),
             seconds=seconds,
         )
