@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     from .progress_config import ProgressConfig
     from .progress_trainer import ProgressTrainer
     from .sft_config import SFTConfig
+    from .retrieval_config import TrainingConfig
+    from .retrieval_trainer import RetrievalTrainer
     from .sft_trainer import SFTTrainer
 
 _LAZY = {
@@ -36,6 +38,8 @@ _LAZY = {
     "TrainingStateError": ".errors",
     "ProgressTrainer": ".progress_trainer",
     "ProgressConfig": ".progress_config",
+    "RetrievalTrainer": ".retrieval_trainer",
+    "TrainingConfig": ".retrieval_config",
 }
 
 __all__ = [
@@ -43,9 +47,11 @@ __all__ = [
     "EmptyDatasetError",
     "ProgressConfig",
     "ProgressTrainer",
+    "RetrievalTrainer",
     "SFTConfig",
     "SFTTrainer",
     "TrainerError",
+    "TrainingConfig",
     "TrainingStateError",
     "UnknownConfigKeyError",
     "describe_config",

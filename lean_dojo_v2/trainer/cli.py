@@ -66,6 +66,9 @@ def add_train_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser
     from .premise_selector_cli import add_premise_selector_parser
 
     add_premise_selector_parser(train_sub)
+    from .retrieval_cli import add_retrieval_parser
+
+    add_retrieval_parser(train_sub)
     from .progress_cli import add_progress_parser
 
     add_progress_parser(train_sub)

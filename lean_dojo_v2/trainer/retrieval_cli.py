@@ -1,0 +1,153 @@
+"""``lean-dojo-v2 train retrieval``: train a premise retriever (registered by ``trainer/cli.py``).
+
+``train retrieval [--data DIR | --db FILE] [--config FILE] [--set key=value ...] [--json]``;
+without ``--data`` or ``--db`` it trains on the bundled sample. After training it evaluates the
+encoder on the test split (R@1, R@10, MRR, FullRecall@10 over accessible premises) and, with
+``--export DIR``, writes the retriever (model + corpus + embeddings). Nothing heavy is imported
+until the command runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def add_retrieval_parser(train_sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Add ``retrieval`` to the ``train`` subcommands."""
+    p = train_sub.add_parser(
+        "retrieval",
+        help="train a premise retriever (bi-encoder, masked contrastive loss, EWC curriculum)",
+        description="Train a bi-encoder premise retriever (default: the bundled all-MiniLM-L6-v2) "
+        "on PyTorch Lightning with a masked in-batch contrastive loss and hard negatives, on a "
+        "LeanDojo-layout dataset (--data; default: the bundled sample) or on the database's "
+        "curriculum (--db: one pass per repository, easiest first, each continuing from the "
+        "previous weights, EWC between them; the run is recorded in the database). Settings come "
+        "from TrainingConfig: a YAML --config file (configs/retrieval_*.yaml), then --set "
+        "overrides (see --help-config). Output (encoder/, Lightning checkpoints, TensorBoard "
+        "logs, summary.json) goes to output_dir; an unfinished run there is resumed from its "
+        "last checkpoint. Afterwards the test split is evaluated (R@1, R@10, MRR, FullRecall@10).",
+    )
+    what = p.add_mutually_exclusive_group()
+    what.add_argument("--data", metavar="DIR", help="LeanDojo dataset directory (with corpus.jsonl)")
+    what.add_argument("--db", metavar="FILE", help="DynamicDatabase file: train on its curriculum")
+    p.add_argument("--config", metavar="FILE", help="YAML file of TrainingConfig keys")
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        metavar="KEY=VALUE",
+        action="append",
+        default=[],
+        help="override one config key (repeatable), typed by the key: --set lr=1e-5 "
+        "--set grad_cache=true --set devices=4 --set strategy=ddp",
+    )
+    p.add_argument("-o", "--output-dir", metavar="DIR", help="same as --set output_dir=DIR")
+    p.add_argument(
+        "--repo",
+        dest="repos",
+        metavar="URL[@COMMIT]",
+        action="append",
+        help="with --db: train on these repositories only (repeatable; default: all)",
+    )
+    p.add_argument(
+        "--export",
+        metavar="DIR",
+        help="also write the trained retriever (model + corpus + embeddings) to DIR",
+    )
+    p.add_argument(
+        "--no-eval", action="store_true", help="skip the test-split evaluation after training"
+    )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="replace output_dir (and --export DIR) even if it holds files lean-dojo-v2 did not "
+        "write or another unfinished run (its contents are deleted)",
+    )
+    p.add_argument("--json", action="store_true", help="end with a one-line JSON summary")
+    p.add_argument(
+        "--help-config",
+        action="store_true",
+        help="list every config key with its default and meaning",
+    )
+    p.set_defaults(func=cmd_train_retrieval)
+    return p
+
+
+def cmd_train_retrieval(args: argparse.Namespace) -> int:
+    from .config import describe_config, load_config
+    from .errors import TrainerError
+    from .retrieval_config import TrainingConfig
+
+    if args.help_config:
+        print(describe_config(TrainingConfig))
+        return 0
+    if args.repos and not args.db:
+        raise TrainerError("--repo selects repositories of --db; it cannot be used with --data")
+    extra: dict = {}
+    if args.output_dir:
+        extra["output_dir"] = args.output_dir
+    if args.force:
+        extra["overwrite_output_dir"] = True
+    config = load_config(TrainingConfig, args.config, args.overrides, **extra)
+    data = args.data
+    if data is None and args.db is None:
+        from ..data import sample_dataset_path
+
+        data = str(sample_dataset_path())
+
+    from .retrieval_trainer import RetrievalTrainer
+    from .cli import _repo_arg as repo_arg
+
+    trainer = RetrievalTrainer(config)
+    repos = [repo_arg(r) for r in args.repos] if args.repos else None
+    summary = trainer.train(repos=repos, database=args.db, data_path=data)
+    test: dict | None = None
+    test_error = None
+    if not args.no_eval:
+        try:
+            test = trainer.evaluate(split="test")
+        except Exception as exc:  # a missing/empty test split must not lose the trained model
+            from ..errors import LeanDojoError
+
+            if not isinstance(exc, LeanDojoError):
+                raise
+            test_error = str(exc)
+    exported = None
+    if args.export:
+        exported = str(trainer.export(args.export, force=args.force))
+    out = {
+        "output_dir": summary["output_dir"],
+        "encoder_dir": summary["encoder_dir"],
+        "steps": summary["steps"],
+        "examples": summary["examples"],
+        "passes": len(summary["passes"]),
+        "seconds": summary["seconds"],
+        "val": summary["val"],
+        "metrics": test,
+        "ewc_tasks": summary["ewc_tasks"],
+        "run_id": summary["run_id"],
+        "resumed_from": summary["resumed_from"],
+        "export": exported,
+    }
+    if test_error:
+        out["metrics_error"] = test_error
+    if args.json:
+        sys.stdout.flush()
+        print(json.dumps(out))
+    else:
+        print(
+            f"trained {summary['steps']} steps on {summary['examples']} examples in "
+            f"{len(summary['passes'])} pass(es), {summary['seconds']:.1f} s; encoder in "
+            f"{summary['encoder_dir']}"
+        )
+        if test:
+            print(
+                "test: "
+                + ", ".join(f"{k} {v:.4f}" if k != "n" else f"n {int(v)}" for k, v in test.items())
+            )
+        elif test_error:
+            print(f"test: not evaluated ({test_error})")
+        if exported:
+            print(f"retriever exported to {exported}")
+    return 0

@@ -1,0 +1,907 @@
+"""The one training loop for premise retrievers: :class:`RetrievalTrainer` on PyTorch Lightning.
+
+The seed's API works as written::
+
+    trainer = RetrievalTrainer(TrainingConfig(lambda_value=0.1))
+    trainer.train(repos, database)                 # the curriculum: one fit per repository, EWC
+    trainer.train(data_path="path/to/leandojo_dataset")
+    trainer.evaluate()                             # {"R@1", "R@10", "MRR", "FullRecall@10", "n"}
+    trainer.export("retriever/")                   # model + corpus + embeddings (/retrieve loads it)
+
+What it trains is a :class:`~lean_dojo_v2.models.retrieval.PremiseEncoder` (one encoder for goal
+states and premises; Lightning optimises ``encoder.module``) with the masked in-batch contrastive
+loss of :mod:`.retrieval_loss` (``grad_cache``: its cached variant), hard negatives from
+:mod:`.retrieval_data`, AdamW with warm-up and a cosine (or linear/constant) schedule, gradient
+clipping and accumulation. At the end of every epoch the premise index is rebuilt with the current
+weights and recall@10 on the val split (``R@10_val``, accessible premises only) is logged; the
+best epoch is kept as a checkpoint. An interrupted run resumes: finished passes are skipped and the
+pass under way restarts from its ``last.ckpt`` (``fit(ckpt_path="last")``).
+
+With a database, each repository of the curriculum (easiest first) is one pass, continuing from the
+weights the previous pass ended with (v2 restarted every pass from the first checkpoint). After
+each pass the diagonal Fisher information of the training loss on that repository is computed and
+consolidated (:mod:`.ewc`); from the second pass on the loss carries λ · Σ F (θ − θ*)².
+
+Layout of ``output_dir`` (written by this library, marked as ours)::
+
+    encoder/                the encoder after the last finished pass (load_encoder loads it)
+    checkpoints/pass-NNN/   Lightning checkpoints of a pass: last.ckpt, best-…ckpt (removed when
+                            the pass is done)
+    logs/pass-NNN/          TensorBoard event files (train loss, EWC penalty, lr, R@k_val)
+    data/pass-NNN/          the database export of each pass (database runs)
+    ewc.pt                  accumulated Fisher and θ* (database runs, λ > 0)
+    retrieval_config.yaml   the config of the run
+    training_state.json     passes done, fingerprint, per-pass metrics (what resume reads)
+    summary.json            what train() returned
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..data.output_dir import check_output_dir, is_ours, mark_ours
+from ..errors import DatasetNotFoundError
+from .config import config_to_dict, dump_config
+from .errors import EmptyDatasetError, TrainerError, TrainingStateError
+from .retrieval_config import TrainingConfig
+from .sft_trainer import (
+    _clear_dir,
+    _empty_database_error,
+    _is_main_process,
+    _open_database,
+    _read_state,
+    _repo_ref,
+    _write_json,
+)
+
+if TYPE_CHECKING:
+    from ..data.corpus import Corpus
+    from ..models.retrieval import PremiseEncoder
+    from ..models.retrieval_eval import RetrievalQuery
+
+log = logging.getLogger(__name__)
+
+STATE_FILE = "training_state.json"
+SUMMARY_FILE = "summary.json"
+CONFIG_FILE = "retrieval_config.yaml"
+ENCODER_DIR = "encoder"
+EWC_FILE = "ewc.pt"
+CHECKPOINTS = "checkpoints"
+LOGS = "logs"
+DATA = "data"
+VAL_METRIC = "R@10_val"
+
+# Fields that do not change what is trained: a run may resume with other values of these.
+_NOT_FINGERPRINTED = {
+    "output_dir",
+    "overwrite_output_dir",
+    "resume",
+    "log_every_n_steps",
+    "report_to",
+    "progress_bar",
+    "save_every_n_steps",
+    "device",
+    "eval_batch_size",
+    "num_retrieved",
+}
+
+
+@dataclass
+class _Pass:
+    """One fit: a label and where its examples come from (repositories of the curriculum, a
+    dataset directory, or queries given in memory)."""
+
+    label: str
+    repositories: list[Any] = field(default_factory=list)
+    queries: tuple[Sequence[Any], Any, Sequence[Any] | None] | None = None  # (train, corpus, val)
+
+
+def _pass_name(k: int) -> str:
+    return f"pass-{k:03d}"
+
+
+def resolve_precision(precision: str, accelerator: str = "auto") -> str:
+    """``auto`` → ``bf16-mixed`` on a CUDA GPU that supports it, else ``32-true``."""
+    if precision != "auto":
+        return precision
+    if accelerator in ("cpu",):
+        return "32-true"
+    import torch
+
+    if torch.cuda.is_available() and torch.cuda.is_bf16_supported():
+        return "bf16-mixed"
+    return "32-true"
+
+
+def _devices_arg(devices: str) -> Any:
+    text = str(devices).strip()
+    if text == "auto":
+        return "auto"
+    if "," in text:
+        return [int(x) for x in text.split(",") if x.strip()]
+    try:
+        return int(text)
+    except ValueError:
+        raise TrainerError(
+            f"devices must be auto, a count, -1 or a list of indices like 0,2; got {devices!r}"
+        ) from None
+
+
+def _make_module_class():
+    """The LightningModule class (built on first use: Lightning is a heavy import)."""
+    import pytorch_lightning as pl
+    import torch
+
+    from ..models.premise_index import PremiseIndex
+    from ..models.retrieval_eval import ranking_metrics
+    from .retrieval_loss import cached_contrastive_backward, plain_contrastive_backward
+
+    class RetrievalModule(pl.LightningModule):
+        """Trains ``encoder.module`` with the masked contrastive loss (+ EWC); validates R@k on
+        the val queries against a premise index rebuilt at each validation."""
+
+        def __init__(
+            self,
+            encoder: PremiseEncoder,
+            config: TrainingConfig,
+            *,
+            corpus: Corpus | None = None,
+            ewc: Any = None,
+            total_steps: int = 1,
+        ) -> None:
+            super().__init__()
+            self.encoder = encoder
+            self.net = encoder.module  # registered: what the optimizer and checkpoints hold
+            self.config = config
+            self.corpus = corpus
+            self.ewc = ewc
+            self.total_steps = max(1, int(total_steps))
+            self.automatic_optimization = False  # GradCache backprops chunk by chunk
+            self.net.train()  # from_pretrained gives an eval-mode model; Lightning keeps modes
+            self._index: Any = None
+
+        # -------------------------------------------------------------- optimisation
+
+        def configure_optimizers(self):
+            from transformers import get_scheduler
+
+            cfg = self.config
+            decay, no_decay = [], []
+            for name, p in self.net.named_parameters():
+                if not p.requires_grad:
+                    continue
+                lname = name.lower()
+                (no_decay if p.ndim < 2 or "norm" in lname or "bias" in lname else decay).append(p)
+            groups = [
+                {"params": decay, "weight_decay": cfg.weight_decay},
+                {"params": no_decay, "weight_decay": 0.0},
+            ]
+            opt = torch.optim.AdamW([g for g in groups if g["params"]], lr=cfg.lr)
+            sched = get_scheduler(
+                cfg.lr_scheduler_type,
+                opt,
+                num_warmup_steps=cfg.warmup_steps,
+                num_training_steps=self.total_steps,
+            )
+            return [opt], [{"scheduler": sched, "interval": "step"}]
+
+        def transfer_batch_to_device(self, batch, device, dataloader_idx):
+            if isinstance(batch, list):  # validation: RetrievalQuery objects, encoded later
+                return batch
+            return batch.to(device)
+
+        def on_train_start(self) -> None:
+            self.net.train()  # from_pretrained gives an eval-mode model; Lightning keeps modes
+
+        def training_step(self, batch, batch_idx):
+            cfg = self.config
+            opt = self.optimizers()
+            sched = self.lr_schedulers()
+            scale = 1.0 / cfg.accumulate_grad_batches
+            extra = None
+            if self.ewc is not None and self.ewc.active:
+                extra = lambda: self.ewc.penalty(self.net)  # noqa: E731
+            common = dict(
+                temperature=cfg.temperature,
+                scale=scale,
+                backward=self.manual_backward,
+                extra_loss=extra,
+            )
+            if cfg.grad_cache:
+                loss = cached_contrastive_backward(
+                    self.encoder.embed,
+                    batch.queries,
+                    batch.candidates,
+                    batch.targets,
+                    batch.positive_mask,
+                    chunk_size=cfg.grad_cache_chunk_size,
+                    **common,
+                )
+            else:
+                loss = plain_contrastive_backward(
+                    self.encoder.embed,
+                    batch.queries,
+                    batch.candidates,
+                    batch.targets,
+                    batch.positive_mask,
+                    **common,
+                )
+            if (batch_idx + 1) % cfg.accumulate_grad_batches == 0 or self.trainer.is_last_batch:
+                if cfg.gradient_clip_val is not None:
+                    self.clip_gradients(
+                        opt,
+                        gradient_clip_val=cfg.gradient_clip_val,
+                        gradient_clip_algorithm="norm",
+                    )
+                opt.step()
+                opt.zero_grad(set_to_none=True)
+                sched.step()
+            n = len(batch)
+            self.log("train_loss", loss, prog_bar=True, batch_size=n)
+            if extra is not None:
+                self.log("ewc_penalty", extra().detach(), batch_size=n)
+            self.log("lr", sched.get_last_lr()[0], batch_size=n)
+            return loss
+
+        # -------------------------------------------------------------- validation
+
+        def on_validation_epoch_start(self) -> None:
+            self._index = PremiseIndex.build(
+                self.corpus,
+                self.encoder,
+                batch_size=self.config.eval_batch_size,
+                show_progress=False,
+            )
+
+        def validation_step(self, batch, batch_idx):
+            queries = list(batch)
+            emb = self.encoder.encode(
+                [q.state for q in queries], batch_size=self.config.eval_batch_size
+            )
+            masks = [self._index.mask(q.file_path, q.pos) for q in queries]
+            hits = self._index.search(emb, self.config.num_retrieved, masks=masks)
+            rankings = [[self._index.premises[i].full_name for i, _ in row] for row in hits]
+            m = ranking_metrics(rankings, [q.positives for q in queries], ks=(1, 10))
+            self.log_dict(
+                {f"{k}_val": float(m[k]) for k in ("R@1", "R@10", "MRR", "FullRecall@10")},
+                batch_size=len(queries),
+                on_epoch=True,
+                sync_dist=True,
+                prog_bar=False,
+            )
+
+        def on_validation_epoch_end(self) -> None:
+            self._index = None
+
+    return RetrievalModule
+
+
+_MODULE_CLASS: Any = None
+
+
+def retrieval_module_class():
+    """The ``RetrievalModule`` LightningModule class (for custom Lightning loops)."""
+    global _MODULE_CLASS
+    if _MODULE_CLASS is None:
+        _MODULE_CLASS = _make_module_class()
+    return _MODULE_CLASS
+
+
+class RetrievalTrainer:
+    """Train a premise retriever (see the module docstring). ``callbacks`` are extra Lightning
+    callbacks added to every fit."""
+
+    def __init__(
+        self, config: TrainingConfig | None = None, *, callbacks: Sequence[Any] = ()
+    ) -> None:
+        if config is not None and not isinstance(config, TrainingConfig):
+            raise TrainerError(
+                f"RetrievalTrainer takes a TrainingConfig, got {type(config).__name__}; build one "
+                "with lean_dojo_v2.trainer.load_config(TrainingConfig, path, overrides)"
+            )
+        self.config = config or TrainingConfig()
+        self.callbacks = list(callbacks)
+        self._encoder: PremiseEncoder | None = None
+        self.ewc: Any = None
+        self.last_data_path: Path | None = None
+        self.last_corpus: Corpus | None = None
+        self.result: dict[str, Any] | None = None
+
+    # ------------------------------------------------------------------ encoder
+
+    @property
+    def encoder(self) -> PremiseEncoder:
+        """The encoder being trained (the configured base until :meth:`train` has run; loaded on
+        first use)."""
+        if self._encoder is None:
+            self._encoder = self._load_encoder(None)
+        return self._encoder
+
+    @encoder.setter
+    def encoder(self, value: PremiseEncoder) -> None:
+        self._encoder = value
+
+    def _load_encoder(self, from_dir: Path | None) -> PremiseEncoder:
+        from ..models.retrieval import load_encoder
+
+        source = str(from_dir) if from_dir is not None else self.config.model_name
+        return load_encoder(source, device="cpu", max_length=self.config.max_seq_len)
+
+    @property
+    def output_dir(self) -> Path:
+        return Path(self.config.output_dir)
+
+    def __repr__(self) -> str:
+        return (
+            f"RetrievalTrainer(model_name={self.config.model_name!r}, "
+            f"output_dir={self.config.output_dir!r})"
+        )
+
+    # ------------------------------------------------------------------ public API
+
+    def train(
+        self,
+        repos: Iterable[Any] | None = None,
+        database: Any = None,
+        data_path: str | os.PathLike[str] | None = None,
+    ) -> dict[str, Any]:
+        """Train and return a summary (also ``output_dir/summary.json``).
+
+        With ``database`` (a :class:`~lean_dojo_v2.database.DynamicDatabase` or its file): one
+        pass per repository of ``repos`` (default: all) in curriculum order, each on the
+        repository's export (``cumulative``: on the merged export of all so far), each continuing
+        from the previous pass's weights, EWC between passes; the run is recorded in the
+        database's training runs. Without: one pass on the LeanDojo dataset directory
+        ``data_path`` (train split; val for ``R@10_val``).
+        """
+        db, own_db = _open_database(database)
+        try:
+            plan, sources, plan_id = self._plan(repos, db, data_path)
+            return self._train_plan(plan, sources, plan_id, db, data_path)
+        finally:
+            if own_db and db is not None:
+                db.close()
+
+    def fit_examples(
+        self,
+        train: Sequence[RetrievalQuery],
+        corpus: Corpus,
+        val: Sequence[RetrievalQuery] | None = None,
+    ) -> dict[str, Any]:
+        """One pass on queries from any source (e.g. ntp-toolkit data) over ``corpus``; the same
+        outputs, checkpoints and resume as :meth:`train`."""
+        if not train:
+            raise EmptyDatasetError("fit_examples got no training queries")
+        digest = hashlib.sha256()
+        for q in list(train) + list(val or []):
+            digest.update(repr((q.state, tuple(q.positives), q.file_path, q.pos)).encode())
+        digest.update(str(len(corpus)).encode())
+        plan = [_Pass(label="examples", queries=(list(train), corpus, list(val) if val else None))]
+        return self._train_plan(plan, [], {"examples": digest.hexdigest()}, None, None)
+
+    def evaluate(
+        self, data_path: str | os.PathLike[str] | None = None, split: str = "test"
+    ) -> dict[str, float]:
+        """R@1, R@10, MRR, FullRecall@10 and n (queries: tactics with at least one corpus
+        premise) of the current encoder on ``split`` of ``data_path`` (default: the dataset of the
+        last pass), ranking only premises accessible at each theorem."""
+        from ..data.dataset import DatasetDir
+        from ..models.premise_index import DenseRetriever, PremiseIndex
+        from ..models.retrieval_eval import evaluate_retriever, retrieval_queries
+
+        path = Path(data_path) if data_path is not None else self.last_data_path
+        if path is None:
+            raise TrainerError(
+                "evaluate() needs data_path= (a LeanDojo dataset directory) before train() has run"
+            )
+        d = DatasetDir(path, partial=True)
+        split_file = d.split_path(self.config.split_strategy, split)
+        if not split_file.is_file():
+            raise DatasetNotFoundError(
+                f"dataset {path} has no {split_file.relative_to(path)}; pass another split "
+                "(train, val, test) or dataset"
+            )
+        corpus = d.corpus()
+        if len(corpus) == 0:
+            raise DatasetNotFoundError(
+                f"dataset {path} has no corpus.jsonl (or it lists no premises): retrieval needs "
+                "the premise corpus"
+            )
+        queries = retrieval_queries(d.theorems(self.config.split_strategy, split), corpus)
+        if not queries:
+            raise EmptyDatasetError(
+                f"{split_file} has no tactic that uses a premise of the corpus: nothing to evaluate"
+            )
+        encoder = self.encoder
+        encoder.to(self.config.device)
+        index = PremiseIndex.build(
+            corpus, encoder, batch_size=self.config.eval_batch_size, show_progress=False
+        )
+        metrics = evaluate_retriever(
+            DenseRetriever(encoder, index),
+            queries,
+            ks=(1, 10),
+            batch_size=self.config.eval_batch_size,
+        )
+        return {k: metrics[k] for k in ("R@1", "R@10", "MRR", "FullRecall@10", "n")}
+
+    def export(self, path: str | os.PathLike[str], *, force: bool = False) -> Path:
+        """Write the trained encoder with the corpus of the last pass and its embeddings
+        (:func:`~lean_dojo_v2.models.premise_index.export_retriever`), what the API's
+        ``/retrieve`` and ``load_retriever`` load."""
+        from ..models.premise_index import PremiseIndex, export_retriever
+
+        if self.last_corpus is None:
+            raise TrainerError("export() needs a trained retriever: call train() first")
+        encoder = self.encoder
+        encoder.to(self.config.device)
+        index = PremiseIndex.build(
+            self.last_corpus, encoder, batch_size=self.config.eval_batch_size, show_progress=False
+        )
+        return export_retriever(path, encoder, index, force=force)
+
+    # ------------------------------------------------------------------ plan and output dir
+
+    def _plan(
+        self, repos: Iterable[Any] | None, db: Any, data_path: str | os.PathLike[str] | None
+    ) -> tuple[list[_Pass], list[Path], dict[str, Any]]:
+        cfg = self.config
+        if db is not None:
+            refs = None if repos is None else [_repo_ref(r) for r in repos]
+            if refs is not None and not refs:
+                raise TrainerError("repos is an empty list; pass None to train on every repository")
+            order = db.sort_repositories_by_difficulty(refs)
+            if not order:
+                raise _empty_database_error(db)
+            plan = [
+                _Pass(
+                    label=f"{info.name}@{info.commit[:12]}",
+                    repositories=order[: k + 1] if cfg.cumulative else [info],
+                )
+                for k, info in enumerate(order)
+            ]
+            plan_id = {"database": [[i.url, i.commit] for i in order]}
+            return plan, [Path(db.path)] if getattr(db, "path", None) else [], plan_id
+        if repos is not None:
+            raise TrainerError(
+                "repos were given without a database: pass database=DynamicDatabase(...) to train "
+                "on them, or data_path= for a LeanDojo dataset directory"
+            )
+        if data_path is None:
+            raise TrainerError(
+                "nothing to train on: pass data_path= (a LeanDojo dataset directory, e.g. "
+                "lean_dojo_v2.data.sample_dataset_path()) or database= (the curriculum)"
+            )
+        path = Path(data_path)
+        from ..data.dataset import DatasetDir
+
+        d = DatasetDir(path, partial=True)  # DatasetNotFoundError when it is not one
+        train_file = d.split_path(cfg.split_strategy, "train")
+        if not train_file.is_file():
+            raise DatasetNotFoundError(
+                f"dataset {path} has no {train_file.relative_to(path)} (set split_strategy)"
+            )
+        if not (path / "corpus.jsonl").is_file():
+            raise DatasetNotFoundError(
+                f"dataset {path} has no corpus.jsonl: the retriever trains on premises of the "
+                "corpus (trace the repository with its corpus, or export it from the database)"
+            )
+        digest = hashlib.sha256()
+        for f in (train_file, d.split_path(cfg.split_strategy, "val"), path / "corpus.jsonl"):
+            if f.is_file():
+                digest.update(f.read_bytes())
+        plan_id = {"data": str(path.resolve()), "sha256": digest.hexdigest()}
+        return [_Pass(label=path.name)], [path], plan_id
+
+    def _fingerprint(self, plan_id: dict[str, Any]) -> str:
+        cfg = {k: v for k, v in config_to_dict(self.config).items() if k not in _NOT_FINGERPRINTED}
+        blob = json.dumps({"config": cfg, "plan": plan_id}, sort_keys=True, default=str)
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+    def _prepare_output(
+        self, out: Path, sources: list[Path], plan_id: dict[str, Any]
+    ) -> tuple[dict[str, Any], int]:
+        cfg = self.config
+        fingerprint = self._fingerprint(plan_id)
+        check_output_dir(out, force=cfg.overwrite_output_dir, sources=sources)
+        old = _read_state(out) if out.is_dir() and is_ours(out) else None
+        progressed = old is not None and (
+            int(old.get("passes_done", 0)) > 0 or _last_checkpoint(out, 0) is not None
+        )
+        if progressed and not old.get("finished") and cfg.resume and not cfg.overwrite_output_dir:
+            if old.get("fingerprint") != fingerprint:
+                raise TrainingStateError(
+                    f"{out} holds an unfinished retrieval training run of another config or data "
+                    f"(started {old.get('started_at', '?')}); resume it with the same config, or "
+                    "choose a new output_dir, or set overwrite_output_dir=True (--force) or "
+                    "resume=False to start afresh there (its contents are deleted)"
+                )
+            log.info("resuming the unfinished run in %s (pass %d)", out, old["passes_done"] + 1)
+            return old, int(old["passes_done"])
+        if _is_main_process():
+            if out.exists():
+                _clear_dir(out)
+            out.mkdir(parents=True, exist_ok=True)
+            mark_ours(out)
+            state = {
+                "fingerprint": fingerprint,
+                "plan": dict(plan_id),
+                "started_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
+                "passes_done": 0,
+                "passes": [],
+                "finished": False,
+            }
+            dump_config(cfg, out / CONFIG_FILE)
+            _write_json(out / STATE_FILE, state)
+        return _read_state(out) or {}, 0
+
+    # ------------------------------------------------------------------ the passes
+
+    def _train_plan(
+        self,
+        plan: list[_Pass],
+        sources: list[Path],
+        plan_id: dict[str, Any],
+        db: Any,
+        data_path: str | os.PathLike[str] | None,
+    ) -> dict[str, Any]:
+        start = time.perf_counter()
+        cfg = self.config
+        out = Path(cfg.output_dir)
+        state, first = self._prepare_output(out, sources, plan_id)
+        run_id = None
+        if db is not None and _is_main_process():
+            run_id = db.start_training_run(
+                "retrieval",
+                model=cfg.model_name or "all-MiniLM-L6-v2",
+                config=config_to_dict(cfg),
+                repositories=[p.repositories[-1] for p in plan],
+            )
+        try:
+            summary = self._run(plan, db, data_path, out, state, first, start)
+        except BaseException as exc:
+            if run_id is not None:
+                status = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
+                db.finish_training_run(
+                    run_id, status=status, metrics={"error": f"{type(exc).__name__}: {exc}"}
+                )
+            raise
+        summary["run_id"] = run_id
+        if run_id is not None:
+            db.finish_training_run(
+                run_id,
+                metrics=summary,
+                checkpoint=str((out / ENCODER_DIR).resolve()),
+            )
+        if _is_main_process():
+            _write_json(out / SUMMARY_FILE, summary)
+        self.result = summary
+        return summary
+
+    def _pass_data(
+        self, k: int, p: _Pass, db: Any, data_path: Any, out: Path
+    ) -> tuple[list[Any], Any, list[Any], Path | None]:
+        """(train queries, corpus, val queries, dataset dir) of pass ``k``."""
+        if p.queries is not None:
+            train, corpus, val = p.queries
+            return list(train), corpus, list(val or []), None
+        from ..data.dataset import DatasetDir
+        from ..models.retrieval_eval import retrieval_queries
+
+        if db is not None:
+            dataset_dir = out / DATA / _pass_name(k)
+            if _is_main_process() and not (dataset_dir / "corpus.jsonl").is_file():
+                db.export_merged_data(p.repositories, dataset_dir)
+            source = f"the export of {p.label} at {dataset_dir}"
+        else:
+            dataset_dir = Path(data_path)
+            source = str(dataset_dir)
+        d = DatasetDir(dataset_dir, partial=True)
+        corpus = d.corpus()
+        strategy = self.config.split_strategy
+        train = retrieval_queries(d.theorems(strategy, "train"), corpus)
+        val_file = d.split_path(strategy, "val")
+        val = retrieval_queries(d.theorems(strategy, "val"), corpus) if val_file.is_file() else []
+        if not train:
+            raise EmptyDatasetError(
+                f"no training examples in {source}: no traced tactic of its train split uses a "
+                "premise of its corpus (term-mode proofs, or a corpus without those premises)"
+            )
+        return train, corpus, val, dataset_dir
+
+    def _run(
+        self,
+        plan: list[_Pass],
+        db: Any,
+        data_path: Any,
+        out: Path,
+        state: dict[str, Any],
+        first: int,
+        start: float,
+    ) -> dict[str, Any]:
+        from .ewc import EWC
+
+        cfg = self.config
+        resumed_from = None
+        if first > 0 or _last_checkpoint(out, first) is not None:
+            resumed_from = str(_last_checkpoint(out, first) or out / ENCODER_DIR)
+        if first > 0:
+            self._encoder = self._load_encoder(out / ENCODER_DIR)
+        else:
+            self._encoder = self._load_encoder(None)
+        self.ewc = EWC(cfg.lambda_value)
+        if first > 0 and (out / EWC_FILE).is_file():
+            self.ewc = EWC.load(out / EWC_FILE, cfg.lambda_value)
+        lifelong = db is not None and cfg.lambda_value > 0
+
+        for k in range(first, len(plan)):
+            p = plan[k]
+            train, corpus, val, dataset_dir = self._pass_data(k, p, db, data_path, out)
+            info = self._fit_pass(k, p.label, train, corpus, val, out)
+            if lifelong:
+                fisher = self._fisher(train, corpus)
+                self.ewc.consolidate(self.encoder.module, fisher)
+                if _is_main_process():
+                    self.ewc.save(out / EWC_FILE)
+                info["fisher"] = self.ewc.fisher_stats()
+            if _is_main_process():
+                self.encoder.save(out / ENCODER_DIR, force=True)
+                state["passes"].append(info)
+                state["passes_done"] = k + 1
+                _write_json(out / STATE_FILE, state)
+                shutil.rmtree(out / CHECKPOINTS / _pass_name(k), ignore_errors=True)
+            self.last_data_path = dataset_dir
+            self.last_corpus = corpus
+
+        if self.last_corpus is None and plan:  # resumed after every pass was done
+            last = plan[-1]
+            _, self.last_corpus, _, self.last_data_path = self._pass_data(
+                len(plan) - 1, last, db, data_path, out
+            )
+        if _is_main_process():
+            state["finished"] = True
+            _write_json(out / STATE_FILE, state)
+        passes = state["passes"]
+        last_val = next((p["val"] for p in reversed(passes) if p.get("val")), {})
+        return {
+            "passes": passes,
+            "steps": sum(p["steps"] for p in passes),
+            "examples": sum(p["examples"] for p in passes),
+            "seconds": round(time.perf_counter() - start, 3),
+            "output_dir": str(out),
+            "encoder_dir": str(out / ENCODER_DIR),
+            "val": last_val,
+            "ewc_tasks": self.ewc.tasks if self.ewc is not None else 0,
+            "resumed_from": resumed_from,
+        }
+
+    def _loader(self, train: Sequence[Any], corpus: Corpus, *, shuffle: bool = True):
+        from torch.utils.data import DataLoader
+
+        from .retrieval_data import (
+            Collator,
+            EpochSampler,
+            NegativeSampler,
+            RetrievalDataset,
+            build_examples,
+        )
+
+        cfg = self.config
+        examples = build_examples(train, corpus, max_examples=cfg.max_examples)
+        if not examples:
+            raise EmptyDatasetError("no (goal, premise) example: no positive is in the corpus")
+        negatives = NegativeSampler(
+            corpus, cfg.num_negatives, cfg.num_in_file_negatives, seed=cfg.seed
+        )
+        dataset = RetrievalDataset(examples, negatives)
+        return DataLoader(
+            dataset,
+            batch_size=cfg.batch_size,
+            sampler=EpochSampler(len(dataset), seed=cfg.seed, shuffle=shuffle),
+            collate_fn=Collator(self.encoder.tokenize),
+            num_workers=0,
+        )
+
+    def _fit_pass(
+        self,
+        k: int,
+        label: str,
+        train: Sequence[Any],
+        corpus: Corpus,
+        val: Sequence[Any],
+        out: Path,
+    ) -> dict[str, Any]:
+        import math
+
+        import pytorch_lightning as pl
+        from torch.utils.data import DataLoader
+
+        cfg = self.config
+        pl.seed_everything(cfg.seed + k, workers=True, verbose=False)
+        loader = self._loader(train, corpus)
+        if cfg.val_max_queries is not None:
+            val = list(val)[: cfg.val_max_queries]
+        do_val = cfg.validate and bool(val)
+        val_loader = (
+            DataLoader(list(val), batch_size=cfg.eval_batch_size, collate_fn=list)
+            if do_val
+            else None
+        )
+        world = self._world_size()
+        batches = math.ceil(len(loader) / world)
+        steps_per_epoch = math.ceil(batches / cfg.accumulate_grad_batches)
+        total = steps_per_epoch * cfg.max_epochs
+        if cfg.max_steps > 0:
+            total = min(total, cfg.max_steps)
+        module = retrieval_module_class()(
+            self.encoder, cfg, corpus=corpus, ewc=self.ewc, total_steps=total
+        )
+        trainer = self._lightning_trainer(k, out, do_val)
+        ckpt = "last" if _last_checkpoint(out, k) is not None else None
+        if ckpt:
+            log.info("pass %d (%s): resuming from %s", k + 1, label, _last_checkpoint(out, k))
+        t0 = time.perf_counter()
+        trainer.fit(module, train_dataloaders=loader, val_dataloaders=val_loader, ckpt_path=ckpt)
+        if trainer.interrupted:
+            raise KeyboardInterrupt(f"training pass {k + 1} ({label}) was interrupted")
+        metrics = {
+            k_: float(v) for k_, v in trainer.callback_metrics.items() if k_.endswith("_val")
+        }
+        best = None
+        for cb in trainer.checkpoint_callbacks:
+            if getattr(cb, "monitor", None) == VAL_METRIC and cb.best_model_score is not None:
+                best = float(cb.best_model_score)
+        n_examples = len(loader.dataset)
+        log.info(
+            "pass %d (%s): %d examples, %d steps, %s",
+            k + 1,
+            label,
+            n_examples,
+            trainer.global_step,
+            ", ".join(f"{a} {b:.4f}" for a, b in sorted(metrics.items())) or "no validation",
+        )
+        return {
+            "label": label,
+            "examples": n_examples,
+            "queries": len(train),
+            "val_queries": len(val) if do_val else 0,
+            "steps": int(trainer.global_step),
+            "epochs": int(trainer.current_epoch),
+            "seconds": round(time.perf_counter() - t0, 3),
+            "val": metrics,
+            "best_R@10_val": best,
+            "train_loss": float(trainer.callback_metrics.get("train_loss", float("nan"))),
+        }
+
+    def _world_size(self) -> int:
+        cfg = self.config
+        if cfg.num_gpus is not None:
+            return cfg.num_gpus * cfg.num_nodes
+        dev = _devices_arg(cfg.devices)
+        if isinstance(dev, list):
+            return len(dev) * cfg.num_nodes
+        if isinstance(dev, int) and dev > 0:
+            return dev * cfg.num_nodes
+        return max(1, int(os.environ.get("WORLD_SIZE", "1") or 1))
+
+    def _lightning_trainer(self, k: int, out: Path, do_val: bool):
+        import pytorch_lightning as pl
+        from pytorch_lightning.callbacks import EarlyStopping, ModelCheckpoint
+
+        cfg = self.config
+        ckpt_dir = out / CHECKPOINTS / _pass_name(k)
+        callbacks: list[Any] = []
+        if do_val:
+            callbacks.append(
+                ModelCheckpoint(
+                    dirpath=ckpt_dir,
+                    filename="best-{epoch}-{R@10_val:.4f}",
+                    monitor=VAL_METRIC,
+                    mode="max",
+                    save_top_k=1,
+                    save_last=True,
+                    auto_insert_metric_name=False,
+                )
+            )
+            if cfg.early_stopping_patience is not None:
+                callbacks.append(
+                    EarlyStopping(
+                        monitor=VAL_METRIC, mode="max", patience=cfg.early_stopping_patience
+                    )
+                )
+        else:
+            callbacks.append(
+                ModelCheckpoint(dirpath=ckpt_dir, filename="epoch-{epoch}", save_last=True)
+            )
+        if cfg.save_every_n_steps is not None:
+            callbacks.append(
+                ModelCheckpoint(
+                    dirpath=ckpt_dir / "steps",
+                    filename="step-{step}",
+                    every_n_train_steps=cfg.save_every_n_steps,
+                    save_top_k=1,
+                    save_last=True,
+                )
+            )
+        callbacks.extend(self.callbacks)
+        logger: Any = False
+        if "tensorboard" in cfg.report_to:
+            from pytorch_lightning.loggers import TensorBoardLogger
+
+            logger = TensorBoardLogger(
+                save_dir=str(out / LOGS), name=_pass_name(k), version="", default_hp_metric=False
+            )
+        if cfg.num_gpus is not None:
+            accelerator, devices = "gpu", cfg.num_gpus
+        else:
+            accelerator, devices = cfg.accelerator, _devices_arg(cfg.devices)
+        return pl.Trainer(
+            accelerator=accelerator,
+            devices=devices,
+            num_nodes=cfg.num_nodes,
+            strategy=cfg.strategy,
+            precision=resolve_precision(cfg.precision, accelerator),
+            max_epochs=cfg.max_epochs,
+            max_steps=cfg.max_steps,
+            callbacks=callbacks,
+            logger=logger,
+            enable_progress_bar=cfg.progress_bar,
+            enable_model_summary=False,
+            log_every_n_steps=cfg.log_every_n_steps,
+            num_sanity_val_steps=0,
+            default_root_dir=str(out),
+        )
+
+    def _fisher(self, train: Sequence[Any], corpus: Corpus) -> dict[str, Any]:
+        """Diagonal Fisher of the training loss on ``train`` (one pass of batches, eval mode)."""
+        from .ewc import compute_fisher
+        from .retrieval_loss import masked_contrastive_loss
+
+        cfg = self.config
+        encoder = self.encoder
+        encoder.to(cfg.device)
+        loader = self._loader(train, corpus, shuffle=False)
+
+        def loss(batch):
+            b = batch.to(encoder.device)
+            return masked_contrastive_loss(
+                encoder.embed(b.queries),
+                encoder.embed(b.candidates),
+                b.targets,
+                b.positive_mask,
+                temperature=cfg.temperature,
+            )
+
+        return compute_fisher(encoder.module, loader, loss, max_batches=cfg.fisher_max_batches)
+
+
+def _last_checkpoint(out: Path, k: int) -> Path | None:
+    """The newest ``last*.ckpt`` of pass ``k`` (what ``fit(ckpt_path="last")`` resumes from)."""
+    folder = out / CHECKPOINTS / _pass_name(k)
+    if not folder.is_dir():
+        return None
+    found = sorted(folder.rglob("last*.ckpt"), key=lambda p: p.stat().st_mtime)
+    return found[-1] if found else None
+
+
+def train_retrieval(
+    data_path: str | os.PathLike[str] | None = None,
+    *,
+    config: TrainingConfig | None = None,
+    database: Any = None,
+    repos: Iterable[Any] | None = None,
+) -> dict[str, Any]:
+    """``RetrievalTrainer(config).train(repos, database, data_path)`` (the CLI's call)."""
+    return RetrievalTrainer(config).train(repos=repos, database=database, data_path=data_path)
+
+
+__all__ = ["RetrievalTrainer", "TrainingConfig", "resolve_precision", "train_retrieval"]
