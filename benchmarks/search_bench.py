@@ -163,7 +163,7 @@ def bench_envs(theorems, latency: float, num_samples: int, count: int) -> dict:
 
 def bench_end_to_end(theorems, count: int, expansions: int, samples: int, timeout: float) -> dict:
     from lean_dojo_v2.interaction import ReplayEnv
-    from lean_dojo_v2.models import load_generator
+    from lean_dojo_v2.models.generator import load_generator
     from lean_dojo_v2.prover import BestFirstSearch, SearchConfig
 
     t = time.perf_counter()
