@@ -78,3 +78,20 @@ def sample_rows_file(dst: str | Path, n: int | None = None) -> Path:
         "".join(json.dumps(r.to_dict(), ensure_ascii=False) + "\n" for r in rows), "utf-8"
     )
     return dst
+
+
+def build_tiny_progress_model(dst: str | Path, *, num_labels: int = 1, seed: int = 0) -> Path:
+    """A tiny random ``BertForSequenceClassification`` (``num_labels`` outputs; 1 = a progress
+    regressor) with the tiny tokenizer, saved to ``dst``."""
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
+
+    dst = Path(dst)
+    base = build_tiny_bert(dst / "_base", seed=seed)
+    config = BertConfig.from_pretrained(base)
+    config.num_labels = num_labels
+    config.problem_type = "regression" if num_labels == 1 else None
+    torch.manual_seed(seed)
+    BertForSequenceClassification(config).save_pretrained(dst)
+    AutoTokenizer.from_pretrained(base).save_pretrained(dst)
+    return dst
