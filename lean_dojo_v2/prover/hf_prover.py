@@ -1,0 +1,291 @@
+"""``HFProver``: tactics and whole proofs from a local Hugging Face model.
+
+A thin prover over :class:`~lean_dojo_v2.models.generator.HFTacticGenerator` (batched sampling,
+beam search or greedy decoding with log-probs; causal LMs and seq2seq models), with the seed's
+constructor ``HFProver(ckpt_path, use_lora=False, device="auto")``:
+
+* ``ckpt_path=None``: the default model (SmolLM2, :func:`~lean_dojo_v2.models.load_model`).
+  A model directory, a hub id cached locally, a ``.gguf`` file, or a loaded
+  :class:`~lean_dojo_v2.models.loading.LoadedModel`.
+* ``use_lora=True``: ``ckpt_path`` is a PEFT adapter directory (``adapter_config.json``, as the
+  SFT trainer saves it); its base model is the one the adapter names, or ``base_model=``.
+  (``load_model`` also recognises an adapter directory by itself; ``use_lora`` makes the intent
+  explicit and fails clearly when the directory holds no adapter.)
+
+**Whole-proof mode** (:meth:`HFProver.generate_proofs`): the prompt is
+:func:`~lean_dojo_v2.models.prompts.render_proof_prompt` (the whole-proof instruction); a proof
+ends at the end marker / EOS, or after ``max_proof_tokens``, never at a line break, so every
+tactic line is kept. The text then goes through
+:func:`~lean_dojo_v2.prover.completions.completion_proof` (fences and a leading ``by`` removed,
+``sorry``/``admit`` dropped). Its score is the sum of the log-probs of its tokens and of the
+token that ended it.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..errors import ModelError, ModelNotFoundError
+from ..models.generator import Candidate, HFTacticGenerator, check_generate_args, finalize
+from ..models.loading import LoadedModel, load_model
+from ..models.prompts import add_special_tokens_for, render_prompt, render_proof_prompt
+from .base import BaseProver
+from .completions import completion_proof
+
+log = logging.getLogger(__name__)
+
+
+class PromptedGenerator(HFTacticGenerator):
+    """:class:`HFTacticGenerator` whose prompts may carry premises and may ask for a whole proof.
+
+    ``premises`` maps a goal state to the premise texts of its prompt (states not in it get
+    none); ``whole_proof`` switches to :func:`render_proof_prompt`. Both are set by the prover
+    for the duration of one call, under its lock.
+    """
+
+    premises: Mapping[str, Sequence[str]] | None = None
+    whole_proof: bool = False
+
+    def prompts(self, states: Sequence[str], prefix: str | None = None) -> list[str]:
+        render = render_proof_prompt if self.whole_proof else render_prompt
+        table = self.premises or {}
+        rendered = [render(self.tokenizer, s, table.get(s, ()), style=self.style) for s in states]
+        if prefix and self.loaded.kind == "causal":
+            rendered = [p + prefix for p in rendered]
+        return rendered
+
+
+def proof_from_ids(
+    tokenizer: Any, ids: Sequence[int], logprobs: Sequence[float], stop_ids: Sequence[int]
+) -> tuple[str | None, float]:
+    """The whole proof held by one generated sequence and its score.
+
+    The text is everything before the first stop token (end marker / EOS), decoded without
+    special tokens and cleaned by :func:`completion_proof` (None when nothing is left or it uses
+    ``sorry``); the score sums the log-probs of those tokens and of the stop token. A sequence
+    without a stop token (cut by the token budget) is scored on all its tokens."""
+    stops = set(stop_ids)
+    end = next((i for i, t in enumerate(ids) if t in stops), None)
+    body = list(ids) if end is None else list(ids[:end])
+    kept = len(ids) if end is None else end + 1
+    text = tokenizer.decode(body, skip_special_tokens=True)
+    return completion_proof(text), math.fsum(logprobs[:kept])
+
+
+class HFProver(BaseProver):
+    """Prover over a local Hugging Face model (see the module docstring).
+
+    ``ckpt_path``: the model (None = the default). ``use_lora``: ``ckpt_path`` is a PEFT adapter
+    directory. ``device``: ``"auto"``, ``"cpu"``, ``"cuda"``, ``"cuda:N"``. ``base_model``: the
+    adapter's base when it should not be the one recorded in ``adapter_config.json``.
+    ``dtype``: as :func:`load_model`. ``max_proof_tokens``: the longest whole proof, in tokens.
+    Other keyword arguments are :class:`HFTacticGenerator`'s (``strategy``, ``temperature``,
+    ``top_p``, ``num_beams``, ``max_new_tokens``, ``batch_size``, ``seed``, ...).
+    """
+
+    def __init__(
+        self,
+        ckpt_path: str | os.PathLike[str] | LoadedModel | None = None,
+        use_lora: bool = False,
+        device: str = "auto",
+        *,
+        base_model: str | os.PathLike[str] | None = None,
+        dtype: str = "auto",
+        max_proof_tokens: int = 512,
+        **generator_kwargs: Any,
+    ) -> None:
+        if isinstance(max_proof_tokens, bool) or not isinstance(max_proof_tokens, int) or max_proof_tokens < 1:
+            raise ModelError(f"max_proof_tokens must be a whole number >= 1, got {max_proof_tokens!r}")
+        if isinstance(ckpt_path, LoadedModel):
+            if use_lora:
+                raise ModelError("use_lora=True needs an adapter directory, not a loaded model")
+            loaded = ckpt_path
+        elif use_lora:
+            if ckpt_path is None:
+                raise ModelError(
+                    "use_lora=True needs ckpt_path: the PEFT adapter directory the trainer saved"
+                )
+            adapter = Path(os.fspath(ckpt_path)).expanduser()
+            if not (adapter / "adapter_config.json").is_file():
+                raise ModelNotFoundError(
+                    f"use_lora=True but {adapter} is not a PEFT adapter directory (no "
+                    "adapter_config.json); pass the adapter folder the trainer saved, or "
+                    "use_lora=False for a full model"
+                )
+            loaded = load_model(base_model, device=device, dtype=dtype, adapter=adapter)
+        else:
+            if base_model is not None:
+                raise ModelError("base_model= is only used with use_lora=True")
+            loaded = load_model(ckpt_path, device=device, dtype=dtype)
+        self.ckpt_path = None if isinstance(ckpt_path, LoadedModel) else ckpt_path
+        self.use_lora = use_lora
+        self.max_proof_tokens = max_proof_tokens
+        self.generator = PromptedGenerator(loaded, **generator_kwargs)
+        self._lock = threading.RLock()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.generator.loaded.source!r})"
+
+    @property
+    def loaded(self) -> LoadedModel:
+        return self.generator.loaded
+
+    @property
+    def tokenizer(self) -> Any:
+        return self.generator.tokenizer
+
+    def prompts(self, states: Sequence[str], *, whole_proof: bool = False) -> list[str]:
+        """The exact model input of each state (tactic prompt, or whole-proof prompt)."""
+        return self._prompts(states, whole_proof, None)
+
+    def _prompts(
+        self,
+        states: Sequence[str],
+        whole_proof: bool,
+        premises: Mapping[str, Sequence[str]] | None,
+    ) -> list[str]:
+        gen = self.generator
+        with self._lock:
+            gen.premises, gen.whole_proof = premises, whole_proof
+            try:
+                return gen.prompts(list(states))
+            finally:
+                gen.premises, gen.whole_proof = None, False
+
+    # ..................................................................... tactics
+
+    def generate(
+        self, states: list[str], num_samples: int, *, prefix: str | None = None
+    ) -> list[list[Candidate]]:
+        return self._generate(states, num_samples, prefix=prefix, premises=None)
+
+    def _generate(
+        self,
+        states: list[str],
+        num_samples: int,
+        *,
+        prefix: str | None,
+        premises: Mapping[str, Sequence[str]] | None,
+    ) -> list[list[Candidate]]:
+        check_generate_args(states, num_samples, prefix)
+        with self._lock:
+            gen = self.generator
+            gen.premises, gen.whole_proof = premises, False
+            try:
+                return gen.generate(list(states), num_samples, prefix=prefix)
+            finally:
+                gen.premises = None
+
+    # ..................................................................... whole proofs
+
+    def generate_proofs(self, states: list[str], num_samples: int) -> list[list[Candidate]]:
+        return self._generate_proofs(states, num_samples, premises=None)
+
+    def _generate_proofs(
+        self,
+        states: list[str],
+        num_samples: int,
+        *,
+        premises: Mapping[str, Sequence[str]] | None,
+    ) -> list[list[Candidate]]:
+        check_generate_args(states, num_samples, None)
+        gen = self.generator
+        out: list[list[Candidate]] = []
+        with self._lock:
+            gen.premises, gen.whole_proof = premises, True
+            try:
+                for i in range(0, len(states), gen.batch_size):
+                    batch = list(states[i : i + gen.batch_size])
+                    n = 1 if gen.strategy == "greedy" else num_samples
+                    rows_ids, rows_lp = self._decode_proofs(batch, n)
+                    per_state: list[list[tuple[str, float]]] = [[] for _ in batch]
+                    for row, ids in enumerate(rows_ids):
+                        proof, lp = proof_from_ids(gen.tokenizer, ids, rows_lp[row], gen._stop_ids)
+                        if proof is not None:
+                            per_state[row // n].append((proof, lp))
+                    out.extend(finalize(raw, num_samples) for raw in per_state)
+            finally:
+                gen.premises, gen.whole_proof = None, False
+        return out
+
+    def _decode_proofs(self, states: list[str], n: int) -> tuple[list[list[int]], list[list[float]]]:
+        """``n`` sequences per state (state-major): generated ids and their log-probs
+        (temperature 1), each decoded until a stop token or ``max_proof_tokens``."""
+        import torch
+
+        gen = self.generator
+        tok, model, loaded = gen.tokenizer, gen.model, gen.loaded
+        enc = tok(
+            gen.prompts(states),
+            return_tensors="pt",
+            padding=True,
+            add_special_tokens=add_special_tokens_for(gen.style),
+        ).to(loaded.device)
+        if gen.seed is not None:
+            torch.manual_seed(gen.seed)
+        if loaded.kind == "causal" and gen.strategy != "beam":
+            from ..models.decoding import decode_causal
+
+            with torch.inference_mode():
+                return decode_causal(
+                    model,
+                    enc["input_ids"],
+                    enc["attention_mask"],
+                    num_samples=n,
+                    max_new_tokens=self.max_proof_tokens,
+                    stop_ids=gen._stop_ids,
+                    greedy=gen.strategy == "greedy",
+                    temperature=gen.temperature,
+                    top_p=gen.top_p,
+                    finished=lambda row, ids: False,  # a proof ends at its end marker only
+                    share_prompt=gen.share_prompt_cache,
+                    logits_to_keep=gen._logits_to_keep(),
+                )
+        kwargs: dict[str, Any] = dict(
+            input_ids=enc["input_ids"],
+            attention_mask=enc["attention_mask"],
+            max_new_tokens=self.max_proof_tokens,
+            num_return_sequences=n,
+            eos_token_id=gen._stop_ids or None,
+            pad_token_id=tok.pad_token_id,
+            return_dict_in_generate=True,
+            top_k=None,
+            repetition_penalty=None,
+        )
+        beam = gen.strategy == "beam"
+        if beam:
+            kwargs.update(
+                do_sample=False,
+                num_beams=max(gen.num_beams or n, n),
+                output_scores=True,
+                temperature=None,
+                top_p=None,
+            )
+        else:
+            sample = gen.strategy == "sample"
+            kwargs.update(
+                do_sample=sample,
+                num_beams=1,
+                temperature=gen.temperature if sample else None,
+                top_p=gen.top_p if sample else None,
+                output_logits=True,
+            )
+        with torch.inference_mode():
+            result = model.generate(**kwargs)
+        start = 1 if loaded.kind == "seq2seq" else enc["input_ids"].shape[1]
+        new = result.sequences[:, start:]
+        if beam:
+            lp = model.compute_transition_scores(
+                result.sequences, result.scores, result.beam_indices, normalize_logits=False
+            )
+            lp = lp[:, -new.shape[1] :] if new.shape[1] else lp[:, :0]
+        else:
+            logits = torch.stack(result.logits, dim=1).float()
+            lp = torch.log_softmax(logits, dim=-1).gather(2, new[:, : logits.shape[1], None]).squeeze(-1)
+        return new.cpu().tolist(), lp.double().cpu().tolist()
