@@ -830,7 +830,10 @@ async def _verify_proof(
             raise
         except InteractionError as exc:
             c.verify_errors += 1
-            on_crash(exc)
+            if isinstance(exc, EnvCrashedError):
+                on_crash(exc)
+            elif len(c.rejections) < 5:
+                c.rejections.append(f"verify raised {type(exc).__name__}: {str(exc)[:300]}")
             continue
         finally:
             c.verify_calls += 1

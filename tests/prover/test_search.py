@@ -352,3 +352,18 @@ def test_sync_search_works_inside_a_running_event_loop():
         return search_theorem(ScriptedGenerator(graph, table), GraphEnv(graph), THM)
 
     assert asyncio.run(main()).proof == ["t1", "a1", "c1"]
+
+
+def test_verify_that_raises_is_not_a_proof_and_not_a_crash():
+    from lean_dojo_v2.interaction import InteractionError
+
+    graph, table = crafted()
+
+    class NoVerify(GraphEnv):
+        async def verify(self, theorem, proof):
+            raise InteractionError("cannot verify Crafted.thm: it has no theorem_statement")
+
+    result = BestFirstSearch(ScriptedGenerator(graph, table)).search(NoVerify(graph), THM)
+    assert result.status == "failed" and result.proof is None
+    assert result.stats["verify_errors"] == 2 and result.stats["env_crashes"] == 0  # 1 retry
+    assert "no theorem_statement" in result.stats["rejections"][0]
