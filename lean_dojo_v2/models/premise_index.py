@@ -130,16 +130,25 @@ class AccessibilityMasks:
 
 def top_k_rows(scores: np.ndarray, k: int) -> list[list[tuple[int, float]]]:
     """Per row of ``scores`` ``[Q, N]``, the ``k`` best ``(column, score)`` pairs, best first,
-    leaving out ``-inf`` (masked) entries."""
+    leaving out ``-inf`` (masked) entries. Uses ``torch.topk`` (several times faster than
+    ``numpy.argpartition`` on 100k columns), numpy when torch is missing."""
     n = scores.shape[1]
-    if k < n:
-        top = np.argpartition(-scores, k - 1, axis=1)[:, :k]
-    else:
-        top = np.broadcast_to(np.arange(n), (scores.shape[0], n))
-    top_scores = np.take_along_axis(scores, top, axis=1)
-    order = np.argsort(-top_scores, axis=1, kind="stable")
-    top = np.take_along_axis(top, order, axis=1)
-    top_scores = np.take_along_axis(top_scores, order, axis=1)
+    k = min(k, n)
+    try:
+        import torch
+    except ImportError:  # pragma: no cover - torch is a dependency
+        torch = None
+    if torch is not None:
+        values, indices = torch.from_numpy(np.ascontiguousarray(scores)).topk(k, dim=1)
+        top, top_scores = indices.numpy(), values.numpy()
+    else:  # pragma: no cover
+        top = np.argpartition(-scores, k - 1, axis=1)[:, :k] if k < n else (
+            np.broadcast_to(np.arange(n), (scores.shape[0], n))
+        )
+        top_scores = np.take_along_axis(scores, top, axis=1)
+        order = np.argsort(-top_scores, axis=1, kind="stable")
+        top = np.take_along_axis(top, order, axis=1)
+        top_scores = np.take_along_axis(top_scores, order, axis=1)
     return [
         [(r, v) for r, v in zip(rows, vals) if v != -np.inf]
         for rows, vals in zip(top.tolist(), top_scores.tolist())
@@ -301,15 +310,18 @@ class PremiseIndex:
     ) -> list[list[tuple[int, float]]]:
         scores = queries[list(which)] @ self.embeddings.T
         if masks is not None:
+            n = len(self.premises)
             for r, q in enumerate(which):
                 m = masks[q]
-                if m is not None:
-                    if m.shape != (len(self.premises),) or m.dtype != bool:
-                        raise ModelError(
-                            f"mask {q} has shape {m.shape} and dtype {m.dtype}; expected bool "
-                            f"[{len(self.premises)}] (PremiseIndex.mask)"
-                        )
-                    np.putmask(scores[r], ~m, -np.inf)
+                if m is not None and (m.shape != (n,) or m.dtype != bool):
+                    raise ModelError(
+                        f"mask {q} has shape {m.shape} and dtype {m.dtype}; expected bool "
+                        f"[{n}] (PremiseIndex.mask)"
+                    )
+            blocked = np.stack(
+                [np.zeros(n, bool) if masks[q] is None else ~masks[q] for q in which]
+            )
+            np.putmask(scores, blocked, -np.inf)
         return top_k_rows(scores, k)
 
     def _faiss_index(self) -> Any:
