@@ -24,7 +24,8 @@ What a test can script (attributes of :class:`Script`, changeable while the serv
   the first K requests.
 * ``models``: the model names served; any other name gets a 404 like OpenAI's.
 
-``requests`` holds every chat request body received (parsed JSON), in order.
+``requests`` holds every chat request body received (parsed JSON), in order; ``headers`` their
+HTTP headers (lower-case names).
 """
 
 from __future__ import annotations
@@ -69,6 +70,7 @@ class FakeOpenAI:
     def __init__(self, **script: Any) -> None:
         self.script = Script(**script)
         self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
         self._chat_calls = 0
         self._choices = 0
         self._lock = threading.Lock()
@@ -106,6 +108,7 @@ class FakeOpenAI:
                     self._send(404, {"error": {"message": "not found", "type": "not_found"}})
                     return
                 body = json.loads(raw or b"{}")
+                fake.headers.append({k.lower(): v for k, v in self.headers.items()})
                 status, payload = fake._answer(body)
                 if isinstance(payload, bytes):
                     self._send_raw(status, payload, "text/html")
