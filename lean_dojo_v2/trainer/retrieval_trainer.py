@@ -756,6 +756,9 @@ class RetrievalTrainer:
         metrics = {
             k_: float(v) for k_, v in trainer.callback_metrics.items() if k_.endswith("_val")
         }
+        if do_val and VAL_METRIC not in metrics:  # stopped by max_steps before an epoch end
+            results = trainer.validate(module, dataloaders=val_loader, verbose=False)
+            metrics = {k_: float(v) for k_, v in (results[0] if results else {}).items()}
         best = None
         for cb in trainer.checkpoint_callbacks:
             if getattr(cb, "monitor", None) == VAL_METRIC and cb.best_model_score is not None:
