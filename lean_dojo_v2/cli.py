@@ -185,6 +185,7 @@ def build_parser() -> argparse.ArgumentParser:
     from .lean_dojo.cli import add_trace_parser
     from .models.cli import add_generate_parser
     from .models.retrieval_cli import add_eval_parser
+    from .prover.cli import add_prove_parser
     from .trainer.cli import add_train_parser
 
     add_trace_parser(sub)
@@ -192,6 +193,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_generate_parser(sub)
     add_eval_parser(sub)
     add_train_parser(sub)
+    add_prove_parser(sub)
     return parser
 
 

@@ -1,0 +1,451 @@
+"""``lean-dojo-v2 prove``: proof search over the theorems of a dataset, with recording and
+write-back.
+
+Reads the theorems of one split of a LeanDojo-layout dataset, searches for a proof of each
+(:func:`~lean_dojo_v2.prover.parallel.prove_theorems`: worker processes by default, Ray or
+inline), prints a summary (with ``--json`` the last line is one JSON object), records the proofs
+in a database (``--db``) and writes them back into a working copy of the repository
+(``--write-back``). Bad input ends in one line that says what to do, before any work starts:
+an unknown dataset, split or theorem, a dataset with nothing the environment can start, a model
+that does not exist, an OpenAI-compatible server that cannot be reached or does not serve the
+model, no Pantograph REPL.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from ..errors import LeanDojoError
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["NoProvableTheoremsError", "add_prove_parser", "cmd_prove"]
+
+SPLITS = ("test", "val", "train", "all")
+
+
+class NoProvableTheoremsError(LeanDojoError, ValueError):
+    """``prove`` found nothing to prove: the split holds no theorem, ``--theorem`` selected none,
+    or (``--backend replay``) no theorem of it has a recorded tactic proof, the only ones
+    ``ReplayEnv`` can start."""
+
+
+def add_prove_parser(sub: Any) -> argparse.ArgumentParser:
+    """Register the ``prove`` subcommand on ``sub`` (the top-level subparsers)."""
+    p = sub.add_parser(
+        "prove",
+        help="search for proofs of a dataset's theorems (record them, write them back)",
+        description="Best-first (or whole-proof) search for a proof of every theorem of one "
+        "split of a LeanDojo dataset. --backend replay (default) replays transitions recorded "
+        "in the dataset itself: it runs anywhere but proves only what was recorded, and every "
+        "result says backend replay. --backend pantograph checks tactics with Lean. A proof "
+        "counts only after a whole-proof re-check. See docs/proving.md.",
+    )
+    p.add_argument("--data", required=True, help="a LeanDojo-layout dataset directory")
+    p.add_argument("--split", default="test", choices=SPLITS, help="which theorems (default test)")
+    p.add_argument(
+        "--strategy",
+        default="random",
+        choices=["random", "novel_premises"],
+        help="split strategy (default random)",
+    )
+    p.add_argument(
+        "--theorem",
+        action="append",
+        default=None,
+        metavar="NAME",
+        help="prove only this theorem (full name; repeatable)",
+    )
+    p.add_argument("--limit", type=int, default=None, help="at most N theorems (the first N)")
+    env = p.add_argument_group("Lean environment")
+    env.add_argument(
+        "--backend",
+        default="replay",
+        choices=["replay", "pantograph"],
+        help="replay: the dataset's recorded transitions; pantograph: a real Lean REPL",
+    )
+    env.add_argument(
+        "--project", default=None, help="pantograph: the Lean project (built) the theorems are in"
+    )
+    env.add_argument("--repl", default=None, help="pantograph: the REPL command (else discovered)")
+    env.add_argument(
+        "--imports",
+        default=None,
+        help="pantograph: comma-separated modules to import (default: Init)",
+    )
+    gen = p.add_argument_group("generator")
+    gen.add_argument("--generator", default="hf", choices=["hf", "openai"], help="default hf")
+    gen.add_argument(
+        "--model",
+        default=None,
+        help="hf: smollm2 (default), a model directory, a .gguf file or a cached hub id; "
+        "openai: the model name the server serves (required)",
+    )
+    gen.add_argument("--lora", action="store_true", help="hf: --model is a PEFT adapter directory")
+    gen.add_argument("--device", default="auto", help="hf: auto, cpu, cuda or cuda:N")
+    gen.add_argument(
+        "--base-url", default=None, help="openai: the API root, e.g. http://localhost:8000/v1"
+    )
+    gen.add_argument(
+        "--api-key-env",
+        default="OPENAI_API_KEY",
+        help="openai: the environment variable holding the API key (default OPENAI_API_KEY)",
+    )
+    search = p.add_argument_group("search")
+    search.add_argument("--num-samples", type=int, default=8, help="tactics per state (8)")
+    search.add_argument("--max-expansions", type=int, default=100, help="per theorem (100)")
+    search.add_argument("--timeout", type=float, default=600.0, help="seconds per theorem (600)")
+    search.add_argument("--tactic-timeout", type=float, default=30.0, help="seconds per tactic")
+    search.add_argument(
+        "--whole-proof", action="store_true", help="sample whole proofs and verify each"
+    )
+    par = p.add_argument_group("parallelism")
+    par.add_argument("--workers", type=int, default=1, help="parallel workers (default 1)")
+    par.add_argument(
+        "--parallel",
+        default="process",
+        choices=["process", "ray", "inline"],
+        help="worker processes (default), Ray actors, or inline in this process",
+    )
+    par.add_argument(
+        "--ray-address", default=None, help="ray: the cluster to join (auto, ray://head:10001)"
+    )
+    out = p.add_argument_group("output")
+    out.add_argument("--db", default=None, help="record proofs in this DynamicDatabase file")
+    out.add_argument(
+        "--write-back",
+        default=None,
+        metavar="REPO_DIR",
+        help="write proofs in place of sorry into a working copy of this repository",
+    )
+    out.add_argument("--branch", default=None, help="write-back: commit on this new branch")
+    out.add_argument(
+        "--out",
+        default=None,
+        help="write-back: the working copy's directory (default RAID_DIR/writeback/<repo>)",
+    )
+    out.add_argument(
+        "--in-place",
+        action="store_true",
+        help="write-back: edit REPO_DIR itself instead of a working copy (your checkout!)",
+    )
+    out.add_argument(
+        "--force", action="store_true", help="write-back: replace a --out we did not write"
+    )
+    out.add_argument("--json", action="store_true", help="print one JSON object (last line)")
+    out.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_prove)
+    return p
+
+
+# -- input ---------------------------------------------------------------------------------------
+
+
+def _select_theorems(args: argparse.Namespace) -> tuple[list[Any], int]:
+    """The theorems to prove and how many were left out because the environment cannot start
+    them (replay: no recorded tactic proof)."""
+    from ..data.dataset import DatasetDir
+    from ..errors import DatasetNotFoundError
+    from ..interaction.types import UnknownTheoremError
+
+    data = Path(args.data)
+    if not data.is_dir():
+        raise DatasetNotFoundError(
+            f"no dataset directory at {data}; pass a LeanDojo-layout dataset (random/, "
+            "novel_premises/, corpus.jsonl)"
+        )
+    d = DatasetDir(data)
+    if args.split == "all":
+        theorems = list(d.all_theorems(args.strategy))
+    else:
+        theorems = d.theorems(args.strategy, args.split)
+    where = f"{data} ({args.strategy}/{args.split})"
+    if args.theorem:
+        by_name = {t.full_name: t for t in theorems}
+        missing = [n for n in args.theorem if n not in by_name]
+        if missing:
+            raise UnknownTheoremError(
+                f"theorem {missing[0]!r} is not in {where}; the environment cannot start it "
+                "(check the name, or choose --split all)"
+            )
+        theorems = [by_name[n] for n in dict.fromkeys(args.theorem)]
+    if not theorems:
+        raise NoProvableTheoremsError(f"{where} holds no theorem; choose another --split")
+    left_out = 0
+    if args.backend == "replay":
+        startable = [t for t in theorems if t.traced_tactics]
+        left_out = len(theorems) - len(startable)
+        if not startable:
+            raise NoProvableTheoremsError(
+                f"none of the {len(theorems)} theorem(s) of {where} has a recorded tactic proof, "
+                "so --backend replay cannot start any (term-mode proofs have none); choose "
+                "another split or use --backend pantograph"
+            )
+        theorems = startable
+    if args.limit is not None:
+        if args.limit < 1:
+            raise NoProvableTheoremsError(f"--limit must be at least 1, got {args.limit}")
+        theorems = theorems[: args.limit]
+    return theorems, left_out
+
+
+def _check_endpoint(base_url: str, model: str, api_key: str | None) -> None:
+    """Fail early, in one line, when the server cannot be reached or does not serve ``model``
+    (``GET {base_url}/models``). A server without that endpoint is given the benefit of the
+    doubt."""
+    import openai
+
+    from .external_prover import ExternalModelError
+
+    client = openai.OpenAI(base_url=base_url, api_key=api_key or "EMPTY", timeout=10, max_retries=0)
+    try:
+        served = [m.id for m in client.models.list()]
+    except openai.APIConnectionError as exc:
+        raise ExternalModelError(
+            f"cannot reach the model server at {base_url} ({type(exc).__name__}: {exc}); start "
+            "it (e.g. `vllm serve MODEL`) or fix --base-url"
+        ) from None
+    except openai.AuthenticationError:
+        raise ExternalModelError(
+            f"the model server at {base_url} refused the API key; set the variable named by "
+            "--api-key-env"
+        ) from None
+    except openai.APIStatusError as exc:
+        logger.info("%s/models answered %s; not checking the model name", base_url, exc.status_code)
+        return
+    if served and model not in served:
+        raise ExternalModelError(
+            f"the server at {base_url} does not serve the model {model!r}; it serves: "
+            + ", ".join(served[:10])
+        )
+
+
+def _generator_spec(args: argparse.Namespace) -> Any:
+    from .parallel import ExternalProverSpec, HFProverSpec
+
+    if args.generator == "openai":
+        from .external_prover import DEFAULT_BASE_URL, ExternalModelError
+
+        if not args.model:
+            raise ExternalModelError(
+                "--generator openai needs --model: the model name the server serves"
+            )
+        base_url = args.base_url or DEFAULT_BASE_URL
+        key = os.environ.get(args.api_key_env) if args.api_key_env else None
+        _check_endpoint(base_url, args.model, key)
+        return ExternalProverSpec(args.model, base_url, args.api_key_env)
+    if args.base_url:
+        raise LeanDojoError("--base-url is only used with --generator openai")
+    from ..models.loading import resolve_model_path
+
+    if args.lora:
+        from ..errors import ModelNotFoundError
+
+        if not args.model or not (Path(args.model) / "adapter_config.json").is_file():
+            raise ModelNotFoundError(
+                f"--lora needs --model to be a PEFT adapter directory; {args.model!r} is not one"
+            )
+        return HFProverSpec(str(Path(args.model).resolve()), args.device, {"use_lora": True})
+    model = resolve_model_path(args.model)  # unknown models fail here, in one line
+    return HFProverSpec(model, args.device)
+
+
+def _env_spec(args: argparse.Namespace) -> Any:
+    from .parallel import PantographEnvSpec, ReplayEnvSpec
+
+    if args.backend == "replay":
+        return ReplayEnvSpec(str(Path(args.data).resolve()))
+    from ..interaction.pantograph.locate import locate_repl
+
+    located = locate_repl(args.repl)  # no REPL: LeanNotFoundError, in one line
+    config: dict[str, Any] = {"command": list(located.command)}
+    if args.project:
+        config["project_dir"] = str(Path(args.project).resolve())
+    if args.imports:
+        config["imports"] = [m.strip() for m in args.imports.split(",") if m.strip()]
+    config["tactic_timeout"] = args.tactic_timeout
+    return PantographEnvSpec(config)
+
+
+# -- the command ---------------------------------------------------------------------------------
+
+
+def cmd_prove(args: argparse.Namespace) -> int:
+    from ..errors import ConfigError
+    from .parallel import prove_theorems
+    from .search import SearchConfig
+
+    for name in ("workers", "num_samples", "max_expansions"):
+        if getattr(args, name) < 1:
+            raise ConfigError(f"--{name.replace('_', '-')} must be at least 1")
+    if args.write_back is None and (args.branch or args.in_place or args.out):
+        raise ConfigError("--branch, --out and --in-place go with --write-back REPO_DIR")
+    theorems, left_out = _select_theorems(args)
+    if left_out:
+        logger.info(
+            "%d theorem(s) without a recorded tactic proof left out (replay cannot start them)",
+            left_out,
+        )
+    config = SearchConfig(
+        num_samples=args.num_samples,
+        max_expansions=args.max_expansions,
+        timeout=args.timeout,
+        tactic_timeout=args.tactic_timeout,
+        whole_proof=args.whole_proof,
+    )
+    make_generator = _generator_spec(args)
+    make_env = _env_spec(args)
+    db = _open_db(args.db) if args.db else None
+    recorded = None
+    try:
+        on_result = None
+        if db is not None:
+            from .recording import RecordingSummary, record_results
+
+            recorded = RecordingSummary()
+            model_name = str(args.model or "smollm2")
+
+            def on_result(result: Any) -> None:
+                part = record_results(db, [result], theorems, model=model_name)
+                _merge(recorded, part)
+
+        start = time.perf_counter()
+        results = prove_theorems(
+            theorems,
+            make_env,
+            make_generator,
+            config,
+            workers=args.workers,
+            backend=args.parallel,
+            on_result=on_result,
+            progress=not args.no_progress,
+            ray_address=args.ray_address,
+        )
+        seconds = time.perf_counter() - start
+    finally:
+        if db is not None:
+            db.close()
+    written = None
+    if args.write_back is not None:
+        written = _write_back(args, results, theorems)
+    summary = _summary(args, results, seconds, left_out, recorded, written)
+    if args.json:
+        print(json.dumps(summary))
+    else:
+        _print_summary(summary)
+    return 0
+
+
+def _open_db(path: str) -> Any:
+    from ..database import DynamicDatabase
+
+    return DynamicDatabase(path)
+
+
+def _merge(total: Any, part: Any) -> None:
+    total.recorded += part.recorded
+    total.already_recorded += part.already_recorded
+    total.not_proved += part.not_proved
+    total.not_in_db += part.not_in_db
+    total.ambiguous += part.ambiguous
+    total.proof_ids += part.proof_ids
+
+
+def _write_back(
+    args: argparse.Namespace, results: list[Any], theorems: list[Any]
+) -> dict[str, Any]:
+    from .writeback import edits_from_results, write_back
+
+    edits, _ = edits_from_results(results, theorems)
+    if not edits:
+        logger.warning("nothing to write back: no theorem was proved")
+        return {"written": [], "skipped": {}, "files": [], "diff_file": None}
+    result = write_back(
+        args.write_back,
+        edits,
+        out=args.out,
+        in_place=args.in_place,
+        branch=args.branch,
+        missing="skip",
+        force=args.force,
+    )
+    info = result.to_dict()
+    info["diff_file"] = None
+    if result.diff and not result.in_place:
+        diff_file = result.workdir / ".lean_dojo_v2_proofs.diff"
+        diff_file.write_bytes(result.diff.encode("utf-8"))
+        info["diff_file"] = str(diff_file)
+    return info
+
+
+def _summary(
+    args: argparse.Namespace,
+    results: list[Any],
+    seconds: float,
+    left_out: int,
+    recorded: Any,
+    written: dict[str, Any] | None,
+) -> dict[str, Any]:
+    counts = Counter(r.status for r in results)
+    backends = sorted({r.backend for r in results if r.backend != "unknown"})
+    out: dict[str, Any] = {
+        "backend": backends[0] if len(backends) == 1 else (backends or [args.backend]),
+        "attempted": len(results),
+        "proved": counts.get("proved", 0),
+        "failed": counts.get("failed", 0),
+        "timeout": counts.get("timeout", 0),
+        "error": counts.get("error", 0),
+        "expansions": sum(r.expansions for r in results),
+        "seconds": round(seconds, 3),
+        "proofs": {r.theorem: list(r.proof) for r in results if r.status == "proved"},
+        "checked_by": dict(Counter(r.checked_by for r in results if r.status == "proved")),
+        "left_out_no_tactic_proof": left_out,
+        "generator": args.generator,
+        "model": args.model or ("smollm2" if args.generator == "hf" else None),
+        "split": args.split,
+        "strategy": args.strategy,
+        "workers": args.workers,
+        "parallel": args.parallel,
+        "errors": {r.theorem: r.error for r in results if r.status == "error"},
+    }
+    if recorded is not None:
+        out["db"] = recorded.to_dict()
+    if written is not None:
+        out["write_back"] = written
+    return out
+
+
+def _print_summary(s: dict[str, Any]) -> None:
+    p = sys.stdout.write
+    p(
+        f"proved {s['proved']} of {s['attempted']} theorem(s) in {s['seconds']:.1f} s "
+        f"({s['expansions']} expansions; backend {s['backend']}; failed {s['failed']}, "
+        f"timeout {s['timeout']}, error {s['error']})\n"
+    )
+    if s["backend"] == "replay":
+        p("  (replay proves only recorded proofs: evidence of the pipeline, not of Lean)\n")
+    for name, tactics in s["proofs"].items():
+        p(f"  {name}:\n")
+        for t in tactics:
+            p("      " + t.replace("\n", "\n      ") + "\n")
+    for name, error in list(s["errors"].items())[:5]:
+        p(f"  error {name}: {error}\n")
+    if "db" in s:
+        d = s["db"]
+        p(f"recorded {d['recorded']} proof(s) in the database")
+        p(f" ({len(d['not_in_db'])} theorem(s) not in it)\n" if d["not_in_db"] else "\n")
+    if "write_back" in s:
+        w = s["write_back"]
+        p(f"wrote {len(w['written'])} proof(s) into {w.get('workdir', '-')}")
+        p(f" on branch {w['branch']}" if w.get("branch") else "")
+        p(f"; diff: {w['diff_file']}\n" if w.get("diff_file") else "\n")
+        for name, why in w["skipped"].items():
+            p(f"  not written: {name}: {why}\n")
