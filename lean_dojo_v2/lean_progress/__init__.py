@@ -41,7 +41,18 @@ _LAZY = {
     "create_sample_dataset": ".create_sample_dataset",
 }
 
-__all__ = sorted(_LAZY)
+__all__ = [
+    "ProgressExample",
+    "TacticLabel",
+    "create_sample_dataset",
+    "goal_keys",
+    "iter_progress_jsonl",
+    "label_tactics",
+    "progress_examples",
+    "read_progress_jsonl",
+    "steps_remaining",
+    "write_progress_jsonl",
+]
 
 __getattr__, __dir__ = reexport(
     globals(), _LAZY, submodules=["labels", "dataset", "create_sample_dataset"]

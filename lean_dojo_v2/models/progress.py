@@ -91,13 +91,13 @@ def progress_metrics(predictions: Sequence[float], labels: Sequence[float]) -> d
         nan = float("nan")
         return {"mae": nan, "mse": nan, "exact": nan, "within_1": nan, "n": 0}
     clamped = [max(0.0, float(p)) for p in predictions]
-    errors = [c - float(y) for c, y in zip(clamped, labels)]
+    errors = [c - float(y) for c, y in zip(clamped, labels, strict=True)]
     rounded = [round_steps(c) for c in clamped]
     return {
         "mae": sum(abs(e) for e in errors) / n,
         "mse": sum(e * e for e in errors) / n,
-        "exact": sum(r == y for r, y in zip(rounded, labels)) / n,
-        "within_1": sum(abs(r - y) <= 1 for r, y in zip(rounded, labels)) / n,
+        "exact": sum(r == y for r, y in zip(rounded, labels, strict=True)) / n,
+        "within_1": sum(abs(r - y) <= 1 for r, y in zip(rounded, labels, strict=True)) / n,
         "n": n,
     }
 
@@ -265,7 +265,11 @@ class ProgressModel:
         goal_list = [goals] if single else list(goals)
         tactic_list = self._per_goal("tactics", tactics, single, len(goal_list))
         prefix_list = self._per_goal("prefixes", prefixes, single, len(goal_list))
-        for name, items in (("goals", goal_list), ("tactics", tactic_list), ("prefixes", prefix_list)):
+        for name, items in (
+            ("goals", goal_list),
+            ("tactics", tactic_list),
+            ("prefixes", prefix_list),
+        ):
             for i, item in enumerate(items):
                 if item is not None and not isinstance(item, str):
                     raise ModelError(f"{name}[{i}] must be text, got {type(item).__name__}")
@@ -274,13 +278,11 @@ class ProgressModel:
         texts = [progress_text(goal_list[i], prefix_list[i], tactic_list[i]) for i in todo]
         for start in range(0, len(texts), self.batch_size):
             values = self._forward(texts[start : start + self.batch_size])
-            for i, v in zip(todo[start : start + self.batch_size], values):
+            for i, v in zip(todo[start : start + self.batch_size], values, strict=True):
                 out[i] = max(0.0, v)
         return out[0] if single else out
 
-    def _per_goal(
-        self, name: str, value: Any, single: bool, n: int
-    ) -> list[str | None]:
+    def _per_goal(self, name: str, value: Any, single: bool, n: int) -> list[str | None]:
         if value is None:
             return [None] * n
         if isinstance(value, str):

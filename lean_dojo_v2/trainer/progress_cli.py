@@ -23,9 +23,13 @@ def add_progress_parser(train_sub: argparse._SubParsersAction) -> argparse.Argum
         "overrides (see --help-config for every key). The model, progress_metadata.json and "
         "summary.json go to output_dir; point search at it with LEANPROGRESS_MODEL=<output_dir>.",
     )
-    p.add_argument("--data", metavar="FILE", help="LeanProgress JSONL file (same as --set data_path=FILE)")
     p.add_argument(
-        "--config", metavar="FILE", help="YAML file of ProgressConfig keys (configs/progress_*.yaml)"
+        "--data", metavar="FILE", help="LeanProgress JSONL file (same as --set data_path=FILE)"
+    )
+    p.add_argument(
+        "--config",
+        metavar="FILE",
+        help="YAML file of ProgressConfig keys (configs/progress_*.yaml)",
     )
     p.add_argument(
         "--set",
@@ -44,7 +48,9 @@ def add_progress_parser(train_sub: argparse._SubParsersAction) -> argparse.Argum
     )
     p.add_argument("--json", action="store_true", help="end with a one-line JSON summary")
     p.add_argument(
-        "--help-config", action="store_true", help="list every config key with its default and meaning"
+        "--help-config",
+        action="store_true",
+        help="list every config key with its default and meaning",
     )
     p.set_defaults(func=cmd_train_progress)
     return p

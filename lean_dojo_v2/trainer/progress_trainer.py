@@ -80,9 +80,7 @@ class ProgressResult:
         return asdict(self)
 
 
-def split_rows(
-    rows: Sequence[Any], eval_ratio: float, seed: int
-) -> tuple[list[Any], list[Any]]:
+def split_rows(rows: Sequence[Any], eval_ratio: float, seed: int) -> tuple[list[Any], list[Any]]:
     """``(train, eval)`` rows. Rows of one proof (same :attr:`ProgressExample.group`) stay on
     one side; rows without a group are groups of one. About ``eval_ratio`` of the groups go to
     eval (at least one when ``eval_ratio > 0`` and there are two groups or more; never all)."""
@@ -449,4 +447,3 @@ def train_progress(
     if data_path is not None:
         trainer.config.data_path = str(data_path)
     return trainer.train()
-

@@ -131,7 +131,13 @@ def test_create_sample_dataset_from_bundled_real_data(tmp_path):
 def test_create_sample_dataset_module_refuses_overwrite_unless_force(tmp_path, capsys):
     out = tmp_path / "s.jsonl"
     proc = subprocess.run(
-        [sys.executable, "-m", "lean_dojo_v2.lean_progress.create_sample_dataset", "--output", str(out)],
+        [
+            sys.executable,
+            "-m",
+            "lean_dojo_v2.lean_progress.create_sample_dataset",
+            "--output",
+            str(out),
+        ],
         capture_output=True,
         text=True,
         check=False,

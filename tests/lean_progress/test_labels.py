@@ -22,7 +22,7 @@ def test_linear_proof_gives_n_minus_i(real):
     # Filter.HasBasis.to_hasBasis': 4 tactics, each state_before is the previous state_after
     # (refine -> rcases -> rcases -> exact), one goal throughout: labels n - i.
     t = real["Filter.HasBasis.to_hasBasis'"]
-    for prev, nxt in zip(t.traced_tactics, t.traced_tactics[1:]):
+    for prev, nxt in zip(t.traced_tactics, t.traced_tactics[1:], strict=False):
         assert goal_keys(prev.state_after) == goal_keys(nxt.state_before)
     assert steps_remaining(t) == [4, 3, 2, 1]
 
@@ -34,7 +34,7 @@ def test_every_linear_real_proof_gives_n_minus_i(real):
         if t.traced_tactics
         and all(
             goal_keys(a.state_after) == goal_keys(b.state_before)
-            for a, b in zip(t.traced_tactics, t.traced_tactics[1:])
+            for a, b in zip(t.traced_tactics, t.traced_tactics[1:], strict=False)
         )
     ]
     assert len(linear) >= 20

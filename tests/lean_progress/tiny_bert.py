@@ -34,7 +34,9 @@ def build_tiny_bert(dst: str | Path, *, seed: int = 0, max_positions: int = 128)
     tk = Tokenizer(models.WordPiece(unk_token="[UNK]"))
     tk.normalizer = normalizers.BertNormalizer(lowercase=True)
     tk.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    trainer = trainers.WordPieceTrainer(vocab_size=400, special_tokens=specials, show_progress=False)
+    trainer = trainers.WordPieceTrainer(
+        vocab_size=400, special_tokens=specials, show_progress=False
+    )
     tk.train_from_iterator(_lean_texts(), trainer=trainer)
     cls_id, sep_id = tk.token_to_id("[CLS]"), tk.token_to_id("[SEP]")
     tk.post_processor = processors.TemplateProcessing(
@@ -95,3 +97,16 @@ def build_tiny_progress_model(dst: str | Path, *, num_labels: int = 1, seed: int
     BertForSequenceClassification(config).save_pretrained(dst)
     AutoTokenizer.from_pretrained(base).save_pretrained(dst)
     return dst
+
+
+def one_torch_thread():
+    """Generator for a fixture: run with one torch thread, then restore. A model this small gains
+    nothing from more, and on a busy shared CPU extra threads make each step 20x slower."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)

