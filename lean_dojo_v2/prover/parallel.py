@@ -255,6 +255,7 @@ def prove_theorems(
     retries: int = 1,
     progress: bool = True,
     ray_address: str | None = None,
+    ray_resources: dict[str, float] | None = None,
     desc: str = "proving",
 ) -> list[SearchResult]:
     """Search for a proof of every theorem; one :class:`SearchResult` per theorem, in input
@@ -264,7 +265,9 @@ def prove_theorems(
     ``AsyncProofEnv`` or a list of them; a ``TacticGenerator``); picklable for ``"process"``
     and ``"ray"``. ``retries``: how often a theorem whose worker died is tried again on a fresh
     worker before it gets status ``"error"``. ``ray_address``: the Ray cluster to join
-    (``"auto"``, ``"ray://host:10001"``); None starts a local Ray instance."""
+    (``"auto"``, ``"ray://host:10001"``); None starts a local Ray instance unless one is running.
+    ``ray_resources``: per actor, e.g. ``{"num_cpus": 1, "num_gpus": 1}`` for a local model on a
+    GPU."""
     theorems = list(theorems)
     if backend not in BACKENDS:
         raise ConfigError(f"backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
@@ -293,6 +296,7 @@ def prove_theorems(
                 collector,
                 retries=retries,
                 address=ray_address,
+                **(ray_resources or {}),
             )
         else:
             _run_processes(
