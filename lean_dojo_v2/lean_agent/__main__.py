@@ -1,0 +1,127 @@
+"""``python -m lean_dojo_v2.lean_agent``: LeanAgent's lifelong retrieval loop.
+
+With ``--db FILE``: for each repository of the database's curriculum (easiest first) train the
+premise retriever on it, continuing from the previous repository's weights, with EWC (the Fisher
+information of each finished repository, λ = ``lambda_value``) guarding the earlier ones; the run
+is recorded in the database. Then evaluate the final retriever on every repository's test split
+(LeanAgent's "stability": does it still retrieve well on the earlier repositories?).
+
+With ``--data DIR`` (default: the bundled sample, offline, small budget): one training pass on that
+LeanDojo dataset, then its test split.
+
+Proving with the trained retriever (LeanAgent's search over ``sorry`` theorems) comes with a later
+issue; today ``lean-dojo-v2 prove`` proves with any generator.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+# The offline default run: small enough for a CPU in about a minute.
+QUICK_DEFAULTS = {"max_epochs": 2, "batch_size": 16, "lr": 5e-5, "output_dir": "outputs-lean-agent"}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m lean_dojo_v2.lean_agent",
+        description="LeanAgent's lifelong premise-retrieval loop: curriculum training over the "
+        "repositories of a database (--db) with EWC between repositories, then evaluation (R@1, "
+        "R@10, MRR, FullRecall@10 over accessible premises) on every repository's test split. "
+        "Without --db/--data it trains briefly on the bundled sample (offline). Proving with the "
+        "trained retriever comes with a later issue (use `lean-dojo-v2 prove` meanwhile).",
+    )
+    what = p.add_mutually_exclusive_group()
+    what.add_argument("--db", metavar="FILE", help="DynamicDatabase file: its curriculum")
+    what.add_argument(
+        "--data", metavar="DIR", help="one LeanDojo dataset directory (default: bundled sample)"
+    )
+    p.add_argument("--config", metavar="FILE", help="YAML of TrainingConfig keys")
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        metavar="KEY=VALUE",
+        action="append",
+        default=[],
+        help="override a TrainingConfig key (repeatable), e.g. --set lambda_value=0.5",
+    )
+    p.add_argument("-o", "--output-dir", metavar="DIR", help="same as --set output_dir=DIR")
+    p.add_argument("--force", action="store_true", help="replace output_dir if needed")
+    p.add_argument("--json", action="store_true", help="end with a one-line JSON summary")
+    return p
+
+
+def run(args: argparse.Namespace) -> dict:
+    from ..trainer.config import load_config
+    from ..trainer.retrieval_config import TrainingConfig
+    from ..trainer.retrieval_trainer import DATA, RetrievalTrainer
+
+    values = {} if args.config else dict(QUICK_DEFAULTS)
+    if args.output_dir:
+        values["output_dir"] = args.output_dir
+    if args.force:
+        values["overwrite_output_dir"] = True
+    # Quick defaults (no --config) apply only to keys --set does not give.
+    given = {o.split("=", 1)[0].strip() for o in args.overrides}
+    config = load_config(
+        TrainingConfig,
+        args.config,
+        args.overrides,
+        **{k: v for k, v in values.items() if k not in given},
+    )
+    trainer = RetrievalTrainer(config)
+    if args.db:
+        summary = trainer.train(database=args.db)
+        datasets = sorted((Path(config.output_dir) / DATA).glob("pass-*"))
+    else:
+        from ..data import sample_dataset_path
+
+        data = Path(args.data) if args.data else sample_dataset_path()
+        summary = trainer.train(data_path=data)
+        datasets = [data]
+    evaluations = {}
+    from ..errors import LeanDojoError
+
+    for d in datasets:
+        try:
+            evaluations[str(d)] = trainer.evaluate(data_path=d, split="test")
+        except LeanDojoError as exc:  # e.g. a repository whose test split has no premise use
+            evaluations[str(d)] = {"error": str(exc)}
+    return {
+        "output_dir": summary["output_dir"],
+        "encoder_dir": summary["encoder_dir"],
+        "passes": [p["label"] for p in summary["passes"]],
+        "steps": summary["steps"],
+        "ewc_tasks": summary["ewc_tasks"],
+        "seconds": summary["seconds"],
+        "test": evaluations,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    import logging
+
+    from ..errors import LeanDojoError
+
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    args = build_parser().parse_args(argv)
+    try:
+        result = run(args)
+    except LeanDojoError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    if args.json:
+        sys.stdout.flush()
+        print(json.dumps(result))
+    else:
+        print(f"trained {result['steps']} steps over {len(result['passes'])} pass(es); "
+              f"encoder in {result['encoder_dir']}")
+        for d, m in result["test"].items():
+            print(f"  {d}: " + ", ".join(f"{k} {v}" for k, v in m.items()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

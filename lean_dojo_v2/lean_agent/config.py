@@ -1,0 +1,65 @@
+"""LeanAgent's configs at their upstream path ``lean_dojo_v2.lean_agent.config``.
+
+:class:`TrainingConfig` *is* :class:`lean_dojo_v2.trainer.retrieval_config.TrainingConfig` (the
+retriever's config; the seed's field names, documented field by field). :class:`ProverConfig`
+keeps the seed's prover settings as a documented dataclass; proving in the LeanAgent loop comes
+with a later issue (``lean-dojo-v2 prove`` and :mod:`lean_dojo_v2.prover` do the proving today).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..trainer.errors import ConfigValueError
+from ..trainer.retrieval_config import TrainingConfig
+
+
+@dataclass
+class ProverConfig:
+    r"""The seed's LeanAgent prover settings (``lean_dojo_v2.lean_agent.config.ProverConfig``).
+
+    Not used by ``python -m lean_dojo_v2.lean_agent`` yet: the loop trains and evaluates the
+    retriever; proving with it comes with a later issue. Kept so the seed's code and YAML load.
+
+    Parameters:
+        > Parameters that control proof search
+
+        use_vllm (`bool`, *optional*, defaults to `False`):
+            Generate tactics with vLLM (a GPU inference server) instead of transformers.
+        num_workers (`int`, *optional*, defaults to `4`):
+            Provers running in parallel (processes or Ray actors), each with its own Lean process.
+        timeout (`int`, *optional*, defaults to `600`):
+            Wall-clock seconds allowed per theorem.
+        max_expansions (`int` or `None`, *optional*, defaults to `None`):
+            Search nodes expanded per theorem before giving up; `None`: only `timeout` limits it.
+        num_sampled_tactics (`int`, *optional*, defaults to `64`):
+            Tactics sampled from the generator per expanded goal.
+        batch_size (`int`, *optional*, defaults to `12`):
+            Theorems handed to the workers at a time.
+        debug (`bool`, *optional*, defaults to `False`):
+            Log every tactic tried and its result.
+    """
+
+    use_vllm: bool = False
+    num_workers: int = 4
+    timeout: int = 600
+    max_expansions: int | None = None
+    num_sampled_tactics: int = 64
+    batch_size: int = 12
+    debug: bool = False
+
+    def __post_init__(self) -> None:
+        for key, ok in (
+            ("num_workers", self.num_workers >= 1),
+            ("timeout", self.timeout >= 1),
+            ("num_sampled_tactics", self.num_sampled_tactics >= 1),
+            ("batch_size", self.batch_size >= 1),
+            ("max_expansions", self.max_expansions is None or self.max_expansions >= 1),
+        ):
+            if not ok:
+                raise ConfigValueError(
+                    f"config key {key!r} must be at least 1, got {getattr(self, key)!r}"
+                )
+
+
+__all__ = ["ProverConfig", "TrainingConfig"]
