@@ -41,7 +41,7 @@ __all__ = [
     "unwrap_fence",
 ]
 
-_FENCE = re.compile(r"```[ \t]*([\w+#.-]*)[^\n]*\n(.*?)(?:\n[ \t]*```|\Z)", re.S)
+_FENCE = re.compile(r"```[ \t]*([\w+#.-]*)[^\n]*\n(.*?)(?:^[ \t]*```|\Z)", re.S | re.M)
 _LEAN_LANGS = {"lean", "lean4", ""}
 _HEADER = re.compile(
     r"^[ \t]*(?:@\[[^\]]*\][ \t]*)?(?:private[ \t]+|protected[ \t]+)?"
