@@ -50,7 +50,10 @@ def _real_premise_texts() -> list[tuple[str, str]]:
     seen: dict[str, str] = {}
     for p in Corpus.from_jsonl(sample_dataset_path() / "corpus.jsonl").premises:
         seen.setdefault(p.full_name, premise_text(p))
-    for base in (ROOT.parent / "shared" / "data" / "leandojo_b4", ROOT / "tests/data/real/leandojo_b4"):
+    for base in (
+        ROOT.parent / "shared" / "data" / "leandojo_b4",
+        ROOT / "tests/data/real/leandojo_b4",
+    ):
         if not base.is_dir():
             continue
         for path in sorted(base.glob("*.json")):
@@ -90,7 +93,9 @@ def _build_corpus(n_premises: int, n_files: int, seed: int):
             new_name = f"{name}_r{copy}"
             code = text.replace(name, new_name) if text != name else ""
             line = 10 + 5 * j
-            premises.append(Premise(path, new_name, code, Pos(line, 1), Pos(line + 3, 1), "theorem"))
+            premises.append(
+                Premise(path, new_name, code, Pos(line, 1), Pos(line + 3, 1), "theorem")
+            )
         made += count
         files.append(PremiseFile(path, imports, premises))
     return Corpus(files), len(real)
@@ -138,7 +143,9 @@ def main(argv: list[str] | None = None) -> int:
     encoder = load_encoder(args.model, device="cpu")
     rng = np.random.default_rng(args.seed)
     n_enc = len(texts) if args.encode_all else min(args.encode_sample, len(texts))
-    sample_idx = np.arange(len(texts)) if args.encode_all else rng.choice(len(texts), n_enc, replace=False)
+    sample_idx = (
+        np.arange(len(texts)) if args.encode_all else rng.choice(len(texts), n_enc, replace=False)
+    )
     encoder.encode([texts[i] for i in sample_idx[:64]])  # warm-up
     t = time.perf_counter()
     enc = encoder.encode([texts[i] for i in sample_idx], batch_size=64)
@@ -222,9 +229,7 @@ def main(argv: list[str] | None = None) -> int:
         "mean_accessible_premises": round(float(np.mean(accessible)), 1),
         "search": results,
         "target_ms_per_query": TARGET_MS,
-        "meets_target": any(
-            r.get("ms_per_query", 1e9) <= TARGET_MS for r in results.values()
-        ),
+        "meets_target": any(r.get("ms_per_query", 1e9) <= TARGET_MS for r in results.values()),
         "cpu_count": os.cpu_count(),
     }
     print(json.dumps(out))

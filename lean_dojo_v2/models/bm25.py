@@ -82,9 +82,7 @@ class BM25Retriever(Retriever):
         if not self.premises:
             return [[] for _ in states]
         scores = np.vstack([self.scores(s) for s in states])
-        for row, m in zip(scores, masks):
+        for row, m in zip(scores, masks, strict=False):
             if m is not None:
                 np.putmask(row, ~m, -np.inf)
-        return [
-            [(self.premises[r], s) for r, s in hits] for hits in top_k_rows(scores, k)
-        ]
+        return [[(self.premises[r], s) for r, s in hits] for hits in top_k_rows(scores, k)]

@@ -142,16 +142,18 @@ def top_k_rows(scores: np.ndarray, k: int) -> list[list[tuple[int, float]]]:
         values, indices = torch.from_numpy(np.ascontiguousarray(scores)).topk(k, dim=1)
         top, top_scores = indices.numpy(), values.numpy()
     else:  # pragma: no cover
-        top = np.argpartition(-scores, k - 1, axis=1)[:, :k] if k < n else (
-            np.broadcast_to(np.arange(n), (scores.shape[0], n))
+        top = (
+            np.argpartition(-scores, k - 1, axis=1)[:, :k]
+            if k < n
+            else (np.broadcast_to(np.arange(n), (scores.shape[0], n)))
         )
         top_scores = np.take_along_axis(scores, top, axis=1)
         order = np.argsort(-top_scores, axis=1, kind="stable")
         top = np.take_along_axis(top, order, axis=1)
         top_scores = np.take_along_axis(top_scores, order, axis=1)
     return [
-        [(r, v) for r, v in zip(rows, vals) if v != -np.inf]
-        for rows, vals in zip(top.tolist(), top_scores.tolist())
+        [(r, v) for r, v in zip(rows, vals, strict=False) if v != -np.inf]
+        for rows, vals in zip(top.tolist(), top_scores.tolist(), strict=False)
     ]
 
 
@@ -224,9 +226,7 @@ class PremiseIndex:
             emb = np.zeros((0, encoder.dim), dtype=np.float32)
         return cls(corpus, premises, emb, encoder_name=str(encoder.name_or_path))
 
-    def add_corpus(
-        self, corpus: Corpus, encoder: PremiseEncoder, *, batch_size: int = 64
-    ) -> int:
+    def add_corpus(self, corpus: Corpus, encoder: PremiseEncoder, *, batch_size: int = 64) -> int:
         """Merge ``corpus`` (e.g. a new repository with its dependencies) into the index, encoding
         only premises not indexed yet; returns how many were encoded.
 
@@ -311,7 +311,7 @@ class PremiseIndex:
         scores = queries[list(which)] @ self.embeddings.T
         if masks is not None:
             n = len(self.premises)
-            for r, q in enumerate(which):
+            for _r, q in enumerate(which):
                 m = masks[q]
                 if m is not None and (m.shape != (n,) or m.dtype != bool):
                     raise ModelError(
@@ -348,7 +348,7 @@ class PremiseIndex:
         for q in range(len(queries)):
             m = None if masks is None else masks[q]
             hits: list[tuple[int, float]] = []
-            for r, s in zip(ids[q].tolist(), scores[q].tolist()):
+            for r, s in zip(ids[q].tolist(), scores[q].tolist(), strict=False):
                 if r >= 0 and (m is None or m[r]):
                     hits.append((r, float(s)))
                     if len(hits) == k:
@@ -362,7 +362,7 @@ class PremiseIndex:
                 redo.append(q)
         if redo:
             exact = self._search_numpy(queries, k, masks, redo)
-            for q, hits in zip(redo, exact):
+            for q, hits in zip(redo, exact, strict=False):
                 out[q] = hits
         return [h if h is not None else [] for h in out]
 
@@ -430,9 +430,7 @@ class PremiseIndex:
                     field=f"rows[{i}]",
                 )
             premises.append(p)
-        return cls(
-            corpus, premises, embeddings, encoder_name=meta.get("encoder"), backend=backend
-        )
+        return cls(corpus, premises, embeddings, encoder_name=meta.get("encoder"), backend=backend)
 
 
 class DenseRetriever(Retriever):

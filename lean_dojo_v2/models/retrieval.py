@@ -156,8 +156,10 @@ def _folder_pooling(folder: Path) -> str:
         for m in modules:
             if isinstance(m, dict) and str(m.get("type", "")).endswith("Pooling"):
                 cfg = _read_json(folder / str(m.get("path", "")) / "config.json")
-                if isinstance(cfg, dict) and cfg.get("pooling_mode_cls_token") and not cfg.get(
-                    "pooling_mode_mean_tokens"
+                if (
+                    isinstance(cfg, dict)
+                    and cfg.get("pooling_mode_cls_token")
+                    and not cfg.get("pooling_mode_mean_tokens")
                 ):
                     return "cls"
     return "mean"
@@ -221,7 +223,9 @@ class PremiseEncoder:
             value = getattr(config, attr, None)
             if isinstance(value, int):
                 return value
-        raise ModelError(f"cannot tell the embedding size of {self.name_or_path}")  # pragma: no cover
+        raise ModelError(
+            f"cannot tell the embedding size of {self.name_or_path}"
+        )  # pragma: no cover
 
     def to(self, device: str) -> PremiseEncoder:
         """Move the module to ``device`` (``"auto"``, ``"cpu"``, ``"cuda"``); returns self."""

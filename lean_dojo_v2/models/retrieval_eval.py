@@ -107,15 +107,18 @@ def retrieval_queries(
             if positives:
                 out.append(
                     RetrievalQuery(
-                        tac.state_before, tuple(positives), thm.file_path, thm.start,
-                        thm.full_name, i,
+                        tac.state_before,
+                        tuple(positives),
+                        thm.file_path,
+                        thm.start,
+                        thm.full_name,
+                        i,
                     )
                 )
     stats.queries = len(out)
     if stats.unresolved_premise_uses:
         log.warning(
-            "%d premise use(s) are not in the corpus and were left out of the positives; "
-            "first: %s",
+            "%d premise use(s) are not in the corpus and were left out of the positives; first: %s",
             stats.unresolved_premise_uses,
             stats.first_unresolved,
         )
@@ -143,7 +146,7 @@ def ranking_metrics(
     recall = {k: 0.0 for k in ks}
     full = {k: 0.0 for k in ks}
     rr = 0.0
-    for i, (ranking, pos) in enumerate(zip(rankings, positives)):
+    for i, (ranking, pos) in enumerate(zip(rankings, positives, strict=False)):
         pos = set(pos)
         if not pos:
             raise ModelError(f"query {i} has no positives; leave such queries out")

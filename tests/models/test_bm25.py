@@ -39,7 +39,7 @@ def test_bm25_retrieval_never_returns_later_or_unimported_premises(
         points += [(f.path, p.start) for p in f.premises]
     queries = [states[i % len(states)] for i in range(len(points))]
     checked = 0
-    for (path, pos), hits in zip(points, bm25.retrieve(queries, 10, points)):
+    for (path, pos), hits in zip(points, bm25.retrieve(queries, 10, points), strict=False):
         allowed = corpus.imports_of(path)
         for premise, _ in hits:
             if premise.path == path:
@@ -50,7 +50,7 @@ def test_bm25_retrieval_never_returns_later_or_unimported_premises(
         assert len(hits) == min(10, len(corpus.accessible_premises(path, pos)))
     assert checked > 300
     # With a large k: exactly the accessible set.
-    for (path, pos), hits in zip(points, bm25.retrieve(queries, 10_000, points)):
+    for (path, pos), hits in zip(points, bm25.retrieve(queries, 10_000, points), strict=False):
         assert {(p.path, p.full_name) for p, _ in hits} == {
             (p.path, p.full_name) for p in corpus.accessible_premises(path, pos)
         }

@@ -57,9 +57,7 @@ def _query_points(corpus: Corpus) -> list[tuple[str, Pos | None]]:
 def _theorem_points() -> list[tuple[str, str, Pos]]:
     d = DatasetDir(sample_dataset_path())
     return [
-        (tt.state_before, t.file_path, t.start)
-        for t in d.all_theorems()
-        for tt in t.traced_tactics
+        (tt.state_before, t.file_path, t.start) for t in d.all_theorems() for tt in t.traced_tactics
     ]
 
 
@@ -69,7 +67,7 @@ def test_mask_equals_corpus_accessible_premises_everywhere(
     points = _query_points(corpus)
     assert len(points) > 400
     for path, pos in points:
-        got = _names(p for p, ok in zip(index.premises, index.mask(path, pos)) if ok)
+        got = _names(p for p, ok in zip(index.premises, index.mask(path, pos), strict=False) if ok)
         assert got == _names(corpus.accessible_premises(path, pos)), (path, pos)
 
 
@@ -84,7 +82,7 @@ def test_dense_retrieval_never_returns_later_or_unimported_premises(
         [q[0] for q in queries], 10, [(path, pos) for _, path, pos in queries]
     )
     checked = 0
-    for (_, path, pos), hits in zip(queries, results):
+    for (_, path, pos), hits in zip(queries, results, strict=False):
         allowed = corpus.imports_of(path)
         for premise, _ in hits:
             if premise.path == path:
@@ -107,7 +105,7 @@ def test_retrieval_with_large_k_returns_exactly_the_accessible_set(
     results = retriever.retrieve(
         [s for s, _, _ in points], 10_000, [(path, pos) for _, path, pos in points]
     )
-    for (_, path, pos), hits in zip(points, results):
+    for (_, path, pos), hits in zip(points, results, strict=False):
         assert _names(p for p, _ in hits) == _names(corpus.accessible_premises(path, pos))
 
 
@@ -115,7 +113,7 @@ def test_search_is_exact_top_k(index: PremiseIndex) -> None:
     rng = np.random.default_rng(0)
     queries = rng.normal(size=(7, index.dim)).astype(np.float32)
     masks = [None] + [rng.random(len(index)) < 0.3 for _ in range(6)]
-    for q, m, hits in zip(queries, masks, index.search(queries, 5, masks)):
+    for q, m, hits in zip(queries, masks, index.search(queries, 5, masks), strict=False):
         scores = index.embeddings @ q  # inner product (cosine for normalised queries)
         allowed = np.flatnonzero(np.ones(len(index), bool) if m is None else m)
         best = allowed[np.argsort(-scores[allowed])[:5]]
@@ -156,7 +154,9 @@ def test_bad_retrieve_arguments_raise_model_errors(
         index.search(np.zeros((1, index.dim + 1), np.float32), 3)
 
 
-def test_unmasked_retrieval_ranks_all_premises(index: PremiseIndex, encoder: PremiseEncoder) -> None:
+def test_unmasked_retrieval_ranks_all_premises(
+    index: PremiseIndex, encoder: PremiseEncoder
+) -> None:
     hits = DenseRetriever(encoder, index).retrieve(["⊢ True"], 10_000)[0]
     assert len(hits) == len(index) == 185
 
@@ -173,16 +173,18 @@ def test_incremental_add_encodes_only_new_premises(
     assert encoder.encode_calls - calls == added  # the old premises were not re-encoded
     assert len(small) == len(corpus)
     # Same rows as a fresh build, same embeddings per premise.
-    fresh = {(p.path, p.full_name): e for p, e in zip(index.premises, index.embeddings)}
-    for p, e in zip(small.premises, small.embeddings):
+    fresh = {
+        (p.path, p.full_name): e for p, e in zip(index.premises, index.embeddings, strict=False)
+    }
+    for p, e in zip(small.premises, small.embeddings, strict=False):
         np.testing.assert_allclose(e, fresh[(p.path, p.full_name)], atol=1e-5)
     # Adding the same corpus again encodes nothing; masks follow the merged corpus.
     assert small.add_corpus(corpus, encoder) == 0
     assert encoder.encode_calls - calls == added
     path = next(f.path for f in corpus.files if f.imports)
-    assert _names(p for p, ok in zip(small.premises, small.mask(path, None)) if ok) == _names(
-        corpus.accessible_premises(path, None)
-    )
+    assert _names(
+        p for p, ok in zip(small.premises, small.mask(path, None), strict=False) if ok
+    ) == _names(corpus.accessible_premises(path, None))
 
 
 def test_index_save_load_round_trip(index: PremiseIndex, tmp_path: Path) -> None:
@@ -206,7 +208,9 @@ def test_index_load_rejects_missing_and_inconsistent_files(
     meta = json.loads((saved / "index.json").read_text())
     meta["rows"][3][1] = "Not.a.premise"
     (saved / "index.json").write_text(json.dumps(meta))
-    with pytest.raises(DataFormatError, match=r"Not\.a\.premise.*rows\[3\]|rows\[3\].*Not\.a\.premise"):
+    with pytest.raises(
+        DataFormatError, match=r"Not\.a\.premise.*rows\[3\]|rows\[3\].*Not\.a\.premise"
+    ):
         PremiseIndex.load(saved)
 
 
@@ -216,7 +220,9 @@ def test_export_and_load_retriever_round_trip(
     out = export_retriever(tmp_path / "retriever", encoder, index)
     manifest = json.loads((out / "retriever.json").read_text())
     assert manifest["num_premises"] == 185 and manifest["dim"] == encoder.dim
-    assert (out / "model" / "config.json").is_file() and (out / "index" / "embeddings.npy").is_file()
+    assert (out / "model" / "config.json").is_file() and (
+        out / "index" / "embeddings.npy"
+    ).is_file()
     loaded = load_retriever(out, device="cpu")
     points = _theorem_points()[:20]
     states = [s for s, _, _ in points]

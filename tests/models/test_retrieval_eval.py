@@ -52,7 +52,12 @@ def test_metrics_on_a_hand_computed_ranking() -> None:
 
 def test_metrics_edge_cases() -> None:
     assert ranking_metrics([], [], ks=(1, 10)) == {
-        "R@1": 0.0, "R@10": 0.0, "FullRecall@1": 0.0, "FullRecall@10": 0.0, "MRR": 0.0, "n": 0,
+        "R@1": 0.0,
+        "R@10": 0.0,
+        "FullRecall@1": 0.0,
+        "FullRecall@10": 0.0,
+        "MRR": 0.0,
+        "n": 0,
     }
     perfect = ranking_metrics([["a", "b"]], [{"a", "b"}], ks=(1, 10))
     assert perfect["R@10"] == perfect["FullRecall@10"] == perfect["MRR"] == 1.0
