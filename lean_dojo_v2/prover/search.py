@@ -523,6 +523,7 @@ class _BestFirstRun:
     async def _generate(self, generator: Any, states: list[str]) -> list[list[Any]]:
         cfg = self.cfg
         remaining = self.clock.remaining()
+        waited = time.perf_counter()
         try:
             raw, seconds = await _timed_call(
                 generator.generate,
@@ -532,6 +533,8 @@ class _BestFirstRun:
                 timeout=remaining,
             )
         except TimeoutError:
+            # the abandoned call's time is the generator's, not the engine's
+            self.c.generator_seconds += time.perf_counter() - waited
             raise _Stop("timeout", "timeout_in_generator") from None
         except Exception as exc:  # noqa: BLE001 - the generator's failure ends the search
             raise _Stop(
