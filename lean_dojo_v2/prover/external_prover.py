@@ -94,15 +94,21 @@ class ExternalProver(BaseProver):
                 f"base_url must be an http(s) URL such as {DEFAULT_BASE_URL}, got {base_url!r}"
             )
         if not (timeout > 0 and math.isfinite(timeout)):
-            raise ExternalModelError(f"timeout must be a positive number of seconds, got {timeout!r}")
+            raise ExternalModelError(
+                f"timeout must be a positive number of seconds, got {timeout!r}"
+            )
         if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
-            raise ExternalModelError(f"max_retries must be a whole number >= 0, got {max_retries!r}")
+            raise ExternalModelError(
+                f"max_retries must be a whole number >= 0, got {max_retries!r}"
+            )
         if not (temperature >= 0 and math.isfinite(temperature)):
             raise ExternalModelError(f"temperature must be >= 0, got {temperature!r}")
         if not 0 < top_p <= 1:
             raise ExternalModelError(f"top_p must be in (0, 1], got {top_p!r}")
         if max_tokens < 1 or max_proof_tokens < 1 or max_concurrency < 1:
-            raise ExternalModelError("max_tokens, max_proof_tokens and max_concurrency must be >= 1")
+            raise ExternalModelError(
+                "max_tokens, max_proof_tokens and max_concurrency must be >= 1"
+            )
         self.model_name = model_name
         self.base_url = base_url.rstrip("/")
         self._api_key = api_key
@@ -178,7 +184,9 @@ class ExternalProver(BaseProver):
             raise ExternalModelError(
                 f"premises has {len(premises)} entries for {len(states)} states; pass one list each"
             )
-        return self._many(states, num_samples, prefix=prefix, whole_proof=whole_proof, premises=premises)
+        return self._many(
+            states, num_samples, prefix=prefix, whole_proof=whole_proof, premises=premises
+        )
 
     # ..................................................................... requests
 
@@ -193,9 +201,7 @@ class ExternalProver(BaseProver):
     ) -> list[list[Candidate]]:
         if not states:
             return []
-        jobs = [
-            (s, premises[i] if premises is not None else ()) for i, s in enumerate(states)
-        ]
+        jobs = [(s, premises[i] if premises is not None else ()) for i, s in enumerate(states)]
         if len(jobs) == 1 or self.max_concurrency == 1:
             return [self._candidates(s, p, n, prefix, whole_proof) for s, p in jobs]
         with ThreadPoolExecutor(min(self.max_concurrency, len(jobs))) as pool:
@@ -230,7 +236,9 @@ class ExternalProver(BaseProver):
         if kept and all(lp is not None for _, lp in kept):
             raw = [(t, float(lp)) for t, lp in kept]  # type: ignore[arg-type]
         else:
-            raw = [(t, s) for t, s in zip(texts, frequency_scores(texts), strict=True) if t is not None]
+            raw = [
+                (t, s) for t, s in zip(texts, frequency_scores(texts), strict=True) if t is not None
+            ]
         return finalize(raw, n)
 
     def _request(
@@ -291,7 +299,9 @@ class ExternalProver(BaseProver):
                 f"{self.max_retries} retries; check the server's log"
             ) from exc
         except (openai.APIResponseValidationError, ValueError) as exc:
-            log.warning("%s sent an answer that is not a chat completion (%s); no candidates", where, exc)
+            log.warning(
+                "%s sent an answer that is not a chat completion (%s); no candidates", where, exc
+            )
             return []
         return self._parse(response, where)
 
@@ -312,7 +322,9 @@ class ExternalProver(BaseProver):
                 continue
             out.append((content, _logprob(getattr(choice, "logprobs", None))))
         if empty:
-            log.warning("%s sent %d of %d choices without text; dropped", where, empty, len(choices))
+            log.warning(
+                "%s sent %d of %d choices without text; dropped", where, empty, len(choices)
+            )
         return out
 
 

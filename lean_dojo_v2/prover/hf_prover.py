@@ -100,8 +100,14 @@ class HFProver(BaseProver):
         max_proof_tokens: int = 512,
         **generator_kwargs: Any,
     ) -> None:
-        if isinstance(max_proof_tokens, bool) or not isinstance(max_proof_tokens, int) or max_proof_tokens < 1:
-            raise ModelError(f"max_proof_tokens must be a whole number >= 1, got {max_proof_tokens!r}")
+        if (
+            isinstance(max_proof_tokens, bool)
+            or not isinstance(max_proof_tokens, int)
+            or max_proof_tokens < 1
+        ):
+            raise ModelError(
+                f"max_proof_tokens must be a whole number >= 1, got {max_proof_tokens!r}"
+            )
         if isinstance(ckpt_path, LoadedModel):
             if use_lora:
                 raise ModelError("use_lora=True needs an adapter directory, not a loaded model")
@@ -214,7 +220,9 @@ class HFProver(BaseProver):
                 gen.premises, gen.whole_proof = None, False
         return out
 
-    def _decode_proofs(self, states: list[str], n: int) -> tuple[list[list[int]], list[list[float]]]:
+    def _decode_proofs(
+        self, states: list[str], n: int
+    ) -> tuple[list[list[int]], list[list[float]]]:
         """``n`` sequences per state (state-major): generated ids and their log-probs
         (temperature 1), each decoded until a stop token or ``max_proof_tokens``."""
         import torch
@@ -287,5 +295,9 @@ class HFProver(BaseProver):
             lp = lp[:, -new.shape[1] :] if new.shape[1] else lp[:, :0]
         else:
             logits = torch.stack(result.logits, dim=1).float()
-            lp = torch.log_softmax(logits, dim=-1).gather(2, new[:, : logits.shape[1], None]).squeeze(-1)
+            lp = (
+                torch.log_softmax(logits, dim=-1)
+                .gather(2, new[:, : logits.shape[1], None])
+                .squeeze(-1)
+            )
         return new.cpu().tolist(), lp.double().cpu().tolist()

@@ -96,7 +96,9 @@ class FakeOpenAI:
 
             def do_GET(self) -> None:
                 if self.path.rstrip("/") == "/v1/models":
-                    data = [{"id": m, "object": "model", "owned_by": "fake"} for m in fake.script.models]
+                    data = [
+                        {"id": m, "object": "model", "owned_by": "fake"} for m in fake.script.models
+                    ]
                     self._send(200, {"object": "list", "data": data})
                 else:
                     self._send(404, {"error": {"message": "not found", "type": "not_found"}})

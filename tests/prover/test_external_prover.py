@@ -129,7 +129,9 @@ def test_generate_with_premises_puts_them_in_the_prompt():
     from lean_dojo_v2.models.prompts import user_content
 
     with FakeOpenAI(completions=["simp"]) as server:
-        prover_for(server).generate_with_premises([STATE], 1, [["theorem Nat.add_zero (n : ℕ) : n + 0 = n"]])
+        prover_for(server).generate_with_premises(
+            [STATE], 1, [["theorem Nat.add_zero (n : ℕ) : n + 0 = n"]]
+        )
         assert server.requests[0]["messages"][-1]["content"] == user_content(
             STATE, ["theorem Nat.add_zero (n : ℕ) : n + 0 = n"]
         )
@@ -258,7 +260,9 @@ def test_api_key_from_argument_else_environment(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "env-key")
     with FakeOpenAI(completions=["simp"]) as server:
         ExternalProver("fake-model", base_url=server.base_url).generate([STATE], 1)
-        ExternalProver("fake-model", base_url=server.base_url, api_key="arg-key").generate([STATE], 1)
+        ExternalProver("fake-model", base_url=server.base_url, api_key="arg-key").generate(
+            [STATE], 1
+        )
         monkeypatch.delenv("OPENAI_API_KEY")
         ExternalProver("fake-model", base_url=server.base_url).generate([STATE], 1)
         auth = [h["authorization"] for h in server.headers]

@@ -40,7 +40,9 @@ def test_completion_tactic_unwraps_and_keeps_multiline_tactics(text, tactic):
     assert completion_tactic(text) == tactic
 
 
-@pytest.mark.parametrize("text", [None, "", "   \n", "sorry", "```lean\nadmit\n```", "exact (sorry)"])
+@pytest.mark.parametrize(
+    "text", [None, "", "   \n", "sorry", "```lean\nadmit\n```", "exact (sorry)"]
+)
 def test_completion_tactic_drops_empty_and_sorry(text):
     assert completion_tactic(text) is None
 

@@ -200,7 +200,9 @@ def test_generate_proofs_uses_whole_proof_prompt_and_is_not_cut_at_newline(tiny_
 def test_generate_proofs_seq2seq_strategies(tiny_t5_dir, strategy):
     from lean_dojo_v2.prover import HFProver
 
-    prover = HFProver(str(tiny_t5_dir), device="cpu", strategy=strategy, seed=0, max_proof_tokens=12)
+    prover = HFProver(
+        str(tiny_t5_dir), device="cpu", strategy=strategy, seed=0, max_proof_tokens=12
+    )
     out = prover.generate_proofs(STATES, 2)
     assert len(out) == 2
     for cands in out:
@@ -220,7 +222,9 @@ def test_hf_prover_proves_real_theorem_on_replay_env(emitter_adapter, sample_the
     assert result.proof == [TACTIC] and result.checked_by == "replay"
 
 
-def test_hf_prover_whole_proof_mode_proves_real_theorem(emitter_adapter, sample_theorem, replay_env):
+def test_hf_prover_whole_proof_mode_proves_real_theorem(
+    emitter_adapter, sample_theorem, replay_env
+):
     from lean_dojo_v2.prover import HFProver, SearchConfig
 
     prover = HFProver(str(emitter_adapter), use_lora=True, device="cpu", seed=0)

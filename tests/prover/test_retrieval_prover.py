@@ -109,8 +109,13 @@ def test_generate_and_generate_proofs_feed_premises_to_the_model(tiny_dir, corpu
 
     retriever = OverlapRetriever(corpus)
     prover = RetrievalProver(
-        str(tiny_dir), retriever=retriever, num_premises=2, device="cpu",
-        strategy="greedy", max_new_tokens=6, max_proof_tokens=6,
+        str(tiny_dir),
+        retriever=retriever,
+        num_premises=2,
+        device="cpu",
+        strategy="greedy",
+        max_new_tokens=6,
+        max_proof_tokens=6,
     ).for_theorem(theorem)
     states = [t.state_before for t in theorem.traced_tactics] * 2
     out = prover.generate(states, 1)
@@ -118,8 +123,12 @@ def test_generate_and_generate_proofs_feed_premises_to_the_model(tiny_dir, corpu
     assert len(prover.generate_proofs(states, 1)) == len(states)
     # the premises change what the model sees, hence (greedy) what it answers
     no_premises = RetrievalProver(
-        str(tiny_dir), retriever=retriever, num_premises=0, device="cpu",
-        strategy="greedy", max_new_tokens=6,
+        str(tiny_dir),
+        retriever=retriever,
+        num_premises=0,
+        device="cpu",
+        strategy="greedy",
+        max_new_tokens=6,
     )
     assert no_premises.prompts(states[:1]) != prover.prompts(states[:1])
 
@@ -132,7 +141,9 @@ def test_retriever_is_required_and_checked(tiny_dir):
     with pytest.raises(ModelError, match="retrieve"):
         RetrievalProver(str(tiny_dir), retriever=object(), device="cpu")
     with pytest.raises(ModelError, match="num_premises"):
-        RetrievalProver(str(tiny_dir), retriever=OverlapRetriever.__new__(OverlapRetriever), num_premises=-1)
+        RetrievalProver(
+            str(tiny_dir), retriever=OverlapRetriever.__new__(OverlapRetriever), num_premises=-1
+        )
 
 
 def test_dense_retriever_and_exported_dir(tiny_dir, corpus, theorem, tmp_path):
@@ -144,7 +155,9 @@ def test_dense_retriever_and_exported_dir(tiny_dir, corpus, theorem, tmp_path):
 
     encoder = load_encoder(str(build_tiny_bert(tmp_path / "bert")), device="cpu")
     index = PremiseIndex.build(corpus, encoder, show_progress=False)
-    allowed = {premise_text(p) for p in corpus.accessible_premises(theorem.file_path, theorem.start)}
+    allowed = {
+        premise_text(p) for p in corpus.accessible_premises(theorem.file_path, theorem.start)
+    }
     state = theorem.traced_tactics[0].state_before
     dense = RetrievalProver(
         str(tiny_dir), retriever=DenseRetriever(encoder, index), num_premises=5, device="cpu"
@@ -164,9 +177,8 @@ def test_retrieval_prover_proves_real_theorem_on_replay(tiny_dir, corpus, tmp_pa
     from lean_dojo_v2.interaction import ReplayEnv
     from lean_dojo_v2.prover import RetrievalProver, SearchConfig
 
-    from .test_hf_prover import TACTIC
+    from .test_hf_prover import TACTIC, write_emitter_adapter
     from .test_hf_prover import THEOREM as PROVED
-    from .test_hf_prover import write_emitter_adapter
 
     adapter = write_emitter_adapter(tiny_dir, tmp_path / "adapter", TACTIC)
     (thm,) = [t for t in load_theorems(sample_dataset_path()) if t.full_name == PROVED]
