@@ -224,3 +224,45 @@ def test_prove_with_the_default_model(capsys: pytest.CaptureFixture[str]) -> Non
     summary = _last_json(out)
     assert summary["model"] == "smollm2" and summary["attempted"] == 2
     _check_counts(summary)
+
+
+def test_prove_pantograph_backend_counts_no_proof_it_cannot_recheck(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--backend pantograph`` through the fake Pantograph REPL (tests/fake_pantograph, which
+    answers from real recorded transitions) and the fake OpenAI server answering the recorded
+    tactics: the search runs on the REPL (backend pantograph, expansions made), and as the B4
+    sample has neither source files nor statements, ``verify`` cannot re-check a proof: none
+    counts (status failed, never proved)."""
+    import shlex
+
+    from fake_pantograph.launcher import fake_command
+
+    monkeypatch.setenv("FAKE_PANTOGRAPH_COPYFROM_RECORDED", "1")
+    oracle = OracleGenerator(SAMPLE)
+
+    def answer(request: dict, index: int) -> str:
+        text = "\n".join(str(m.get("content")) for m in request["messages"])
+        goals = [g for g in oracle.table if g in text]
+        if not goals or index == 0:
+            return "exact wrong_answer"
+        tactics = oracle.table[max(goals, key=len)]
+        return tactics[(index - 1) % len(tactics)]
+
+    theorems = [t for t in load_theorems(SAMPLE) if t.traced_tactics][:3]
+    names = [x for t in theorems for x in ("--theorem", t.full_name)]
+    with FakeOpenAI(completions=answer, models=("oracle",)) as server:
+        rc = main(
+            ["prove", "--data", SAMPLE, "--split", "all", "--backend", "pantograph"]
+            + ["--repl", shlex.join(fake_command()), "--generator", "openai"]
+            + ["--model", "oracle", "--base-url", server.base_url, "--json", "--no-progress"]
+            + ["--num-samples", "3", "--max-expansions", "20", "--parallel", "inline"]
+            + names
+        )
+    out, _ = capsys.readouterr()
+    assert rc == 0
+    summary = _last_json(out)
+    _check_counts(summary)
+    assert summary["backend"] == "pantograph" and summary["attempted"] == 3
+    assert summary["expansions"] >= 3
+    assert summary["proved"] == 0 and summary["failed"] == 3
