@@ -11,12 +11,14 @@ including its end), states/s and the batched/sequential ratio of states/s. Print
 Target: ratio >= 3 on 2 CPU cores.
 
 On a shared machine other jobs' load changes from minute to minute and can slow a run several
-times over. ``--repeats N`` alternates the two modes N times (batched, sequential, batched, ...)
-and reports each mode's fastest run (interference only ever adds time); ``cpu_seconds`` is the
-process CPU time of the reported run.
+times over. ``--repeats N`` runs the two modes N times each, interleaved in an ABBA order
+(batched, sequential, sequential, batched, ...) so that a drift in load hits both alike, and
+reports each mode's fastest run (interference only ever adds time) and the ratio of those; each
+adjacent pair gives a ratio too (``pair_ratios``, and their median). ``cpu_seconds`` is the
+process CPU time of the reported run, ``loadavg`` the 1-minute load average before and after.
 
     python benchmarks/generation_bench.py [--model smollm2] [--states 16] [--samples 8]
-        [--max-new-tokens 32] [--device auto] [--dtype auto] [--repeats 1]
+        [--max-new-tokens 32] [--device auto] [--dtype auto] [--repeats 2]
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import argparse
 import json
 import os
 import platform
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -78,7 +81,7 @@ def main() -> int:
     parser.add_argument("--device", default="auto")
     parser.add_argument("--dtype", default="auto")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--repeats", type=int, default=2)
     args = parser.parse_args()
 
     import torch
@@ -94,13 +97,25 @@ def main() -> int:
         loaded, strategy="sample", max_new_tokens=args.max_new_tokens, seed=args.seed
     )
     gen.generate(states[:1], 2)  # warm-up (first-call allocations)
+    load_before = os.getloadavg()[0]
+    modes = {"batched": len(states), "sequential": 1}
     runs: dict[str, list[dict[str, float]]] = {"batched": [], "sequential": []}
-    for _ in range(max(1, args.repeats)):
-        runs["batched"].append(run(gen, states, args.samples, batch_size=len(states)))
-        runs["sequential"].append(run(gen, states, args.samples, batch_size=1))
+    repeats = max(1, args.repeats)
+    order = [
+        ("batched", "sequential") if i % 2 == 0 else ("sequential", "batched")
+        for i in range(repeats)
+    ]
+    for pair in order:
+        for mode in pair:
+            runs[mode].append(run(gen, states, args.samples, batch_size=modes[mode]))
+            print(f"{mode}: {runs[mode][-1]}", file=sys.stderr, flush=True)
     batched = min(runs["batched"], key=lambda r: r["seconds"])
     sequential = min(runs["sequential"], key=lambda r: r["seconds"])
     ratio = batched["states_per_s"] / sequential["states_per_s"]
+    pair_ratios = [
+        round(s["seconds"] / b["seconds"], 2)
+        for b, s in zip(runs["batched"], runs["sequential"], strict=True)
+    ]
     result = {
         "bench": "generation",
         "model": loaded.source,
@@ -113,12 +128,15 @@ def main() -> int:
         "samples_per_state": args.samples,
         "max_new_tokens": args.max_new_tokens,
         "load_seconds": round(load_s, 2),
-        "repeats": max(1, args.repeats),
+        "repeats": repeats,
+        "loadavg": [round(load_before, 2), round(os.getloadavg()[0], 2)],
         "all_seconds": {k: [r["seconds"] for r in v] for k, v in runs.items()},
         "batched": batched,
         "sequential": sequential,
         "ratio_states_per_s": round(ratio, 2),
         "ratio_tokens_per_s": round(batched["tokens_per_s"] / sequential["tokens_per_s"], 2),
+        "pair_ratios": pair_ratios,
+        "median_pair_ratio": statistics.median(pair_ratios),
         "target_ratio": TARGET_RATIO,
         "meets_target": ratio >= TARGET_RATIO,
     }

@@ -22,6 +22,7 @@ model that transformers can ``generate`` with, on CPU or GPU.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -30,6 +31,7 @@ SHORTLIST = 64
 the mass are tried again with 16 times as many, up to the whole vocabulary."""
 
 
+@functools.cache
 def _growing_layer_class():
     from transformers.cache_utils import DynamicLayer
 
@@ -38,33 +40,60 @@ def _growing_layer_class():
         positions: an update writes in place and returns views, instead of copying the whole
         cache into a new tensor at every step."""
 
-        def adopt(self, keys: Any, values: Any, capacity: int) -> None:
-            import torch
-
+        def adopt(self, keys: Any, values: Any, capacity: int, repeats: int = 1) -> None:
+            """Take over ``keys``/``values`` (``(rows, heads, length, dim)``), each row repeated
+            ``repeats`` times (consecutively), into buffers with room for ``capacity`` positions."""
             rows, heads, length, _ = keys.shape
-            self._kbuf = torch.empty(
-                (rows, heads, capacity, keys.shape[-1]), dtype=keys.dtype, device=keys.device
-            )
-            self._vbuf = torch.empty(
-                (rows, heads, capacity, values.shape[-1]), dtype=values.dtype, device=values.device
-            )
-            self._kbuf[:, :, :length] = keys
-            self._vbuf[:, :, :length] = values
+            self._kbuf = keys.new_empty((rows * repeats, heads, capacity, keys.shape[-1]))
+            self._vbuf = values.new_empty((rows * repeats, heads, capacity, values.shape[-1]))
+            # Broadcast each row into its ``repeats`` copies: one write, no intermediate tensor.
+            kview = self._kbuf.view(rows, repeats, heads, capacity, keys.shape[-1])
+            vview = self._vbuf.view(rows, repeats, heads, capacity, values.shape[-1])
+            kview[:, :, :, :length] = keys[:, None]
+            vview[:, :, :, :length] = values[:, None]
+            self._rows = rows * repeats
             self._len = length
             self.dtype, self.device = keys.dtype, keys.device
             self.is_initialized = True
             self._views()
 
+        def allocate(
+            self, like: Any, rows: int, capacity: int, length: int, zero_until: int
+        ) -> None:
+            """Empty buffers of ``rows`` rows and ``capacity`` positions, shaped and typed as the
+            keys/values ``like`` (``(n, heads, _, dim)``), holding ``length`` positions of which
+            the first ``zero_until`` (padding no prompt writes) are zeros: masked positions must
+            still hold finite numbers, as attention multiplies them by a zero weight."""
+            _, heads, _, dim = like.shape
+            self._kbuf = like.new_empty((rows, heads, capacity, dim))
+            self._vbuf = like.new_empty((rows, heads, capacity, dim))
+            self._kbuf[:, :, :zero_until].zero_()
+            self._vbuf[:, :, :zero_until].zero_()
+            self._rows, self._len = rows, length
+            self.dtype, self.device = like.dtype, like.device
+            self.is_initialized = True
+            self._views()
+
+        def write_rows(self, rows: Sequence[int], repeats: int, keys: Any, values: Any) -> None:
+            """Put ``keys[j]``/``values[j]`` into the ``repeats`` rows of prompt ``rows[j]``,
+            right-aligned at the end of the prompt positions (left padding before them)."""
+            width, end = keys.shape[2], self._len
+            kview = self._kbuf.view(-1, repeats, *self._kbuf.shape[1:])
+            vview = self._vbuf.view(-1, repeats, *self._vbuf.shape[1:])
+            for j, row in enumerate(rows):
+                kview[row, :, :, end - width : end] = keys[j]
+                vview[row, :, :, end - width : end] = values[j]
+
         def _views(self) -> None:
-            self.keys = self._kbuf[:, :, : self._len]
-            self.values = self._vbuf[:, :, : self._len]
+            self.keys = self._kbuf[: self._rows, :, : self._len]
+            self.values = self._vbuf[: self._rows, :, : self._len]
 
         def update(self, key_states: Any, value_states: Any, *args: Any, **kwargs: Any):
             step = key_states.shape[-2]
             if self._len + step > self._kbuf.shape[2]:  # pragma: no cover - capacity is exact
                 return super().update(key_states, value_states, *args, **kwargs)
-            self._kbuf[:, :, self._len : self._len + step] = key_states
-            self._vbuf[:, :, self._len : self._len + step] = value_states
+            self._kbuf[: self._rows, :, self._len : self._len + step] = key_states
+            self._vbuf[: self._rows, :, self._len : self._len + step] = value_states
             self._len += step
             self._views()
             return self.keys, self.values
@@ -72,14 +101,26 @@ def _growing_layer_class():
         def get_seq_length(self) -> int:
             return self._len
 
+        def compact(self, holes: Any, sources: Any, rows: int) -> None:
+            """Keep the first ``rows`` rows, after moving row ``sources[i]`` into row
+            ``holes[i]`` (rows that have ended): only the moved rows are copied, in place."""
+            if holes.numel():
+                for buf in (self._kbuf, self._vbuf):
+                    live = buf[:, :, : self._len]
+                    live.index_copy_(0, holes, live.index_select(0, sources))
+            self._rows = rows
+            self._views()
+
         def batch_select_indices(self, indices: Any) -> None:
-            self._kbuf = self._kbuf.index_select(0, indices)
-            self._vbuf = self._vbuf.index_select(0, indices)
+            self._kbuf = self._kbuf[: self._rows].index_select(0, indices)
+            self._vbuf = self._vbuf[: self._rows].index_select(0, indices)
+            self._rows = self._kbuf.shape[0]
             self._views()
 
         def batch_repeat_interleave(self, repeats: int) -> None:
-            self._kbuf = self._kbuf.repeat_interleave(repeats, dim=0)
-            self._vbuf = self._vbuf.repeat_interleave(repeats, dim=0)
+            self._kbuf = self._kbuf[: self._rows].repeat_interleave(repeats, dim=0)
+            self._vbuf = self._vbuf[: self._rows].repeat_interleave(repeats, dim=0)
+            self._rows = self._kbuf.shape[0]
             self._views()
 
         def crop(self, tokens_to_remove: int) -> None:  # pragma: no cover - not used here
@@ -88,24 +129,174 @@ def _growing_layer_class():
     return _GrowingLayer
 
 
-def preallocate(cache: Any, extra: int) -> None:
+def preallocate(cache: Any, extra: int, repeats: int = 1) -> None:
     """Give each plain ``DynamicLayer`` of ``cache`` (after the prompt) room for ``extra`` more
-    positions; other layer kinds (sliding window, linear attention) are left as they are."""
+    positions, and repeat each of its rows ``repeats`` times (consecutively, as
+    ``batch_repeat_interleave``); other layer kinds (sliding window, linear attention) are only
+    repeated."""
     from transformers.cache_utils import DynamicLayer
 
     layers = getattr(cache, "layers", None)
     if not layers:
+        if repeats > 1:
+            cache.batch_repeat_interleave(repeats)
         return
     grow = _growing_layer_class()
     for i, layer in enumerate(layers):
-        if type(layer) is not DynamicLayer or not layer.is_initialized:
-            continue
-        keys, values = layer.keys, layer.values
-        if keys is None or keys.dim() != 4:
+        keys = getattr(layer, "keys", None)
+        if (
+            type(layer) is not DynamicLayer
+            or not layer.is_initialized
+            or keys is None
+            or keys.dim() != 4
+        ):
+            if repeats > 1:
+                layer.batch_repeat_interleave(repeats)
             continue
         new = grow()
-        new.adopt(keys, values, keys.shape[2] + extra)
+        new.adopt(keys, layer.values, keys.shape[2] + extra, repeats)
         layers[i] = new
+
+
+def length_groups(lengths: Sequence[int], slack: float = 0.15) -> list[list[int]]:
+    """Split prompts (by their unpadded ``lengths``) into groups of similar length, shortest
+    first, such that padding each group to its longest prompt adds at most ``slack`` of its real
+    tokens. Returns lists of prompt indices."""
+    groups: list[list[int]] = []
+    total = 0
+    for i in sorted(range(len(lengths)), key=lambda i: (lengths[i], i)):
+        group = groups[-1] if groups else None
+        if group is not None and (len(group) + 1) * lengths[i] <= (1 + slack) * (
+            total + lengths[i]
+        ):
+            group.append(i)
+            total += lengths[i]
+        else:
+            groups.append([i])
+            total = lengths[i]
+    return groups
+
+
+def prefill_grouped(
+    model: Any,
+    input_ids: Any,
+    mask: Any,
+    *,
+    extra_positions: int,
+    repeats: int,
+    forward_kwargs: dict[str, Any],
+) -> tuple[Any, Any] | None:
+    """Run the left-padded prompts of ``input_ids`` through ``model`` in groups of similar length
+    (:func:`length_groups`), each group padded only to its own longest prompt, and gather their
+    KV caches into one preallocated cache (room for ``extra_positions`` more, each prompt's rows
+    repeated ``repeats`` times), laid out as a prefill of the whole padded batch would leave it.
+    Padding to the longest prompt of the batch costs compute in every layer (a third more tokens
+    than the prompts hold on the benchmark's real states) and masked attention.
+
+    Returns ``(cache, last_logits)`` (float32 logits of each prompt's last position), or None when
+    grouping does not apply: a single group, or a model whose cache is not made of plain
+    ``DynamicLayer`` s (sliding windows, linear attention)."""
+    import torch
+    from transformers.cache_utils import DynamicLayer
+
+    lengths = mask.sum(-1).tolist()
+    groups = length_groups(lengths)
+    if len(groups) < 2:
+        return None
+    prompts, total = input_ids.shape
+    grow = _growing_layer_class()
+    cache = None
+    logits = None
+    for group in groups:
+        width = max(lengths[i] for i in group)
+        index = torch.tensor(group, device=input_ids.device)
+        ids = input_ids.index_select(0, index)[:, total - width :]
+        sub_mask = mask.index_select(0, index)[:, total - width :]
+        positions = (sub_mask.cumsum(-1) - 1).clamp(min=0)
+        out = model(
+            input_ids=ids,
+            attention_mask=sub_mask,
+            position_ids=positions,
+            use_cache=True,
+            **forward_kwargs,
+        )
+        layers = getattr(out.past_key_values, "layers", None)
+        if cache is None:
+            plain = layers and all(
+                type(layer) is DynamicLayer
+                and layer.is_initialized
+                and getattr(layer, "keys", None) is not None
+                and layer.keys.dim() == 4
+                for layer in layers
+            )
+            if not plain:
+                return None
+            cache = out.past_key_values
+            big = []
+            for layer in layers:
+                new = grow()
+                new.allocate(
+                    layer.keys,
+                    prompts * repeats,
+                    total + extra_positions,
+                    total,
+                    total - min(lengths),
+                )
+                big.append(new)
+            last = out.logits[:, -1, :].float()
+            logits = last.new_empty((prompts, last.shape[-1]))
+        else:
+            last = out.logits[:, -1, :].float()
+        logits[index] = last
+        for new, layer in zip(big, layers, strict=True):
+            new.write_rows(group, repeats, layer.keys, layer.values)
+        del out
+    cache.layers[:] = big
+    return cache, logits
+
+
+def drop_rows(cache: Any, keep: list[int]) -> list[int]:
+    """Shrink the batch of ``cache`` to the rows ``keep`` (sorted positions of the rows still
+    running) and return the new order: position ``i`` of the smaller batch holds the old row
+    ``order[i]``.
+
+    Rows that have ended are filled with running rows taken from the end of the batch, so a
+    preallocated layer copies only as many rows as have ended, in place (no new buffers), instead
+    of every row after the first that ended. Other layers select ``order``."""
+    import torch
+
+    rows = len(keep)
+    kept = set(keep)
+    holes = [b for b in range(rows) if b not in kept]
+    sources = [b for b in keep if b >= rows]  # as many as holes
+    order = list(range(rows))
+    for h, src in zip(holes, sources, strict=True):
+        order[h] = src
+    device = _cache_device(cache)
+    layers = getattr(cache, "layers", None)
+    if not layers:
+        cache.batch_select_indices(torch.tensor(order, device=device))
+        return order
+    grow = _growing_layer_class()
+    holes_t = torch.tensor(holes, dtype=torch.long, device=device)
+    sources_t = torch.tensor(sources, dtype=torch.long, device=device)
+    order_t = None
+    for layer in layers:
+        if isinstance(layer, grow):
+            layer.compact(holes_t, sources_t, rows)
+        elif getattr(layer, "is_initialized", False):
+            if order_t is None:
+                order_t = torch.tensor(order, dtype=torch.long, device=device)
+            layer.batch_select_indices(order_t)
+    return order
+
+
+def _cache_device(cache: Any) -> Any:
+    for layer in getattr(cache, "layers", None) or ():
+        keys = getattr(layer, "keys", None)
+        if keys is not None and hasattr(keys, "device"):
+            return keys.device
+    return None
 
 
 def next_tokens(
@@ -173,6 +364,7 @@ def decode_causal(
     share_prompt: bool = True,
     logits_to_keep: bool = True,
     preallocate_cache: bool = True,
+    group_prompts: bool = True,
 ) -> tuple[list[list[int]], list[list[float]]]:
     """Decode ``num_samples`` continuations of each left-padded prompt of ``input_ids``.
 
@@ -191,23 +383,38 @@ def decode_causal(
         input_ids = input_ids.repeat_interleave(num_samples, dim=0)
         mask = mask.repeat_interleave(num_samples, dim=0)
         positions = positions.repeat_interleave(num_samples, dim=0)
-    out = model(
-        input_ids=input_ids,
-        attention_mask=mask,
-        position_ids=positions,
-        use_cache=True,
-        **extra,
-    )
-    cache = out.past_key_values
-    logits = out.logits[:, -1, :].float()
-    del out
-    if preallocate_cache:
-        preallocate(cache, max_new_tokens)
-    if share_prompt and num_samples > 1:
-        cache.batch_repeat_interleave(num_samples)
-        logits = logits.repeat_interleave(num_samples, dim=0)
-        mask = mask.repeat_interleave(num_samples, dim=0)
-        positions = positions.repeat_interleave(num_samples, dim=0)
+    repeats = num_samples if share_prompt and num_samples > 1 else 1
+    grouped = None
+    if preallocate_cache and group_prompts:
+        grouped = prefill_grouped(
+            model,
+            input_ids,
+            mask,
+            extra_positions=max_new_tokens,
+            repeats=repeats,
+            forward_kwargs=extra,
+        )
+    if grouped is not None:
+        cache, logits = grouped
+    else:
+        out = model(
+            input_ids=input_ids,
+            attention_mask=mask,
+            position_ids=positions,
+            use_cache=True,
+            **extra,
+        )
+        cache = out.past_key_values
+        logits = out.logits[:, -1, :].float()
+        del out
+        if preallocate_cache:
+            preallocate(cache, max_new_tokens, repeats)
+        elif repeats > 1:
+            cache.batch_repeat_interleave(repeats)
+    if repeats > 1:
+        logits = logits.repeat_interleave(repeats, dim=0)
+        mask = mask.repeat_interleave(repeats, dim=0)
+        positions = positions.repeat_interleave(repeats, dim=0)
     rows = logits.shape[0]
     tokens: list[list[int]] = [[] for _ in range(rows)]
     scores: list[list[float]] = [[] for _ in range(rows)]
@@ -227,10 +434,10 @@ def decode_causal(
         if not keep or step + 1 == max_new_tokens:
             break
         if len(keep) < len(active_rows):
-            sel = torch.tensor(keep, device=input_ids.device)
-            cache.batch_select_indices(sel)
+            order = drop_rows(cache, keep)
+            sel = torch.tensor(order, device=input_ids.device)
             chosen, mask, position = chosen[sel], mask[sel], position[sel]
-            active_rows = [active_rows[b] for b in keep]
+            active_rows = [active_rows[b] for b in order]
         position = position + 1
         mask = torch.cat([mask, mask.new_ones((mask.shape[0], 1))], dim=1)
         out = model(

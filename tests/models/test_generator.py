@@ -24,6 +24,19 @@ STATES = [
 ]
 
 
+BATCH_TOL = 1e-4
+"""Issue #9: batched greedy generation equals one-by-one: the same tactics, log-probs within 1e-4."""
+
+FORWARD_TOL = 1e-4
+"""Generated log-probs vs a direct forward pass over prompt + tactic. Both are fp32, but they are
+not the same computation: decoding runs the tactic one token at a time against a KV cache (and,
+batched, next to other rows and left padding), the forward pass runs it in one matrix product per
+layer, so sums are taken in a different order and the two differ by float32 rounding (at most
+~2e-6 per tactic on these models, measured for every strategy and kind; the reference is summed
+in float64 after the model). 1e-4 bounds that with ample margin; a real error (a token scored
+at the wrong position, a warped distribution, a missing end token) is off by far more."""
+
+
 def _gen(loaded, **kw) -> HFTacticGenerator:
     kw.setdefault("max_new_tokens", 10)
     kw.setdefault("seed", 0)
@@ -46,7 +59,7 @@ def test_batched_greedy_generation_equals_one_by_one(which, request):
     ]
     for cs_b, cs_1 in zip(batched, one_by_one, strict=True):
         for b, o in zip(cs_b, cs_1, strict=True):
-            assert abs(b.logprob - o.logprob) < 1e-4
+            assert abs(b.logprob - o.logprob) < BATCH_TOL
 
 
 def _capture(monkeypatch, gen):
@@ -117,7 +130,7 @@ def test_logprobs_equal_a_direct_forward_pass(which, strategy, request, monkeypa
     checked = 0
     for cands, table in zip(out, best, strict=True):
         for c in cands:
-            assert math.isclose(c.logprob, table[c.tactic], abs_tol=1e-3), (c, table[c.tactic])
+            assert abs(c.logprob - table[c.tactic]) < FORWARD_TOL, (c, table[c.tactic])
             checked += 1
     assert checked >= 2
 
@@ -143,7 +156,7 @@ def test_shared_prompt_cache_gives_the_same_samples(tiny_causal):
     b = _gen(tiny_causal, strategy="sample", seed=3, share_prompt_cache=False).generate(STATES, 3)
     assert [[c.tactic for c in cs] for cs in a] == [[c.tactic for c in cs] for cs in b]
     for x, y in zip(a, b, strict=True):
-        assert all(abs(c.logprob - d.logprob) < 1e-4 for c, d in zip(x, y, strict=True))
+        assert all(abs(c.logprob - d.logprob) < BATCH_TOL for c, d in zip(x, y, strict=True))
 
 
 @pytest.mark.parametrize("which", ["tiny_causal", "tiny_seq2seq"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from lean_dojo_v2.models.decoding import decode_causal, next_tokens
+from lean_dojo_v2.models.decoding import decode_causal, length_groups, next_tokens
 from lean_dojo_v2.models.generator import HFTacticGenerator
 
 STATES = ["n : ℕ\n⊢ n + 0 = n", "p q : Prop\nhp : p\nhq : q\n⊢ p ∧ q", "⊢ True"]
@@ -116,6 +116,56 @@ def test_preallocated_cache_decodes_like_the_dynamic_cache(tiny_causal):
                     top_p=0.9,
                     finished=lambda row, toks: False,
                     preallocate_cache=prealloc,
+                )
+            )
+    (tok_a, lp_a), (tok_b, lp_b) = runs
+    assert tok_a == tok_b
+    for a, b in zip(lp_a, lp_b, strict=True):
+        assert all(abs(x - y) < 1e-5 for x, y in zip(a, b, strict=True))
+
+
+def test_length_groups_bound_the_padding_and_cover_every_prompt():
+    lengths = [176, 216, 125, 163, 141, 142, 118, 132, 134, 180, 137, 155, 136, 127, 152, 151]
+    groups = length_groups(lengths, slack=0.15)
+    assert sorted(i for g in groups for i in g) == list(range(len(lengths)))
+    assert len(groups) > 1
+    for g in groups:
+        real = sum(lengths[i] for i in g)
+        assert len(g) * max(lengths[i] for i in g) <= 1.15 * real
+    assert length_groups([5, 5, 5]) == [[0, 1, 2]]
+    assert length_groups([]) == []
+
+
+LONG_AND_SHORT = [
+    "⊢ True",
+    "a b c : ℕ\nh₁ : a ≤ b\nh₂ : b ≤ c\nh₃ : c ≤ a + 1\n⊢ a ≤ c ∧ c ≤ a + 1 ∧ b ≤ a + 1 ∧ a + b ≤ 2 * c",
+    "n : ℕ\n⊢ n + 0 = n",
+]
+
+
+@pytest.mark.parametrize("greedy", [True, False])
+def test_grouped_prefill_decodes_like_one_padded_prefill(tiny_causal, greedy):
+    import torch
+
+    ids, mask = _encode(tiny_causal, LONG_AND_SHORT)
+    assert len(length_groups(mask.sum(-1).tolist())) > 1  # the grouping is exercised
+    runs = []
+    for grouped in (True, False):
+        torch.manual_seed(11)
+        with torch.inference_mode():
+            runs.append(
+                decode_causal(
+                    tiny_causal.model,
+                    ids,
+                    mask,
+                    num_samples=3,
+                    max_new_tokens=8,
+                    stop_ids=[tiny_causal.tokenizer.eos_token_id],
+                    greedy=greedy,
+                    temperature=0.9,
+                    top_p=0.9,
+                    finished=lambda row, toks: False,
+                    group_prompts=grouped,
                 )
             )
     (tok_a, lp_a), (tok_b, lp_b) = runs
