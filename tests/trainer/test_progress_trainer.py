@@ -243,6 +243,7 @@ def test_cli_unknown_key_and_missing_data(tmp_path, capsys):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # minutes on a quiet CPU; far more on a busy shared one
 def test_minilm_learns_steps_remaining_on_real_sample(tmp_path):
     """The offline default (MiniLM) on the bundled real sample, one epoch: predictions beat the
     constant guess of the training rows' mean label on the held-out proofs."""
