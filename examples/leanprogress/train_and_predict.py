@@ -67,7 +67,9 @@ def main(argv: list[str] | None = None) -> int:
 
         # 3. Predict held-out states, as search would (goal + tactics so far, no candidate).
         model = ProgressModel.load(out)
-        _, held = split_rows(read_progress_jsonl(data), trainer.config.eval_ratio, trainer.config.seed)
+        _, held = split_rows(
+            read_progress_jsonl(data), trainer.config.eval_ratio, trainer.config.seed
+        )
         shown = held[:6]
         preds = model.predict([r.goal for r in shown], prefixes=[r.prefix for r in shown])
         print("3. predictions on held-out states (true steps remaining -> predicted):")

@@ -24,7 +24,16 @@ def test_leanprogress_example_creates_trains_predicts(tmp_path, capsys, _one_thr
     spec.loader.exec_module(module)
     tiny = build_tiny_bert(tmp_path / "tiny")
     out = tmp_path / "run"
-    argv = ["--output-dir", str(out), "--model", str(tiny), "--max-steps", "2", "--max-length", "64"]
+    argv = [
+        "--output-dir",
+        str(out),
+        "--model",
+        str(tiny),
+        "--max-steps",
+        "2",
+        "--max-length",
+        "64",
+    ]
     assert module.main(argv) == 0
     text = capsys.readouterr().out
     assert "1. 158 rows from 51 proofs" in text
