@@ -70,6 +70,10 @@ class TrainingConfig:
         max_examples (`int` or `None`, *optional*, defaults to `None`):
             Use only the first this many (goal, positive) examples per pass (smoke runs and
             benchmarks). `None`: all.
+        group_by_length (`bool`, *optional*, defaults to `True`):
+            Batch goals of similar length together (shuffled within groups of 50 batches, batch
+            order shuffled): much less padding, 2-3x faster on real goal states whose lengths
+            vary from a few to hundreds of tokens. `False`: plain shuffling.
         num_retrieved (`int`, *optional*, defaults to `100`):
             Depth of the rankings that validation and `evaluate()` compute (the MRR counts a first
             hit within this many; recall@k needs k <= `num_retrieved`).
@@ -88,6 +92,7 @@ class TrainingConfig:
             `grad_cache_chunk_size`, compute the loss and its gradient with respect to the cached
             embeddings, then re-encode chunk by chunk and back-propagate that gradient. Same loss
             and gradients as the plain loss, with the memory of one chunk: very large batches fit.
+            One device only for now (not with DDP).
         grad_cache_chunk_size (`int`, *optional*, defaults to `32`):
             Texts (goals or premises) encoded at a time by the cached loss.
         lambda_value (`float`, *optional*, defaults to `0.1`):
@@ -200,6 +205,7 @@ class TrainingConfig:
     num_negatives: int = 3
     num_in_file_negatives: int = 1
     max_examples: int | None = None
+    group_by_length: bool = True
     num_retrieved: int = 100
     cumulative: bool = False
     # loss

@@ -135,12 +135,30 @@ class RetrievalDataset:
 
 class EpochSampler:
     """Shuffles ``range(n)`` by (seed, epoch) and yields ``(index, epoch)`` keys; Lightning calls
-    :meth:`set_epoch` at each epoch start (so resumed runs reproduce the order)."""
+    :meth:`set_epoch` at each epoch start (so resumed runs reproduce the order).
 
-    def __init__(self, n: int, seed: int = 0, shuffle: bool = True) -> None:
+    With ``lengths`` (e.g. the characters of each example's goal) and ``batch_size``, examples are
+    grouped by length: the shuffled order is cut into mega-batches of 50 batches, each sorted by
+    length, cut into batches, and the batches are shuffled. Batches then hold goals of similar
+    length and pad far less (the goals of real proofs range from a few to hundreds of tokens).
+    """
+
+    def __init__(
+        self,
+        n: int,
+        seed: int = 0,
+        shuffle: bool = True,
+        *,
+        lengths: Sequence[int] | None = None,
+        batch_size: int = 1,
+    ) -> None:
+        if lengths is not None and len(lengths) != n:
+            raise ValueError(f"{len(lengths)} lengths for {n} examples")
         self.n = n
         self.seed = seed
         self.shuffle = shuffle
+        self.lengths = list(lengths) if lengths is not None else None
+        self.batch_size = max(1, int(batch_size))
         self.epoch = 0
 
     def set_epoch(self, epoch: int) -> None:
@@ -151,8 +169,18 @@ class EpochSampler:
 
     def __iter__(self) -> Iterator[tuple[int, int]]:
         order = list(range(self.n))
+        rng = random.Random(f"{self.seed}:order:{self.epoch}")
         if self.shuffle:
-            random.Random(f"{self.seed}:order:{self.epoch}").shuffle(order)
+            rng.shuffle(order)
+        if self.lengths is not None:
+            mega = self.batch_size * 50
+            batches: list[list[int]] = []
+            for s in range(0, len(order), mega):
+                chunk = sorted(order[s : s + mega], key=lambda i: -self.lengths[i])
+                batches += [chunk[b : b + self.batch_size] for b in range(0, len(chunk), self.batch_size)]
+            if self.shuffle:
+                rng.shuffle(batches)
+            order = [i for b in batches for i in b]
         return iter([(i, self.epoch) for i in order])
 
 

@@ -706,7 +706,13 @@ class RetrievalTrainer:
         return DataLoader(
             dataset,
             batch_size=cfg.batch_size,
-            sampler=EpochSampler(len(dataset), seed=cfg.seed, shuffle=shuffle),
+            sampler=EpochSampler(
+                len(dataset),
+                seed=cfg.seed,
+                shuffle=shuffle,
+                lengths=[len(e.query) for e in examples] if cfg.group_by_length else None,
+                batch_size=cfg.batch_size,
+            ),
             collate_fn=Collator(self.encoder.tokenize),
             num_workers=0,
         )
@@ -726,6 +732,14 @@ class RetrievalTrainer:
         from torch.utils.data import DataLoader
 
         cfg = self.config
+        if cfg.grad_cache and (self._world_size() > 1 or "ddp" in cfg.strategy):
+            from .errors import ConfigValueError
+
+            raise ConfigValueError(
+                "grad_cache works on one device only for now (its chunked backward passes do not "
+                "fit DDP's one-backward-per-forward gradient sync); set grad_cache=false for "
+                "multi-GPU training, or train on one device"
+            )
         pl.seed_everything(cfg.seed + k, workers=True, verbose=False)
         loader = self._loader(train, corpus)
         if cfg.val_max_queries is not None:

@@ -105,3 +105,19 @@ def test_epoch_sampler_is_a_seeded_permutation_per_epoch():
     s.set_epoch(1)
     second = list(s)
     assert [i for i, _ in second] != [i for i, _ in first] and {e for _, e in second} == {1}
+
+
+def test_group_by_length_batches_similar_lengths_and_keeps_every_example_once():
+    from lean_dojo_v2.trainer.retrieval_data import EpochSampler
+
+    lengths = [random.Random(i).randint(1, 300) for i in range(200)]
+    s = EpochSampler(200, seed=1, lengths=lengths, batch_size=8)
+    keys = list(s)
+    assert sorted(i for i, _ in keys) == list(range(200))
+    batches = [[lengths[i] for i, _ in keys[b : b + 8]] for b in range(0, 200, 8)]
+    spread = sum(max(b) - min(b) for b in batches) / len(batches)
+    plain = list(EpochSampler(200, seed=1))
+    plain_batches = [[lengths[i] for i, _ in plain[b : b + 8]] for b in range(0, 200, 8)]
+    plain_spread = sum(max(b) - min(b) for b in plain_batches) / len(plain_batches)
+    assert spread < plain_spread / 4
+    assert list(s) == keys  # seeded
