@@ -2,12 +2,19 @@
 
 Trains ``--steps`` optimizer steps (batch ``--batch-size``) on the bundled real sample with the
 default model (SmolLM2-135M-Instruct, CPU, fp32), once with a LoRA adapter (r=16, all linear
-layers) and once updating every weight, each into a fresh temporary output directory. The time of
+layers) and updating every weight, each run into a fresh temporary output directory. The time of
 the training loop alone (from TRL's train begin to its end: forward, backward, optimizer, logging,
 no model load, no final save) gives examples/s; the whole ``train()`` call is reported too.
 Prints one JSON object, so later changes can be compared.
 
-    python benchmarks/sft_bench.py [--steps 16] [--batch-size 2] [--model smollm2] [--out FILE]
+The two variants are measured side by side in one process: ``--repeats N`` runs them N times each
+in an ABBA order (lora, full, full, lora, ...) so that a change in the machine's load hits both
+alike; each variant reports its fastest run (``all_examples_per_s`` has every run), and
+``lora_over_full`` (examples/s of LoRA over full) compares those. ``loadavg`` is the 1-minute
+load average before and after.
+
+    python benchmarks/sft_bench.py [--steps 16] [--batch-size 2] [--repeats 2] [--model smollm2]
+        [--out FILE]
 """
 
 from __future__ import annotations
@@ -90,6 +97,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=16)
     parser.add_argument("--batch-size", type=int, default=2)
     parser.add_argument("--max-seq-len", type=int, default=1024)
+    parser.add_argument("--repeats", type=int, default=2, help="runs of each variant, ABBA order")
     parser.add_argument("--model", default=None, help="default: the bundled SmolLM2-135M-Instruct")
     parser.add_argument("--out", type=Path, help="also write the JSON to this file")
     args = parser.parse_args()
@@ -107,8 +115,20 @@ def main() -> None:
         "python": platform.python_version(),
         "batch_size": args.batch_size,
     }
-    for variant in ("lora", "full"):
-        report[variant] = run(variant, args.model, args.steps, args.batch_size, args.max_seq_len)
+    report["loadavg_before"] = round(os.getloadavg()[0], 2)
+    repeats = max(1, args.repeats)
+    runs: dict[str, list[dict]] = {"lora": [], "full": []}
+    for i in range(repeats):
+        for variant in ("lora", "full") if i % 2 == 0 else ("full", "lora"):
+            runs[variant].append(
+                run(variant, args.model, args.steps, args.batch_size, args.max_seq_len)
+            )
+            print(f"{variant}: {runs[variant][-1]}", file=sys.stderr, flush=True)
+    report["loadavg_after"] = round(os.getloadavg()[0], 2)
+    report["repeats"] = repeats
+    for variant, done in runs.items():
+        report[variant] = max(done, key=lambda r: r["examples_per_s"] or 0.0)
+        report[variant]["all_examples_per_s"] = [r["examples_per_s"] for r in done]
     lora, full = report["lora"]["examples_per_s"], report["full"]["examples_per_s"]
     report["lora_over_full"] = round(lora / full, 3) if lora and full else None
     text = json.dumps(report)

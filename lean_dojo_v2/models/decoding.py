@@ -6,15 +6,21 @@ by concatenation at every step and sorts the whole vocabulary of every row for t
 short and end at very different steps, so :func:`decode_causal` instead
 
 * runs each prompt once and copies its KV cache to its samples (``share_prompt=True``);
+* runs the prompts in groups of similar length (:func:`prefill_grouped`), each padded only to its
+  own longest prompt rather than to the batch's;
 * drops a sequence from the batch (its rows of the KV cache, mask and positions) as soon as it has
-  ended, so the per-step cost follows the sequences still running;
+  ended, so the per-step cost follows the sequences still running; the rows that ended are
+  refilled in place with running rows from the end of the batch (:func:`drop_rows`), so only as
+  many rows are copied as have ended and no buffer is reallocated;
 * writes keys and values into a preallocated buffer (:class:`_GrowingLayer`) instead of
   concatenating;
 * samples with top-p over a ``topk`` shortlist, falling back to a full sort only for the rows whose
   shortlist holds less than ``top_p`` of the probability mass (exact: the same distribution as
   transformers' ``TopPLogitsWarper``);
 * records each chosen token's log-probability (temperature 1, before any warper) from the raw
-  logits as ``logit - logsumexp``.
+  logits as ``logit - logsumexp``, in float32 whatever the model's dtype (bf16 on GPUs).
+
+Every tensor it creates is made on the device of the model's inputs or cache.
 
 It only calls the model's forward pass with a ``DynamicCache``, so it works for any decoder-only
 model that transformers can ``generate`` with, on CPU or GPU.
@@ -372,7 +378,13 @@ def decode_causal(
     (up to and including the token that ended it) and each token's log-probability under the
     model (temperature 1). A sequence ends at a token of ``stop_ids``, when ``finished(row, ids)``
     says its text is complete (``row`` numbers the sequences as in the result), or
-    after ``max_new_tokens``. Run under ``torch.inference_mode()``."""
+    after ``max_new_tokens``. Run under ``torch.inference_mode()``.
+
+    ``share_prompt``: run each prompt once and copy its cache to its samples (else the prompts are
+    repeated first). ``logits_to_keep``: the model's forward takes it (the LM head is skipped on
+    prompt positions). ``preallocate_cache``: decode into preallocated KV buffers.
+    ``group_prompts``: with ``preallocate_cache``, prefill prompts in groups of similar length.
+    The switches change speed, not results (beyond float32 rounding); tests compare them."""
     import torch
 
     stops = torch.tensor(sorted(set(stop_ids)) or [-1], device=input_ids.device)
