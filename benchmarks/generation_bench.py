@@ -16,6 +16,7 @@ times over. ``--repeats N`` runs the two modes N times each, interleaved in an A
 reports each mode's fastest run (interference only ever adds time) and the ratio of those; each
 adjacent pair gives a ratio too (``pair_ratios``, and their median). ``cpu_seconds`` is the
 process CPU time of the reported run, ``loadavg`` the 1-minute load average before and after.
+``--max-seconds S`` starts no new pair after S seconds (a loaded machine can take an hour).
 
     python benchmarks/generation_bench.py [--model smollm2] [--states 16] [--samples 8]
         [--max-new-tokens 32] [--device auto] [--dtype auto] [--repeats 2]
@@ -82,6 +83,12 @@ def main() -> int:
     parser.add_argument("--dtype", default="auto")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument(
+        "--max-seconds",
+        type=float,
+        default=0,
+        help="start no new pair of runs after this many seconds (0: no limit)",
+    )
     args = parser.parse_args()
 
     import torch
@@ -105,7 +112,11 @@ def main() -> int:
         ("batched", "sequential") if i % 2 == 0 else ("sequential", "batched")
         for i in range(repeats)
     ]
-    for pair in order:
+    started = time.perf_counter()
+    for i, pair in enumerate(order):
+        if i and args.max_seconds and time.perf_counter() - started > args.max_seconds:
+            print(f"--max-seconds reached: {i} pairs of runs", file=sys.stderr, flush=True)
+            break
         for mode in pair:
             runs[mode].append(run(gen, states, args.samples, batch_size=modes[mode]))
             print(f"{mode}: {runs[mode][-1]}", file=sys.stderr, flush=True)
@@ -128,7 +139,8 @@ def main() -> int:
         "samples_per_state": args.samples,
         "max_new_tokens": args.max_new_tokens,
         "load_seconds": round(load_s, 2),
-        "repeats": repeats,
+        "repeats": len(runs["batched"]),
+        "repeats_asked": repeats,
         "loadavg": [round(load_before, 2), round(os.getloadavg()[0], 2)],
         "all_seconds": {k: [r["seconds"] for r in v] for k, v in runs.items()},
         "batched": batched,
