@@ -116,8 +116,10 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.flush()
         print(json.dumps(result))
     else:
-        print(f"trained {result['steps']} steps over {len(result['passes'])} pass(es); "
-              f"encoder in {result['encoder_dir']}")
+        print(
+            f"trained {result['steps']} steps over {len(result['passes'])} pass(es); "
+            f"encoder in {result['encoder_dir']}"
+        )
         for d, m in result["test"].items():
             print(f"  {d}: " + ", ".join(f"{k} {v}" for k, v in m.items()))
     return 0

@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    import torch
     from torch import Tensor, nn
 
 log = logging.getLogger(__name__)

@@ -30,7 +30,9 @@ def add_retrieval_parser(train_sub: argparse._SubParsersAction) -> argparse.Argu
         "last checkpoint. Afterwards the test split is evaluated (R@1, R@10, MRR, FullRecall@10).",
     )
     what = p.add_mutually_exclusive_group()
-    what.add_argument("--data", metavar="DIR", help="LeanDojo dataset directory (with corpus.jsonl)")
+    what.add_argument(
+        "--data", metavar="DIR", help="LeanDojo dataset directory (with corpus.jsonl)"
+    )
     what.add_argument("--db", metavar="FILE", help="DynamicDatabase file: train on its curriculum")
     p.add_argument("--config", metavar="FILE", help="YAML file of TrainingConfig keys")
     p.add_argument(
@@ -96,8 +98,8 @@ def cmd_train_retrieval(args: argparse.Namespace) -> int:
 
         data = str(sample_dataset_path())
 
-    from .retrieval_trainer import RetrievalTrainer
     from .cli import _repo_arg as repo_arg
+    from .retrieval_trainer import RetrievalTrainer
 
     trainer = RetrievalTrainer(config)
     repos = [repo_arg(r) for r in args.repos] if args.repos else None

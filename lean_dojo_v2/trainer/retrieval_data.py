@@ -102,7 +102,8 @@ class NegativeSampler:
         if self.num_negatives == 0:
             return []
         pool = [
-            p for p in self.accessible(example.file_path, example.pos)
+            p
+            for p in self.accessible(example.file_path, example.pos)
             if p.full_name not in example.positives
         ]
         in_file = [p for p in pool if p.path == example.positive.path]
@@ -177,7 +178,9 @@ class EpochSampler:
             batches: list[list[int]] = []
             for s in range(0, len(order), mega):
                 chunk = sorted(order[s : s + mega], key=lambda i: -self.lengths[i])
-                batches += [chunk[b : b + self.batch_size] for b in range(0, len(chunk), self.batch_size)]
+                batches += [
+                    chunk[b : b + self.batch_size] for b in range(0, len(chunk), self.batch_size)
+                ]
             if self.shuffle:
                 rng.shuffle(batches)
             order = [i for b in batches for i in b]
@@ -249,7 +252,9 @@ class Collator:
     def __init__(self, tokenize: Callable[[Sequence[str]], Mapping[str, Tensor]]) -> None:
         self.tokenize = tokenize
 
-    def __call__(self, items: Sequence[tuple[RetrievalExample, Sequence[Premise]]]) -> RetrievalBatch:
+    def __call__(
+        self, items: Sequence[tuple[RetrievalExample, Sequence[Premise]]]
+    ) -> RetrievalBatch:
         from ..models.retrieval import premise_text
 
         return collate(items, self.tokenize, premise_text)

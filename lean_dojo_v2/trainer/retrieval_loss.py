@@ -68,9 +68,8 @@ def masked_contrastive_loss(
     is a positive of row ``i``'s goal; the row's own target may be marked or not). ``reduction``:
     ``mean`` (over rows), ``sum`` or ``none`` (``[B]``).
     """
-    import torch.nn.functional as F
-
     import torch
+    import torch.nn.functional as F
 
     logits = masked_logits(query_emb, cand_emb, targets, positive_mask, temperature)
     if logits.dtype not in (torch.float32, torch.float64):  # half precision: softmax in fp32

@@ -9,8 +9,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 TESTS = Path(__file__).resolve().parents[1]
 if str(TESTS) not in sys.path:
     sys.path.insert(0, str(TESTS))
@@ -28,9 +26,21 @@ def test_seed_config_names_are_the_retrieval_config_and_a_documented_prover_conf
 
     assert TrainingConfig is T2 is T3 and ProverConfig is P2 and DynamicDatabase is D2
     seed_fields = {
-        "model_name", "lr", "warmup_steps", "max_seq_len", "num_retrieved", "batch_size",
-        "eval_batch_size", "accumulate_grad_batches", "num_gpus", "precision", "num_negatives",
-        "num_in_file_negatives", "lambda_value", "seed", "max_epochs",
+        "model_name",
+        "lr",
+        "warmup_steps",
+        "max_seq_len",
+        "num_retrieved",
+        "batch_size",
+        "eval_batch_size",
+        "accumulate_grad_batches",
+        "num_gpus",
+        "precision",
+        "num_negatives",
+        "num_in_file_negatives",
+        "lambda_value",
+        "seed",
+        "max_epochs",
     }
     cfg = TrainingConfig()
     assert seed_fields <= set(vars(cfg))
@@ -45,7 +55,9 @@ def test_seed_config_names_are_the_retrieval_config_and_a_documented_prover_conf
 def test_help_says_proving_comes_later():
     out = subprocess.run(
         [sys.executable, "-m", "lean_dojo_v2.lean_agent", "--help"],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
     assert "--db" in out and "later issue" in out
 
@@ -68,12 +80,29 @@ def test_lean_agent_loop_trains_the_curriculum_with_ewc_and_evaluates_each_repos
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        rc = main([
-            "--db", str(tmp_path / "db.sqlite"), "-o", str(tmp_path / "out"), "--json",
-            "--set", f"model_name={enc}", "--set", "max_steps=2", "--set", "accelerator=cpu",
-            "--set", "progress_bar=false", "--set", "report_to=none", "--set", "max_seq_len=64",
-            "--set", "batch_size=8",
-        ])
+        rc = main(
+            [
+                "--db",
+                str(tmp_path / "db.sqlite"),
+                "-o",
+                str(tmp_path / "out"),
+                "--json",
+                "--set",
+                f"model_name={enc}",
+                "--set",
+                "max_steps=2",
+                "--set",
+                "accelerator=cpu",
+                "--set",
+                "progress_bar=false",
+                "--set",
+                "report_to=none",
+                "--set",
+                "max_seq_len=64",
+                "--set",
+                "batch_size=8",
+            ]
+        )
     finally:
         torch.set_num_threads(threads)
     assert rc == 0

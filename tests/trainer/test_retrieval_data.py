@@ -47,8 +47,11 @@ def test_hard_negatives_are_accessible_never_positive_in_file_first_and_seeded(d
         assert len({p.full_name for p in negs}) == len(negs)
         for p in negs:
             assert p.full_name in accessible and p.full_name not in ex.positives
-        in_file_pool = [p for p in corpus.accessible_premises(ex.file_path, ex.pos)
-                        if p.path == ex.positive.path and p.full_name not in ex.positives]
+        in_file_pool = [
+            p
+            for p in corpus.accessible_premises(ex.file_path, ex.pos)
+            if p.path == ex.positive.path and p.full_name not in ex.positives
+        ]
         if in_file_pool:
             assert sum(p.path == ex.positive.path for p in negs) >= 1
             saw_in_file += 1

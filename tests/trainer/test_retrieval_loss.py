@@ -18,7 +18,9 @@ from lean_dojo_v2.trainer.retrieval_loss import (  # noqa: E402
 
 def _unit(*shape, seed=0):
     g = torch.Generator().manual_seed(seed)
-    return torch.nn.functional.normalize(torch.randn(*shape, generator=g, dtype=torch.float64), dim=-1)
+    return torch.nn.functional.normalize(
+        torch.randn(*shape, generator=g, dtype=torch.float64), dim=-1
+    )
 
 
 def test_masked_pair_never_contributes_to_the_loss_gradient_check():
@@ -37,10 +39,14 @@ def test_masked_pair_never_contributes_to_the_loss_gradient_check():
     moved = c.detach().clone()
     moved[4] = -moved[0]
     moved[1] = moved[0]
-    again = masked_contrastive_loss(q.detach(), moved, targets, mask, temperature=0.1, reduction="none")
+    again = masked_contrastive_loss(
+        q.detach(), moved, targets, mask, temperature=0.1, reduction="none"
+    )
     assert again[0].item() == pytest.approx(per_row[0].item(), abs=1e-12)
     # Without the mask the same pair is a negative and changes the loss.
-    unmasked = masked_contrastive_loss(q.detach(), c.detach(), targets, None, temperature=0.1, reduction="none")
+    unmasked = masked_contrastive_loss(
+        q.detach(), c.detach(), targets, None, temperature=0.1, reduction="none"
+    )
     assert unmasked[0].item() > per_row[0].item()
 
 
@@ -85,8 +91,12 @@ def _grads(module):
 def test_cached_loss_equals_plain_loss_and_parameter_gradients(tmp_path, chunk_size):
     enc = _encoder(build_tiny_encoder(tmp_path / "enc", seed=3))
     enc.module.train()
-    queries = enc.tokenize(["n : ℕ\n⊢ n + 0 = n", "a b : ℕ\n⊢ a + b = b + a", "⊢ 0 < 2", "x : ℝ\n⊢ 0 ≤ x ^ 2"])
-    cands = enc.tokenize(["Nat.add_zero", "Nat.add_comm", "Nat.zero_lt_two", "sq_nonneg", "Nat.succ_le", "mul_comm"])
+    queries = enc.tokenize(
+        ["n : ℕ\n⊢ n + 0 = n", "a b : ℕ\n⊢ a + b = b + a", "⊢ 0 < 2", "x : ℝ\n⊢ 0 ≤ x ^ 2"]
+    )
+    cands = enc.tokenize(
+        ["Nat.add_zero", "Nat.add_comm", "Nat.zero_lt_two", "sq_nonneg", "Nat.succ_le", "mul_comm"]
+    )
     targets = torch.tensor([0, 1, 2, 3])
     mask = torch.zeros(4, 6, dtype=torch.bool)
     mask[1, 5] = True

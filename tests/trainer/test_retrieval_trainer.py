@@ -28,7 +28,10 @@ def _config(tiny_encoder_dir, out, **extra):  # noqa: F811
     from lean_dojo_v2.trainer.retrieval_config import TrainingConfig
 
     return load_config(
-        TrainingConfig, None, {}, **quick(model_name=str(tiny_encoder_dir), output_dir=str(out), **extra)
+        TrainingConfig,
+        None,
+        {},
+        **quick(model_name=str(tiny_encoder_dir), output_dir=str(out), **extra),
     )
 
 
@@ -43,7 +46,9 @@ def _same(a, b):
 
 
 def test_train_on_sample_writes_encoder_checkpoint_logs_and_val_recall(
-    tiny_encoder_dir, sample_dir, tmp_path  # noqa: F811
+    tiny_encoder_dir,
+    sample_dir,
+    tmp_path,  # noqa: F811
 ):
     from lean_dojo_v2.models.retrieval import load_encoder
     from lean_dojo_v2.trainer.retrieval_trainer import RetrievalTrainer
@@ -86,7 +91,9 @@ def _stop_at_epoch(epoch: int):
 
 
 def test_interrupted_run_resumes_from_last_checkpoint_and_ends_where_uninterrupted_does(
-    tiny_encoder_dir, sample_dir, tmp_path  # noqa: F811
+    tiny_encoder_dir,
+    sample_dir,
+    tmp_path,  # noqa: F811
 ):
     from lean_dojo_v2.trainer.retrieval_trainer import RetrievalTrainer
 
@@ -113,7 +120,9 @@ def test_interrupted_run_resumes_from_last_checkpoint_and_ends_where_uninterrupt
 
 
 def test_resume_refuses_an_unfinished_run_of_another_config(
-    tiny_encoder_dir, sample_dir, tmp_path  # noqa: F811
+    tiny_encoder_dir,
+    sample_dir,
+    tmp_path,  # noqa: F811
 ):
     from lean_dojo_v2.trainer.errors import TrainingStateError
     from lean_dojo_v2.trainer.retrieval_trainer import RetrievalTrainer
@@ -142,7 +151,9 @@ def _two_repo_db(path: Path, sample: Path):
 
 
 def test_curriculum_continues_from_previous_weights_applies_ewc_and_records_the_run(
-    tiny_encoder_dir, sample_dir, tmp_path  # noqa: F811
+    tiny_encoder_dir,
+    sample_dir,
+    tmp_path,  # noqa: F811
 ):
     import pytorch_lightning as pl
 
@@ -179,12 +190,17 @@ def test_curriculum_continues_from_previous_weights_applies_ewc_and_records_the_
 
 
 def test_grad_cache_in_the_training_loop_gives_the_same_weights_as_plain(
-    tiny_encoder_dir, sample_dir, tmp_path  # noqa: F811
+    tiny_encoder_dir,
+    sample_dir,
+    tmp_path,  # noqa: F811
 ):
     from lean_dojo_v2.trainer.retrieval_trainer import RetrievalTrainer
 
     results = []
-    for name, extra in (("plain", {}), ("cached", {"grad_cache": True, "grad_cache_chunk_size": 3})):
+    for name, extra in (
+        ("plain", {}),
+        ("cached", {"grad_cache": True, "grad_cache_chunk_size": 3}),
+    ):
         t = RetrievalTrainer(
             _config(tiny_encoder_dir, tmp_path / name, max_steps=2, validate=False, **extra)
         )
@@ -195,7 +211,9 @@ def test_grad_cache_in_the_training_loop_gives_the_same_weights_as_plain(
 
 
 def test_fit_examples_then_export_loads_as_a_retriever_returning_accessible_premises(
-    tiny_encoder_dir, sample_dir, tmp_path  # noqa: F811
+    tiny_encoder_dir,
+    sample_dir,
+    tmp_path,  # noqa: F811
 ):
     from lean_dojo_v2.data.dataset import DatasetDir
     from lean_dojo_v2.models.premise_index import load_retriever
@@ -266,18 +284,37 @@ def test_precision_auto_is_fp32_on_cpu_and_config_loads_from_yaml(tmp_path):
 
 
 def test_cli_train_retrieval_json_summary_with_test_metrics(
-    tiny_encoder_dir, sample_dir, tmp_path, capsys  # noqa: F811
+    tiny_encoder_dir,
+    sample_dir,
+    tmp_path,
+    capsys,  # noqa: F811
 ):
     from lean_dojo_v2.cli import main
 
     out = tmp_path / "out"
     rc = main(
         [
-            "train", "retrieval", "--data", str(sample_dir), "-o", str(out),
-            "--set", f"model_name={tiny_encoder_dir}", "--set", "max_steps=2",
-            "--set", "accelerator=cpu", "--set", "progress_bar=false",
-            "--set", "report_to=none", "--set", "max_seq_len=64", "--json",
-            "--export", str(tmp_path / "retriever"),
+            "train",
+            "retrieval",
+            "--data",
+            str(sample_dir),
+            "-o",
+            str(out),
+            "--set",
+            f"model_name={tiny_encoder_dir}",
+            "--set",
+            "max_steps=2",
+            "--set",
+            "accelerator=cpu",
+            "--set",
+            "progress_bar=false",
+            "--set",
+            "report_to=none",
+            "--set",
+            "max_seq_len=64",
+            "--json",
+            "--export",
+            str(tmp_path / "retriever"),
         ]
     )
     assert rc == 0
@@ -294,7 +331,8 @@ def test_cli_train_retrieval_json_summary_with_test_metrics(
 
 @pytest.mark.slow
 def test_minilm_briefly_trained_on_the_sample_beats_zero_shot_r10_on_held_out(
-    sample_dir, tmp_path  # noqa: F811
+    sample_dir,
+    tmp_path,  # noqa: F811
 ):
     from lean_dojo_v2.trainer.config import load_config
     from lean_dojo_v2.trainer.retrieval_config import TrainingConfig
