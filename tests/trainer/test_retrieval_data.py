@@ -1,3 +1,4 @@
+# ruff: noqa: F811  (pytest fixtures imported from test_retrieval_fixtures)
 """Retrieval examples from real traced tactics: one per (goal, positive), hard negatives accessible
 at the theorem (in-file and random), never a positive, seeded; batches mask shared positives."""
 

@@ -1,3 +1,4 @@
+# ruff: noqa: F811  (pytest fixtures imported from test_retrieval_fixtures)
 """The retriever's loss: masked pairs contribute nothing (gradient check), several positives per
 goal, and the cached (GradCache) variant equals the plain one in loss and parameter gradients."""
 

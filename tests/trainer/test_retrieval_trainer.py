@@ -1,3 +1,4 @@
+# ruff: noqa: F811  (pytest fixtures imported from test_retrieval_fixtures)
 """RetrievalTrainer on the bundled real sample with a tiny random encoder: outputs and validation,
 resume from the last checkpoint, the curriculum (continuing weights, EWC, DB record), the cached
 loss in the loop, evaluate/export, typed errors, the CLI; slow: MiniLM improves on zero-shot."""
