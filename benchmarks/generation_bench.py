@@ -148,7 +148,7 @@ def main() -> int:
         "ratio_states_per_s": round(ratio, 2),
         "ratio_tokens_per_s": round(batched["tokens_per_s"] / sequential["tokens_per_s"], 2),
         "pair_ratios": pair_ratios,
-        "median_pair_ratio": statistics.median(pair_ratios),
+        "median_pair_ratio": round(statistics.median(pair_ratios), 2),
         "target_ratio": TARGET_RATIO,
         "meets_target": ratio >= TARGET_RATIO,
     }
