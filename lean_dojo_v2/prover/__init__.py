@@ -20,6 +20,12 @@ _LAZY = {
     "HFProver": ".hf_prover",
     "RetrievalProver": ".retrieval_prover",
     "ExternalProver": ".external_prover",
+    "prove_theorems": ".parallel",
+    "record_results": ".recording",
+    "write_back": ".writeback",
+    "WriteBackResult": ".writeback",
+    "WriteBackError": ".writeback",
+    "SorryNotFoundError": ".writeback",
 }
 
 __all__ = sorted(_LAZY)

@@ -21,9 +21,9 @@ if TYPE_CHECKING:
     )
     from .progress_config import ProgressConfig
     from .progress_trainer import ProgressTrainer
-    from .sft_config import SFTConfig
     from .retrieval_config import TrainingConfig
     from .retrieval_trainer import RetrievalTrainer
+    from .sft_config import SFTConfig
     from .sft_trainer import SFTTrainer
 
 _LAZY = {

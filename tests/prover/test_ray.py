@@ -7,14 +7,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import ray
 
 from lean_dojo_v2.data import load_theorems, sample_dataset_path
 from lean_dojo_v2.prover.parallel import ReplayEnvSpec, prove_theorems
 from lean_dojo_v2.prover.search import SearchConfig
 
 from .pipeline_oracle import OracleSpec
-
-ray = pytest.importorskip("ray")
 
 CONFIG = SearchConfig(num_samples=4, max_expansions=30, timeout=60, frontier_batch=2)
 

@@ -4,13 +4,12 @@ first repository and positive after it once the weights move, and it pulls weigh
 from __future__ import annotations
 
 import pytest
-
-from .test_retrieval_fixtures import build_tiny_encoder
-
-torch = pytest.importorskip("torch")
+import torch
 
 from lean_dojo_v2.trainer.ewc import EWC, compute_fisher  # noqa: E402
 from lean_dojo_v2.trainer.retrieval_loss import masked_contrastive_loss  # noqa: E402
+
+from .test_retrieval_fixtures import build_tiny_encoder
 
 
 def _real_pairs(n=12):

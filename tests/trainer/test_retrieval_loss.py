@@ -5,16 +5,15 @@ goal, and the cached (GradCache) variant equals the plain one in loss and parame
 from __future__ import annotations
 
 import pytest
-
-from .test_retrieval_fixtures import build_tiny_encoder, tiny_encoder_dir  # noqa: F401
-
-torch = pytest.importorskip("torch")
+import torch
 
 from lean_dojo_v2.trainer.retrieval_loss import (  # noqa: E402
     cached_contrastive_backward,
     masked_contrastive_loss,
     plain_contrastive_backward,
 )
+
+from .test_retrieval_fixtures import build_tiny_encoder, tiny_encoder_dir  # noqa: F401
 
 
 def _unit(*shape, seed=0):

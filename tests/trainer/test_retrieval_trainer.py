@@ -9,10 +9,9 @@ import json
 from pathlib import Path
 
 import pytest
+import torch
 
 from .test_retrieval_fixtures import quick, sample_dir, tiny_encoder_dir  # noqa: F401
-
-torch = pytest.importorskip("torch")
 
 
 @pytest.fixture(autouse=True, scope="module")
