@@ -93,3 +93,25 @@ def test_real_gguf_conversion_survives_a_kill_mid_write(tmp_path):
     assert not list(tmp_path.glob(f".{dst.name}.*"))
     loaded = load_model(str(dst), device="cpu")
     assert HFTacticGenerator(loaded, max_new_tokens=8, seed=0).generate(STATES[:1], 2)
+
+
+def test_default_model_logprobs_equal_a_direct_forward_pass(smol):
+    import torch
+
+    gen = HFTacticGenerator(smol, strategy="sample", max_new_tokens=16, seed=0)
+    seen = []
+    original = gen._decode_rows
+    gen._decode_rows = lambda *a, **k: seen.append(original(*a, **k)) or seen[-1]
+    gen.generate(STATES, 3)
+    ((rows, logprobs),) = seen
+    tok = smol.tokenizer
+    worst = 0.0
+    for r, ids in enumerate(rows):
+        _, kept = gen._cut(ids)
+        prompt = tok(gen.prompts([STATES[r // 3]])[0], add_special_tokens=False).input_ids
+        with torch.inference_mode():
+            logits = smol.model(input_ids=torch.tensor([prompt + ids[:kept]])).logits[0].double()
+        lp = torch.log_softmax(logits, -1)
+        ref = sum(float(lp[len(prompt) - 1 + i, t]) for i, t in enumerate(ids[:kept]))
+        worst = max(worst, abs(ref - sum(logprobs[r][:kept])))
+    assert worst < 1e-4, worst  # float32 summation order only (see tests/models/test_generator.py)
