@@ -35,8 +35,21 @@ Rules (documented in ``docs/premise_selector.md``, each tested):
 - **Missing files**: a directory without ``Declarations/``, ``Imports/``,
   ``TrainingDataWithPremises/``, ``HammerBlacklist.jsonl`` or ``revision`` raises
   :class:`NtpToolkitLayoutError`, which names the directory and every missing part.
-- **Blacklist** (``use_blacklist=True``, the default, as LeanHammer's ``--filter``): blacklisted
-  names are left out of the corpus and out of every state's premises (both counted).
+- **Blacklist** (``use_blacklist=True``, the default, part of LeanHammer's ``--filter``):
+  blacklisted names are left out of the corpus and out of every state's premises (both counted).
+- **LeanHammer's name filters** (``use_filters=True``, the default, the rest of its ``--filter``;
+  :func:`hammer_filter_reason`): a declaration whose module has a component in
+  :data:`MODULE_BLACKLIST` (``Aesop``, ``Lean``, ``Tactic``, ...), whose name has a component in
+  :data:`NAME_BLACKLIST` (``Lean``, ``Lake``, ``Qq``), or whose ``type`` starts with ``Lean.``
+  (:data:`TYPE_PREFIX_BLACKLIST`) is left out of the corpus and out of every state's premises
+  (counted per rule). Its module stays in the corpus (possibly empty), so its states still count.
+- **Mathlib only** (``mathlib_only=True``, LeanHammer's ``--mathlib_only``): declarations and
+  training states of modules whose name does not start with ``Mathlib.`` are not read; their
+  premises named by Mathlib states are dropped and counted (``non_mathlib_premise_uses``).
+- **Nameless** (``nameless=True``, LeanHammer's ``--nameless``): the premise text leaves out the
+  premise's own name (``kind args : type``; from a ``signature``, its first occurrence of the
+  name is cut). A declaration with neither ``type`` nor ``signature`` has no nameless text and
+  raises :class:`NtpToolkitFormatError`.
 - **A premise named in training data but absent from Declarations** (or blacklisted) is dropped
   from that state's premises and counted (``unknown_premise_uses``, with examples); a state left
   without premises is kept in :attr:`NtpToolkitData.states` but yields no retrieval example.
@@ -100,6 +113,41 @@ SIMP_ALL_HINTS = frozenset(
     }
 )
 _RECOMMENDATION = re.compile(r"^\((?P<name>.+), (?P<hint>[A-Za-z]+)\)$")
+
+# LeanHammer's name/module/type filters (LeanHammer-training models.py, ``Corpus``), applied with
+# its ``--filter`` (our ``use_filters``): a premise is left out when any dot-separated component of
+# its module is in MODULE_BLACKLIST, any component of its name is in NAME_BLACKLIST, or its type
+# starts with a TYPE_PREFIX_BLACKLIST entry.
+MODULE_BLACKLIST = frozenset(
+    {
+        "Aesop",
+        "Auto",
+        "Cli",
+        "CodeAction",
+        "DocGen4",
+        "Duper",
+        "ImportGraph",
+        "Lake",
+        "Lean",
+        "LeanSearchClient",
+        "Linter",
+        "Mathport",
+        "MD4Lean",
+        "Plausible",
+        "ProofWidgets",
+        "Qq",
+        "QuerySMT",
+        "Tactic",
+        "TacticExtra",
+        "Test",
+        "Testing",
+        "UnicodeBasic",
+        "Util",
+    }
+)
+NAME_BLACKLIST = frozenset({"Lean", "Lake", "Qq"})
+TYPE_PREFIX_BLACKLIST = ("Lean.",)
+MATHLIB_PREFIX = "Mathlib."
 
 PremiseSource = Literal["declaration", "next_tactic"]
 
@@ -219,6 +267,9 @@ class NtpReadReport:
     declarations: int = 0
     duplicate_declarations: int = 0
     blacklisted_declarations: int = 0
+    filtered_declarations: dict[str, int] = field(default_factory=dict)
+    """Declarations left out by LeanHammer's filters, per rule (``module``, ``name``, ``type``)."""
+    non_mathlib_declarations: int = 0
     modules: int = 0
     modules_without_positions: list[str] = field(default_factory=list)
     imports_dropped: int = 0
@@ -228,11 +279,17 @@ class NtpReadReport:
     states_outside_corpus: int = 0
     premise_uses: int = 0
     blacklisted_premise_uses: int = 0
+    filtered_premise_uses: int = 0
+    non_mathlib_states: int = 0
+    non_mathlib_premise_uses: int = 0
     unknown_premise_uses: int = 0
     unknown_premise_examples: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: (list(v) if isinstance(v, list) else v) for k, v in self.__dict__.items()}
+        return {
+            k: (list(v) if isinstance(v, list) else dict(v) if isinstance(v, dict) else v)
+            for k, v in self.__dict__.items()
+        }
 
 
 @dataclass
@@ -247,6 +304,10 @@ class NtpToolkitData:
     blacklist: frozenset[str]
     report: NtpReadReport
     premise_source: PremiseSource = "declaration"
+    filtered: frozenset[str] = frozenset()
+    """Names left out by LeanHammer's name/module/type filters."""
+    nameless: bool = False
+    mathlib_only: bool = False
 
     @property
     def modules(self) -> list[str]:
@@ -369,18 +430,43 @@ def parse_recommendation(
     return entry, None
 
 
-def declaration_text(d: dict[str, Any]) -> str:
-    """The text an encoder reads for a declaration line (see :class:`NtpDeclaration`)."""
-    signature = d.get("signature")
-    if isinstance(signature, str) and signature.strip():
-        return signature
+def _strip_name(signature: str, name: str) -> str | None:
+    """``signature`` without the first whole-token occurrence of ``name`` (else of its last
+    component); ``None`` when neither occurs."""
+    for candidate in (name, name.rsplit(".", 1)[-1]):
+        if not candidate:
+            continue
+        m = re.search(rf"(?<![\w.'])({re.escape(candidate)})(?![\w.'])", signature)
+        if m is not None:
+            head, tail = signature[: m.start()], signature[m.end() :]
+            if head.endswith(" ") and tail.startswith(" "):
+                tail = tail[1:]
+            return head + tail
+    return None
+
+
+def declaration_text(d: dict[str, Any], *, nameless: bool = False) -> str:
+    """The text an encoder reads for a declaration line (see :class:`NtpDeclaration`).
+
+    ``nameless`` (LeanHammer's ``--nameless``): the same without the declaration's own name;
+    raises ``ValueError`` when the line has neither a ``type`` nor a ``signature`` (nothing but
+    the name to show)."""
     name = d.get("name", "")
+    signature = d.get("signature")
     kind = d.get("kind")
     typ = d.get("typeBody") if isinstance(d.get("typeBody"), str) else d.get("type")
     args = d.get("typeArgs") if isinstance(d.get("typeArgs"), list) else d.get("args")
+    if isinstance(signature, str) and signature.strip():
+        if not nameless:
+            return signature
+        stripped = _strip_name(signature, name) if name else signature
+        if stripped is not None:
+            return stripped
+        if not (isinstance(typ, str) and typ):
+            return signature  # the name does not occur in it: already nameless
     if isinstance(typ, str) and typ:
         head = " ".join(
-            [p for p in (kind if isinstance(kind, str) else None, name) if p]
+            [p for p in (kind if isinstance(kind, str) else None, None if nameless else name) if p]
             + [a for a in (args or []) if isinstance(a, str)]
         )
         text = f"{head} : {typ}"
@@ -388,7 +474,30 @@ def declaration_text(d: dict[str, Any]) -> str:
         if isinstance(doc, str) and doc.strip():
             text = f"/-- {doc.strip()} -/\n{text}"
         return text
+    if nameless:
+        raise ValueError(
+            "nameless premise text needs the declaration's type or signature, and this line "
+            "has neither (only its name)"
+        )
     return name
+
+
+def hammer_filter_reason(name: str, module: str, type_: str | None = None) -> str | None:
+    """Which of LeanHammer's filters leaves a declaration out: ``"module"`` (a component of its
+    module is in :data:`MODULE_BLACKLIST`), ``"name"`` (a component of its name is in
+    :data:`NAME_BLACKLIST`), ``"type"`` (its type starts with ``Lean.``), or ``None`` (kept)."""
+    if any(part in MODULE_BLACKLIST for part in module.split(".")):
+        return "module"
+    if any(part in NAME_BLACKLIST for part in name.split(".")):
+        return "name"
+    if type_ is not None and type_.startswith(TYPE_PREFIX_BLACKLIST):
+        return "type"
+    return None
+
+
+def is_mathlib_module(module: str) -> bool:
+    """LeanHammer's ``--mathlib_only`` test: the module name starts with ``Mathlib.``."""
+    return module.startswith(MATHLIB_PREFIX)
 
 
 def _modules_in(folder: Path) -> list[tuple[str, Path]]:
@@ -446,8 +555,15 @@ def read_ntp_toolkit(
     *,
     use_blacklist: bool = True,
     premise_source: PremiseSource = "declaration",
+    use_filters: bool = True,
+    mathlib_only: bool = False,
+    nameless: bool = False,
 ) -> NtpToolkitData:
     """Read an ntp-toolkit output directory (see the module docstring for every rule).
+
+    ``use_blacklist`` and ``use_filters`` together are LeanHammer's ``--filter`` (explicit
+    blacklist; module/name/type filters); ``mathlib_only`` and ``nameless`` are its options of
+    the same names.
 
     ``premise_source``: ``"declaration"`` (LeanHammer's default) takes each state's premises from
     ``declHammerRecommendation`` (everything its declaration's proof uses); ``"next_tactic"``
@@ -472,7 +588,15 @@ def read_ntp_toolkit(
     # Declarations -> premises per module.
     declarations: dict[str, NtpDeclaration] = {}
     per_module: dict[str, list[NtpDeclaration]] = {}
+    filtered: set[str] = set()
+    non_mathlib: set[str] = set()
     for module, file in _modules_in(path / DECLARATIONS):
+        if mathlib_only and not is_mathlib_module(module):
+            for lineno, value in iter_ntp_jsonl(file, report):
+                d = _object(value, file, lineno)
+                non_mathlib.add(_req(d, "name", str, file, lineno))
+                report.non_mathlib_declarations += 1
+            continue
         decls = per_module.setdefault(module, [])
         for lineno, value in iter_ntp_jsonl(file, report):
             d = _object(value, file, lineno)
@@ -491,16 +615,37 @@ def read_ntp_toolkit(
             if name in blacklist:
                 report.blacklisted_declarations += 1
                 continue
+            if use_filters:
+                type_ = d.get("type")
+                reason = hammer_filter_reason(
+                    name, module, type_ if isinstance(type_, str) else None
+                )
+                if reason is not None:
+                    report.filtered_declarations[reason] = (
+                        report.filtered_declarations.get(reason, 0) + 1
+                    )
+                    filtered.add(name)
+                    continue
             if name in declarations:
                 report.duplicate_declarations += 1
                 continue
             is_prop = d.get("isProp")
             human = d.get("isHumanTheorem")
+            try:
+                text = declaration_text(d, nameless=nameless)
+            except ValueError as exc:
+                raise NtpToolkitFormatError(
+                    f"{exc}; run without --nameless, or re-extract with ntp-toolkit's "
+                    "declarations (which print type and args)",
+                    file=file,
+                    line=lineno,
+                    field="type",
+                ) from None
             decl = NtpDeclaration(
                 name=name,
                 module=module,
                 kind=d.get("kind") if isinstance(d.get("kind"), str) else None,
-                text=declaration_text(d),
+                text=text,
                 line=line,
                 column=column,
                 is_prop=is_prop if isinstance(is_prop, bool) else None,
@@ -514,7 +659,9 @@ def read_ntp_toolkit(
     if (path / MODULES).is_file():
         for lineno, value in iter_ntp_jsonl(path / MODULES, report):
             obj = _object(value, path / MODULES, lineno)
-            modules.add(_req(obj, "name", str, path / MODULES, lineno))
+            name = _req(obj, "name", str, path / MODULES, lineno)
+            if not mathlib_only or is_mathlib_module(name):
+                modules.add(name)
 
     # Imports (transitive lists; keep those the corpus has).
     imports: dict[str, list[str]] = {m: [] for m in modules}
@@ -556,6 +703,9 @@ def read_ntp_toolkit(
     for module, file in _modules_in(path / TRAINING_DATA):
         index = 0
         per_decl: dict[str, int] = {}
+        if mathlib_only and not is_mathlib_module(module):
+            report.non_mathlib_states += sum(1 for _ in iter_ntp_jsonl(file, report))
+            continue
         for lineno, value in iter_ntp_jsonl(file, report):
             d = _object(value, file, lineno)
             decl_name = _req(d, "declName", str, file, lineno)
@@ -598,6 +748,12 @@ def read_ntp_toolkit(
                     dropped.append(name)
                 elif name in blacklist:
                     report.blacklisted_premise_uses += 1
+                    dropped.append(name)
+                elif name in filtered and corpus.get_premise(name) is None:
+                    report.filtered_premise_uses += 1
+                    dropped.append(name)
+                elif name in non_mathlib and corpus.get_premise(name) is None:
+                    report.non_mathlib_premise_uses += 1
                     dropped.append(name)
                 elif corpus.get_premise(name) is None:
                     report.unknown_premise_uses += 1
@@ -656,6 +812,9 @@ def read_ntp_toolkit(
         blacklist=blacklist,
         report=report,
         premise_source=premise_source,
+        filtered=frozenset(filtered),
+        nameless=nameless,
+        mathlib_only=mathlib_only,
     )
 
 

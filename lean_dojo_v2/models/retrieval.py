@@ -55,7 +55,23 @@ ENCODER_META = "lean_dojo_v2_encoder.json"
 """Written by :meth:`PremiseEncoder.save`: pooling and maximum length of a saved encoder."""
 
 _T5_TYPES = {"t5": "T5EncoderModel", "mt5": "MT5EncoderModel", "umt5": "UMT5EncoderModel"}
-POOLINGS = ("mean", "cls")
+POOLINGS = ("mean", "cls", "max", "lasttoken", "mean_sqrt_len_tokens", "weightedmean")
+"""Pooling modes of :class:`PremiseEncoder` (sentence-transformers' ``Pooling`` names):
+``mean`` (masked mean), ``cls`` (first token), ``max`` (masked max per dimension), ``lasttoken``
+(the last non-padding token: decoder-only encoders), ``mean_sqrt_len_tokens`` (masked sum /
+sqrt(length)), ``weightedmean`` (masked mean weighted by position 1..L)."""
+
+# sentence-transformers Pooling config key -> our mode, in the order sentence-transformers
+# concatenates them (we support exactly one mode per folder).
+_ST_POOLING_KEYS = {
+    "pooling_mode_cls_token": "cls",
+    "pooling_mode_max_tokens": "max",
+    "pooling_mode_mean_tokens": "mean",
+    "pooling_mode_mean_sqrt_len_tokens": "mean_sqrt_len_tokens",
+    "pooling_mode_weightedmean_tokens": "weightedmean",
+    "pooling_mode_lasttoken": "lasttoken",
+}
+_ST_SUPPORTED_MODULES = ("Transformer", "Pooling", "Normalize")
 VALID_ENCODERS = (
     "None or 'minilm' (the bundled all-MiniLM-L6-v2), a sentence-transformers or Hugging Face "
     "encoder directory or id (offline: only if it is in the local HF cache), a T5/ByT5 checkpoint "
@@ -145,24 +161,59 @@ def _read_json(path: Path) -> Any:
         return None
 
 
+def sentence_transformers_pooling(folder: str | os.PathLike[str]) -> str | None:
+    """The pooling a sentence-transformers folder declares (``modules.json`` → its ``Pooling``
+    module's ``config.json``), or ``None`` when ``folder`` is not a sentence-transformers model.
+
+    Raises :class:`ModelError` when the folder declares what :class:`PremiseEncoder` cannot
+    reproduce: a module other than Transformer / Pooling / Normalize (e.g. ``Dense``), several
+    pooling modes at once, or an unknown one.
+    """
+    folder = Path(folder)
+    modules = _read_json(folder / "modules.json")
+    if not isinstance(modules, list):
+        return None
+    pooling = "mean"
+    for m in modules:
+        kind = str(m.get("type", "")) if isinstance(m, dict) else ""
+        short = kind.rsplit(".", 1)[-1]
+        if short not in _ST_SUPPORTED_MODULES:
+            raise ModelError(
+                f"{folder}/modules.json has a {kind or m!r} module; premise encoders reproduce "
+                f"only {', '.join(_ST_SUPPORTED_MODULES)} (no Dense or other layers after "
+                "pooling): pick another model, or load it as a plain Hugging Face encoder "
+                "(is_sentence_transformer=false) with an explicit pooling"
+            )
+        if short != "Pooling":
+            continue
+        cfg = _read_json(folder / str(m.get("path", "")) / "config.json")
+        if not isinstance(cfg, dict):
+            continue
+        modes = [mode for key, mode in _ST_POOLING_KEYS.items() if cfg.get(key)]
+        if len(modes) > 1:
+            raise ModelError(
+                f"{folder}: its sentence-transformers Pooling concatenates {', '.join(modes)}; "
+                "premise encoders support one pooling mode"
+            )
+        if modes:
+            pooling = modes[0]
+        elif isinstance(cfg.get("pooling_mode"), str) and cfg["pooling_mode"] in POOLINGS:
+            pooling = cfg["pooling_mode"]
+    return pooling
+
+
 def _folder_pooling(folder: Path) -> str:
     """The pooling a folder asks for: ours (:data:`ENCODER_META`), a sentence-transformers
     ``modules.json`` → Pooling config, else masked mean."""
     meta = _read_json(folder / ENCODER_META)
     if isinstance(meta, dict) and meta.get("pooling") in POOLINGS:
         return str(meta["pooling"])
-    modules = _read_json(folder / "modules.json")
-    if isinstance(modules, list):
-        for m in modules:
-            if isinstance(m, dict) and str(m.get("type", "")).endswith("Pooling"):
-                cfg = _read_json(folder / str(m.get("path", "")) / "config.json")
-                if (
-                    isinstance(cfg, dict)
-                    and cfg.get("pooling_mode_cls_token")
-                    and not cfg.get("pooling_mode_mean_tokens")
-                ):
-                    return "cls"
-    return "mean"
+    try:
+        declared = sentence_transformers_pooling(folder)
+    except ModelError as exc:
+        log.warning("%s; using masked mean pooling", exc)
+        declared = None
+    return declared or "mean"
 
 
 def _resolve_encoder(name_or_path: str | os.PathLike[str] | None) -> str:
@@ -266,11 +317,7 @@ class PremiseEncoder:
         inputs = {k: v.to(device) for k, v in batch.items()}
         mask = inputs["attention_mask"]
         hidden = self.module(**inputs, return_dict=True).last_hidden_state
-        if self.pooling == "cls":
-            pooled = hidden[:, 0]
-        else:
-            m = mask.unsqueeze(-1).to(hidden.dtype)
-            pooled = (hidden * m).sum(dim=1) / m.sum(dim=1).clamp(min=1.0)
+        pooled = pool_hidden(hidden, mask, self.pooling)
         return F.normalize(pooled.float(), p=2, dim=-1)
 
     def encode(
@@ -335,11 +382,38 @@ class PremiseEncoder:
         )
 
 
+def pool_hidden(hidden: Tensor, mask: Tensor, pooling: str) -> Tensor:
+    """``[B, d]`` pooled from ``hidden`` ``[B, L, d]`` over the tokens ``mask`` ``[B, L]`` marks
+    (see :data:`POOLINGS`); padding never contributes, whichever side it is on."""
+    import torch
+
+    m = mask.unsqueeze(-1).to(hidden.dtype)
+    if pooling == "mean":
+        return (hidden * m).sum(dim=1) / m.sum(dim=1).clamp(min=1.0)
+    if pooling == "cls":
+        return hidden[:, 0]
+    if pooling == "max":
+        filled = hidden.masked_fill(m == 0, torch.finfo(hidden.dtype).min)
+        return filled.max(dim=1).values
+    if pooling == "lasttoken":
+        positions = torch.arange(mask.shape[1], device=mask.device).unsqueeze(0)
+        last = (positions * mask.to(torch.long)).argmax(dim=1)
+        return hidden[torch.arange(hidden.shape[0], device=hidden.device), last]
+    if pooling == "mean_sqrt_len_tokens":
+        return (hidden * m).sum(dim=1) / m.sum(dim=1).clamp(min=1.0).sqrt()
+    if pooling == "weightedmean":
+        weights = torch.arange(1, mask.shape[1] + 1, device=hidden.device, dtype=hidden.dtype)
+        w = m * weights.view(1, -1, 1)
+        return (hidden * w).sum(dim=1) / w.sum(dim=1).clamp(min=1e-9)
+    raise ModelError(f"unknown pooling {pooling!r}; valid: {', '.join(POOLINGS)}")
+
+
 def load_encoder(
     name_or_path: str | os.PathLike[str] | None = None,
     *,
     device: str = "auto",
     max_length: int = 256,
+    pooling: str | None = None,
 ) -> PremiseEncoder:
     """Load a premise encoder.
 
@@ -349,6 +423,10 @@ def load_encoder(
     ByT5 checkpoint (ReProver's retriever) → its encoder stack only (``T5EncoderModel``), masked
     mean pooling. Embeddings are always L2-normalised. ``max_length`` is capped at the model's
     position limit. Unknown names raise :class:`ModelNotFoundError` naming them.
+
+    ``pooling`` (one of :data:`POOLINGS`) overrides the pooling; ``None`` keeps the folder's (a
+    folder written by :meth:`PremiseEncoder.save` remembers it, a sentence-transformers folder
+    declares it, masked mean otherwise).
     """
     import transformers
     from transformers import AutoConfig, AutoModel, AutoTokenizer
@@ -357,6 +435,8 @@ def load_encoder(
 
     if not isinstance(max_length, int) or max_length < 1:
         raise ModelError(f"max_length must be a positive integer, got {max_length!r}")
+    if pooling is not None and pooling not in POOLINGS:
+        raise ModelError(f"unknown pooling {pooling!r}; valid: {', '.join(POOLINGS)} or None")
     resolved = _resolve_encoder(name_or_path)
     shown = os.fspath(name_or_path) if name_or_path is not None else DEFAULT_ENCODER
     dev = resolve_device(device)
@@ -389,7 +469,8 @@ def load_encoder(
             raise ModelError(f"the tokenizer of {shown!r} has neither a pad nor an EOS token")
         tokenizer.pad_token = tokenizer.eos_token
     folder = Path(resolved)
-    pooling = _folder_pooling(folder) if folder.is_dir() else "mean"
+    if pooling is None:
+        pooling = _folder_pooling(folder) if folder.is_dir() else "mean"
     module.to(dev)
     module.eval()
     log.debug("loaded premise encoder %s (%s) on %s", shown, type(module).__name__, dev)

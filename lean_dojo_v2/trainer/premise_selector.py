@@ -47,6 +47,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 PREMISE_SOURCES = ("declaration", "next_tactic")
+RETRIEVAL_MASK_MODES = ("none", "no_positive", "only_negative")
+POOLING_MODES = ("cls", "lasttoken", "max", "mean", "mean_sqrt_len_tokens", "weightedmean")
 
 
 @dataclass
@@ -66,9 +68,19 @@ class PremiseSelectorConfig:
             The ntp-toolkit output directory (e.g. `Examples/mathlib`) with `Declarations/`,
             `Imports/`, `TrainingDataWithPremises/`, `HammerBlacklist.jsonl` and `revision`.
         filter (`bool`, *optional*, defaults to `True`):
-            Leave the premises named in `HammerBlacklist.jsonl` out of the corpus and out of every
-            state's premises (LeanHammer's `--filter`; its extra module/name filters are not
-            applied).
+            LeanHammer's `--filter`: leave out of the corpus and out of every state's premises the
+            names in `HammerBlacklist.jsonl`, and every declaration of a module with a component
+            in LeanHammer's module blacklist (`Aesop`, `Lean`, `Tactic`, `Util`, ...), with a name
+            component `Lean`, `Lake` or `Qq`, or whose type starts with `Lean.`. `False`
+            (`--no-filter`): keep everything.
+        mathlib_only (`bool`, *optional*, defaults to `False`):
+            LeanHammer's `--mathlib_only`: read only modules whose name starts with `Mathlib.`
+            (premises and training states); premises of other modules that Mathlib proofs use are
+            dropped from their positives (counted in `data_report.json`).
+        nameless (`bool`, *optional*, defaults to `False`):
+            LeanHammer's `--nameless`: the premise text the encoder reads leaves out the premise's
+            own name (`kind args : type`). Needs each declaration's `type` or `signature`;
+            a declaration with only a name is a format error naming its file and line.
         premise_source (`str`, *optional*, defaults to `"declaration"`):
             `declaration`: a state's premises are those of its declaration's whole proof
             (`declHammerRecommendation`, LeanHammer's choice); evaluation uses each declaration's
@@ -92,6 +104,24 @@ class PremiseSelectorConfig:
             component of `model` (`all-MiniLM-L6-v2` for the default).
         max_seq_len (`int`, *optional*, defaults to `256`):
             Longest state or premise text in tokens.
+        is_sentence_transformer (`bool` or `None`, *optional*, defaults to `None`):
+            LeanHammer's `--is_sentence_transformer`. `True`: `model` must be a
+            sentence-transformers folder (`modules.json`); the encoder is its Transformer with
+            the pooling its Pooling config declares (and L2 normalisation); a folder with other
+            modules (e.g. `Dense`) is refused. `False`: `model` is loaded as a plain Hugging Face
+            `AutoModel` followed by `pooling_mode` pooling. `None`: `True` when `model` has a
+            sentence-transformers config, else `False` (upstream's default is `False`, which would
+            re-pool the bundled MiniLM with `lasttoken`).
+        pooling_mode (`str` or `None`, *optional*, defaults to `None`):
+            LeanHammer's `--pooling_mode`, used when the model is not loaded as a sentence
+            transformer: `cls`, `lasttoken`, `max`, `mean`, `mean_sqrt_len_tokens` or
+            `weightedmean`. `None`: `mean` (upstream's default `lasttoken` suits decoder-only
+            models only). Given together with `is_sentence_transformer=True` it must equal the
+            folder's own pooling.
+        use_qlora (`bool`, *optional*, defaults to `False`):
+            LeanHammer's `--use_qlora` (4-bit QLoRA). Not available: it needs CUDA and
+            `bitsandbytes`, and upstream's `train.py` itself raises `NotImplementedError` for it;
+            `True` is a `ConfigValueError` saying which requirement is missing.
 
         > Parameters that control the training
 
@@ -107,6 +137,14 @@ class PremiseSelectorConfig:
         num_negatives (`int`, *optional*, defaults to `3`):
             Hard negatives drawn per example among the premises accessible at its state (LeanHammer's
             `num_negatives_per_state`).
+        retrieval_mask_mode (`str`, *optional*, defaults to `"no_positive"`):
+            LeanHammer's `--retrieval_mask_mode`: which in-batch candidates are taken out of a
+            state's contrastive loss (never its own target). `none`: nothing, every other
+            candidate is a negative. `no_positive`: the state's other positives and its own
+            declaration. `only_negative`: everything that is not a true negative, i.e. keep only
+            premises accessible at the state (imported modules, earlier in its own module) or in
+            modules unrelated to it (that do not import its module), minus its positives and
+            declaration: premises later in its module or in modules importing it are masked.
         mini_batch_size (`int` or `None`, *optional*, defaults to `None`):
             When set, use the cached (GradCache) loss and encode this many texts at a time: same
             loss, memory of one mini-batch (LeanHammer's `mini_batch_size`). `None`: plain loss.
@@ -132,6 +170,8 @@ class PremiseSelectorConfig:
     # data
     data_dir: str = ""
     filter: bool = True
+    mathlib_only: bool = False
+    nameless: bool = False
     premise_source: str = "declaration"
     valid_fraction: float = 0.1
     test_fraction: float = 0.1
@@ -140,12 +180,16 @@ class PremiseSelectorConfig:
     model: str | None = None
     run_name: str | None = None
     max_seq_len: int = 256
+    is_sentence_transformer: bool | None = None
+    pooling_mode: str | None = None
+    use_qlora: bool = False
     # training
     batch_size: int = 16
     lr: float = 2e-5
     epochs: int = 1
     max_steps: int = -1
     num_negatives: int = 3
+    retrieval_mask_mode: str = "no_positive"
     mini_batch_size: int | None = None
     eval_batch_size: int = 64
     device: str = "auto"
@@ -166,6 +210,16 @@ class PremiseSelectorConfig:
             self.premise_source in PREMISE_SOURCES,
             "premise_source",
             f"one of {', '.join(PREMISE_SOURCES)}",
+        )
+        need(
+            self.retrieval_mask_mode in RETRIEVAL_MASK_MODES,
+            "retrieval_mask_mode",
+            f"one of {', '.join(RETRIEVAL_MASK_MODES)}",
+        )
+        need(
+            self.pooling_mode is None or self.pooling_mode in POOLING_MODES,
+            "pooling_mode",
+            f"None or one of {', '.join(POOLING_MODES)}",
         )
         need(0 <= self.valid_fraction < 1, "valid_fraction", "a fraction in [0, 1)")
         need(0 <= self.test_fraction < 1, "test_fraction", "a fraction in [0, 1)")
@@ -218,6 +272,7 @@ class PremiseSelectorResult:
     train_summary: dict[str, Any]
     data_report: dict[str, Any]
     seconds: float
+    encoder: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -229,6 +284,7 @@ class PremiseSelectorResult:
             "queries": self.queries,
             "train": _jsonable(self.train_summary),
             "data": self.data_report,
+            "encoder": self.encoder,
             "seconds": round(self.seconds, 3),
         }
 
@@ -275,13 +331,17 @@ def _query(state: NtpState) -> RetrievalQuery:
 
 def split_states(data: NtpToolkitData, split: ModuleSplit) -> dict[str, list[NtpState]]:
     """The states of each split: every usable state of a train module; for valid and test each
-    declaration's first state (``premise_source="declaration"``) or every usable state."""
+    declaration's first state (``premise_source="declaration"``) or every usable state, of
+    declarations that are in the corpus (LeanHammer evaluates only those: one left out by its
+    filters has no position to bound what is accessible)."""
     usable = data.states_with_premises()
     out: dict[str, list[NtpState]] = {"train": [], "valid": [], "test": []}
     first_seen: set[tuple[str, str]] = set()
     for s in usable:
         name = split.of(s.module)
         if name is None:
+            continue
+        if name != "train" and data.corpus.get_premise(s.decl_name) is None:
             continue
         if name != "train" and data.premise_source == "declaration":
             key = (s.module, s.decl_name)
@@ -301,6 +361,196 @@ def retrieval_record(state: NtpState, hits: Sequence[tuple[Any, float]]) -> dict
         "idx_in_module": state.index,
         "premises": [{"corpus_id": p.full_name, "score": float(s)} for p, s in hits],
     }
+
+
+# --------------------------------------------------------------------------- seed options
+
+
+def check_qlora(config: PremiseSelectorConfig) -> None:
+    """``use_qlora=True`` is refused with a :class:`ConfigValueError` that says why: 4-bit QLoRA
+    needs CUDA and ``bitsandbytes`` (named when missing); with both present it is still not
+    available (upstream's ``train.py`` raises ``NotImplementedError`` too, and an exported
+    retriever is a plain encoder folder, not a 4-bit base plus adapter)."""
+    if not config.use_qlora:
+        return
+    import importlib.util
+
+    import torch
+
+    missing = []
+    if not torch.cuda.is_available():
+        missing.append("a CUDA GPU (torch.cuda.is_available() is False)")
+    if importlib.util.find_spec("bitsandbytes") is None:
+        missing.append("the bitsandbytes package (not installed)")
+    if missing:
+        raise ConfigValueError(
+            f"use_qlora needs {' and '.join(missing)}: 4-bit QLoRA quantises the encoder with "
+            "bitsandbytes on CUDA. Train without --use_qlora (the default encoders are small "
+            "enough for full fine-tuning)"
+        )
+    raise ConfigValueError(
+        "use_qlora is not implemented for the premise selector (LeanHammer's train.py raises "
+        "NotImplementedError for it as well): the exported retriever is a plain encoder folder "
+        "that load_retriever and /retrieve load, which a 4-bit base with a LoRA adapter is not. "
+        "Train without --use_qlora"
+    )
+
+
+def encoder_pooling(config: PremiseSelectorConfig) -> tuple[bool, str | None]:
+    """``(is_sentence_transformer, pooling)`` for ``config.model``: how
+    :func:`~lean_dojo_v2.models.retrieval.load_encoder` is called (``pooling=None``: the folder's
+    own). Raises :class:`ConfigValueError` for contradictory options."""
+    from ..models.retrieval import _resolve_encoder, sentence_transformers_pooling
+
+    folder = Path(_resolve_encoder(config.model))
+    declared = sentence_transformers_pooling(folder) if folder.is_dir() else None
+    shown = config.model or "the bundled all-MiniLM-L6-v2"
+    st = config.is_sentence_transformer
+    if st is None:
+        st = declared is not None
+    if st:
+        if declared is None:
+            raise ConfigValueError(
+                f"is_sentence_transformer is true but {shown} ({folder}) has no "
+                "sentence-transformers config (modules.json); set is_sentence_transformer=false "
+                "and a pooling_mode to load it as a plain Hugging Face encoder"
+            )
+        if config.pooling_mode is not None and config.pooling_mode != declared:
+            raise ConfigValueError(
+                f"pooling_mode={config.pooling_mode!r} contradicts {shown}'s sentence-transformers "
+                f"pooling ({declared!r}); pooling_mode applies only with "
+                "is_sentence_transformer=false (LeanHammer ignores it otherwise)"
+            )
+        return True, declared
+    if config.is_sentence_transformer is False:
+        return False, config.pooling_mode or "mean"
+    return False, config.pooling_mode
+
+
+def _false_negative_mask(
+    items: Sequence[Any],
+    candidates: Sequence[str],
+    mode: str,
+    corpus: Any,
+    decls: dict[tuple[str, str, Any], frozenset[str]],
+):
+    """``[B, M]`` bool: ``True`` where candidate ``j`` is taken out of row ``i``'s loss under
+    ``retrieval_mask_mode`` ``mode`` (see :class:`PremiseSelectorConfig`)."""
+    import torch
+
+    rows = []
+    for example, _ in items:
+        if mode == "none":
+            rows.append([False] * len(candidates))
+            continue
+        own = decls.get((example.query, example.file_path, example.pos), frozenset())
+        masked = set(example.positives) | set(own)
+        row = []
+        for name in candidates:
+            if name in masked:
+                row.append(True)
+                continue
+            if mode == "no_positive":
+                row.append(False)
+                continue
+            # only_negative: a true negative is accessible at the state or in an unrelated module
+            p = corpus.get_premise(name)
+            if p is None:
+                row.append(True)
+            elif p.path == example.file_path:
+                row.append(example.pos is not None and not p.start < example.pos)
+            else:
+                downstream = example.file_path in corpus.imports_of(p.path)
+                row.append(downstream)
+        rows.append(row)
+    return torch.tensor(rows, dtype=torch.bool).reshape(len(items), len(candidates))
+
+
+class MaskModeCollator:
+    """Wraps the trainer's collate function: same batch, ``positive_mask`` recomputed for
+    ``retrieval_mask_mode`` (the loss drops masked candidates, never a row's own target)."""
+
+    def __init__(
+        self,
+        inner: Any,
+        mode: str,
+        corpus: Any,
+        decls: dict[tuple[str, str, Any], frozenset[str]],
+    ) -> None:
+        if mode not in RETRIEVAL_MASK_MODES:
+            raise ConfigValueError(
+                f"retrieval_mask_mode must be one of {', '.join(RETRIEVAL_MASK_MODES)}, "
+                f"got {mode!r}"
+            )
+        self.inner = inner
+        self.mode = mode
+        self.corpus = corpus
+        self.decls = decls
+
+    def __call__(self, items: Sequence[Any]) -> Any:
+        batch = self.inner(items)
+        batch.positive_mask = _false_negative_mask(
+            items, batch.candidate_names, self.mode, self.corpus, self.decls
+        )
+        return batch
+
+
+def declarations_of(states: Sequence[NtpState]) -> dict[tuple[str, str, Any], frozenset[str]]:
+    """``(state text, module, position) -> declaration names``: what a training example (which
+    carries no declaration) is keyed by for the ``no_positive`` / ``only_negative`` masks."""
+    out: dict[tuple[str, str, Any], set[str]] = {}
+    for s in states:
+        out.setdefault((s.state, s.module, s.pos), set()).add(s.decl_name)
+    return {k: frozenset(v) for k, v in out.items()}
+
+
+_TRAINER_CLASS: Any = None
+
+
+def premise_selector_trainer_class() -> Any:
+    """:class:`~lean_dojo_v2.trainer.retrieval_trainer.RetrievalTrainer` with the seed options:
+    the encoder loaded with the chosen pooling, the training batches masked per
+    ``retrieval_mask_mode``. Built on first use (keeps this module light)."""
+    global _TRAINER_CLASS
+    if _TRAINER_CLASS is not None:
+        return _TRAINER_CLASS
+    from .retrieval_trainer import RetrievalTrainer
+
+    class PremiseSelectorTrainer(RetrievalTrainer):
+        def __init__(
+            self,
+            config: Any,
+            *,
+            pooling: str | None,
+            mask_mode: str,
+            decls: dict[tuple[str, str, Any], frozenset[str]],
+        ) -> None:
+            super().__init__(config)
+            self.pooling = pooling
+            self.mask_mode = mask_mode
+            self.decls = decls
+
+        def _load_encoder(self, from_dir: Path | None):
+            if from_dir is not None:  # a saved encoder remembers its pooling
+                return super()._load_encoder(from_dir)
+            from ..models.retrieval import load_encoder
+
+            return load_encoder(
+                self.config.model_name,
+                device="cpu",
+                max_length=self.config.max_seq_len,
+                pooling=self.pooling,
+            )
+
+        def _loader(self, train: Sequence[Any], corpus: Any, *, shuffle: bool = True):
+            loader = super()._loader(train, corpus, shuffle=shuffle)
+            loader.collate_fn = MaskModeCollator(
+                loader.collate_fn, self.mask_mode, corpus, self.decls
+            )
+            return loader
+
+    _TRAINER_CLASS = PremiseSelectorTrainer
+    return _TRAINER_CLASS
 
 
 # --------------------------------------------------------------------------- the run
@@ -368,11 +618,16 @@ def train_premise_selector(config: PremiseSelectorConfig) -> PremiseSelectorResu
             "data_dir is required: the ntp-toolkit output directory (--data-dir DIR)"
         )
     out = Path(config.output_dir)
+    check_qlora(config)
     # Refuse a foreign output before reading or training anything.
     check_output_dir(out, force=config.overwrite_output_dir, sources=[config.data_dir])
+    is_st, pooling = encoder_pooling(config)
     data = read_ntp_toolkit(
         config.data_dir,
         use_blacklist=config.filter,
+        use_filters=config.filter,
+        mathlib_only=config.mathlib_only,
+        nameless=config.nameless,
         premise_source=config.premise_source,  # type: ignore[arg-type]
     )
     modules = sorted({s.module for s in data.states_with_premises()})
@@ -402,13 +657,17 @@ def train_premise_selector(config: PremiseSelectorConfig) -> PremiseSelectorResu
     )
 
     from ..models.premise_index import DenseRetriever, PremiseIndex, export_retriever
-    from .retrieval_trainer import RetrievalTrainer
 
     label = config.model_label
     with staged_output_dir(
         out, force=config.overwrite_output_dir, sources=[config.data_dir]
     ) as stage:
-        trainer = RetrievalTrainer(_training_config(config, stage / "training"))
+        trainer = premise_selector_trainer_class()(
+            _training_config(config, stage / "training"),
+            pooling=pooling,
+            mask_mode=config.retrieval_mask_mode,
+            decls=declarations_of(states["train"]),
+        )
         train_q = [_query(s) for s in states["train"]]
         valid_q = [_query(s) for s in states["valid"]] or None
         train_summary = trainer.fit_examples(train_q, data.corpus, valid_q)
@@ -448,6 +707,11 @@ def train_premise_selector(config: PremiseSelectorConfig) -> PremiseSelectorResu
             ),
             data_report=data.report.to_dict(),
             seconds=seconds,
+            encoder={
+                "is_sentence_transformer": is_st,
+                "pooling": encoder.pooling,
+                "retrieval_mask_mode": config.retrieval_mask_mode,
+            },
         )
         for fname, payload in (
             ("metrics.json", metrics),

@@ -25,6 +25,19 @@ def _ks(text: str) -> list[int]:
     return ks
 
 
+def _bool(text: str) -> bool:
+    """``True``/``False`` as HfArgumentParser takes them (``true``, ``yes``, ``1``, ...)."""
+    low = text.strip().lower()
+    if low in ("true", "yes", "y", "1", "t"):
+        return True
+    if low in ("false", "no", "n", "0", "f"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+
+
+_BOOL = {"type": _bool, "nargs": "?", "const": True, "metavar": "BOOL"}
+POOLING_CHOICES = ["cls", "lasttoken", "max", "mean", "mean_sqrt_len_tokens", "weightedmean"]
+
 # (flag names, config key, argparse keywords)
 _FLAGS: list[tuple[tuple[str, ...], str, dict[str, Any]]] = [
     (
@@ -126,6 +139,68 @@ _FLAGS: list[tuple[tuple[str, ...], str, dict[str, Any]]] = [
         {"type": int, "metavar": "N", "help": "split and training seed (default 0)"},
     ),
     (("--device",), "device", {"metavar": "DEV", "help": "auto, cpu, cuda or cuda:N"}),
+    (
+        ("--filter",),
+        "filter",
+        {
+            **_BOOL,
+            "help": "LeanHammer's filters: HammerBlacklist.jsonl plus its module (Aesop, Lean, "
+            "Tactic, Util, ...), name (Lean, Lake, Qq) and type (Lean.*) blacklists (default "
+            "true; --filter false or --no-filter keeps everything)",
+        },
+    ),
+    (
+        ("--mathlib-only", "--mathlib_only"),
+        "mathlib_only",
+        {**_BOOL, "help": "read only modules named Mathlib.* (premises and states)"},
+    ),
+    (
+        ("--nameless",),
+        "nameless",
+        {
+            **_BOOL,
+            "help": "premise text without the premise's own name (needs type or signature "
+            "in Declarations)",
+        },
+    ),
+    (
+        ("--is-sentence-transformer", "--is_sentence_transformer"),
+        "is_sentence_transformer",
+        {
+            **_BOOL,
+            "help": "true: the model is a sentence-transformers folder, pooled as its config "
+            "says; false: a plain Hugging Face encoder + --pooling-mode (default: true when the "
+            "model has a sentence-transformers config)",
+        },
+    ),
+    (
+        ("--pooling-mode", "--pooling_mode"),
+        "pooling_mode",
+        {
+            "choices": POOLING_CHOICES,
+            "help": "pooling of a plain Hugging Face encoder (default mean; LeanHammer's default "
+            "lasttoken suits decoder-only models)",
+        },
+    ),
+    (
+        ("--retrieval-mask-mode", "--retrieval_mask_mode"),
+        "retrieval_mask_mode",
+        {
+            "choices": ["none", "no_positive", "only_negative"],
+            "help": "in-batch candidates left out of a state's contrastive loss: none; "
+            "no_positive (default: its other positives and its own declaration); only_negative "
+            "(everything but premises accessible to it or in unrelated modules)",
+        },
+    ),
+    (
+        ("--use-qlora", "--use_qlora"),
+        "use_qlora",
+        {
+            **_BOOL,
+            "help": "4-bit QLoRA: not available (needs CUDA + bitsandbytes, and LeanHammer's "
+            "train.py does not implement it either); true is an error saying why",
+        },
+    ),
 ]
 
 
@@ -143,7 +218,12 @@ def add_premise_selector_parser(train_sub: argparse._SubParsersAction) -> argpar
     )
     for names, key, kw in _FLAGS:
         p.add_argument(*names, dest=key, default=None, **kw)
-    p.add_argument("--no-filter", action="store_true", help="keep HammerBlacklist.jsonl premises")
+    p.add_argument(
+        "--no-filter",
+        action="store_true",
+        help="turn off all of LeanHammer's filters (= --filter false): keep blacklisted "
+        "premises and Aesop/Lean/Tactic/... declarations",
+    )
     p.add_argument("--config", metavar="FILE", help="YAML file of PremiseSelectorConfig keys")
     p.add_argument(
         "--set",
@@ -178,6 +258,10 @@ def cmd_train_premise_selector(args: argparse.Namespace) -> int:
         key: getattr(args, key) for _, key, _ in _FLAGS if getattr(args, key) is not None
     }
     if args.no_filter:
+        if values.get("filter") is True:
+            from .errors import ConfigValueError
+
+            raise ConfigValueError("--no-filter contradicts --filter true; give one of them")
         values["filter"] = False
     if args.force:
         values["overwrite_output_dir"] = True

@@ -15,6 +15,8 @@ from lean_dojo_v2.data import Corpus
 from lean_dojo_v2.data.ntp_toolkit import (
     NtpToolkitFormatError,
     NtpToolkitLayoutError,
+    declaration_text,
+    hammer_filter_reason,
     parse_recommendation,
     read_ntp_toolkit,
     split_modules,
@@ -47,7 +49,7 @@ def test_fixture_reads_into_corpus_with_one_file_per_module(data) -> None:
     modules = {p.name[: -len(".jsonl")] for p in (FIXTURE / "Declarations").iterdir()}
     assert set(data.modules) == modules
     assert data.report.modules == len(modules)
-    # one premise per declaration row, less the blacklisted ones
+    # one premise per declaration row, less the blacklisted and LeanHammer-filtered ones
     rows = sum(
         1
         for p in (FIXTURE / "Declarations").iterdir()
@@ -55,7 +57,11 @@ def test_fixture_reads_into_corpus_with_one_file_per_module(data) -> None:
         if line.startswith("{")
     )
     assert data.report.declarations == rows
-    assert len(data.corpus) == rows - data.report.blacklisted_declarations
+    assert len(data.corpus) == (
+        rows
+        - data.report.blacklisted_declarations
+        - sum(data.report.filtered_declarations.values())
+    )
     # imports come from Imports/ (transitive), restricted to modules of the corpus
     imports = [
         json.loads(x)["name"] for x in _lines(FIXTURE / "Imports/Mathlib.Order.Filter.Ring.jsonl")
@@ -230,6 +236,8 @@ def test_premise_not_in_declarations_is_dropped_and_counted(copy: Path, caplog) 
 
 def test_state_position_is_its_declaration_so_it_cannot_retrieve_itself(data) -> None:
     for s in data.states_with_premises():
+        if s.decl_name in data.filtered:  # LeanHammer's filters left its declaration out
+            continue
         own = data.corpus.get_premise(s.decl_name)
         assert own is not None and own.path == s.module
         assert s.pos == own.start
@@ -322,3 +330,130 @@ def test_split_modules_is_deterministic_disjoint_and_complete() -> None:
     assert (len(tiny.train), len(tiny.valid), len(tiny.test)) == (1, 1, 1)
     with pytest.raises(ValueError):
         split_modules(modules, valid=0.6, test=0.5)
+
+
+# --------------------------------------------------------------------------- LeanHammer's options
+
+
+def test_hammer_filter_reason_follows_leanhammer_module_name_and_type_rules() -> None:
+    assert (
+        hammer_filter_reason("CancelDenoms.cancel_factors_lt", "Mathlib.Tactic.CancelDenoms.Core")
+        == "module"
+    )
+    assert hammer_filter_reason("Aesop.BuiltinRules.not_intro", "Aesop.BuiltinRules") == "module"
+    assert (
+        hammer_filter_reason("Lean.Omega.LinearCombo.add_eval", "Init.Omega.LinearCombo") == "name"
+    )
+    assert hammer_filter_reason("Qq.Impl.x", "Mathlib.Foo") == "name"
+    assert hammer_filter_reason("Foo.parser", "Mathlib.Foo", "Lean.ParserDescr") == "type"
+    # components, not substrings: "Leaning" or "Tactics" are kept
+    assert (
+        hammer_filter_reason("Nat.add_comm", "Init.Data.Nat.Basic", "∀ (n m : ℕ), n + m = m + n")
+        is None
+    )
+    assert hammer_filter_reason("Leaning.x", "Mathlib.Tactics2") is None
+
+
+def test_default_filters_drop_tactic_module_declarations_and_no_filter_keeps_them(data) -> None:
+    name = "CancelDenoms.cancel_factors_lt"  # real row of Mathlib.Tactic.CancelDenoms.Core
+    assert data.corpus.get_premise(name) is None
+    assert name in data.filtered
+    assert data.report.filtered_declarations == {"module": 1}
+    assert "Mathlib.Tactic.CancelDenoms.Core" in data.modules  # the module stays (empty)
+    raw = read_ntp_toolkit(FIXTURE, use_blacklist=False, use_filters=False)
+    assert raw.corpus.get_premise(name) is not None
+    assert raw.report.filtered_declarations == {}
+    assert len(raw.corpus) == len(data.corpus) + 1 + data.report.blacklisted_declarations
+
+
+def test_filtered_premise_uses_are_dropped_from_states_and_counted(copy: Path) -> None:
+    # move a real premise's declaration row into a Tactic module: the filter now drops it
+    d0 = read_ntp_toolkit(copy)
+    state = next(s for s in d0.states_with_premises() if s.module.startswith("Mathlib."))
+    gone = state.premises[0]
+    src = next(
+        p for p in (copy / "Declarations").iterdir() if f'"name":"{gone}"' in p.read_text("utf-8")
+    )
+    rows = _lines(src)
+    row = next(x for x in rows if f'"name":"{gone}"' in x)
+    src.write_text("".join(x + "\n" for x in rows if x != row), "utf-8")
+    moved = json.loads(row)
+    moved["module"] = "Mathlib.Tactic.CancelDenoms.Core"
+    tactic = copy / "Declarations/Mathlib.Tactic.CancelDenoms.Core.jsonl"
+    tactic.write_text(tactic.read_text("utf-8") + json.dumps(moved, ensure_ascii=False) + "\n")
+    d = read_ntp_toolkit(copy)
+    uses = sum(gone in s.decl_premises for s in d.states)
+    assert d.report.filtered_premise_uses == uses > 0
+    assert d.report.unknown_premise_uses == 0
+    assert all(gone not in s.premises for s in d.states)
+
+
+def test_type_filter_uses_the_declaration_type(copy: Path) -> None:
+    f = copy / "Declarations/Mathlib.Order.Basic.jsonl"
+    rows = _lines(f)
+    row = json.loads(rows[0])
+    row["type"] = "Lean.ParserDescr"
+    rows[0] = json.dumps(row, ensure_ascii=False)
+    f.write_text("\n".join(rows) + "\n", "utf-8")
+    d = read_ntp_toolkit(copy)
+    assert d.report.filtered_declarations.get("type") == 1
+    assert d.corpus.get_premise(row["name"]) is None
+
+
+def test_mathlib_only_reads_only_mathlib_modules_and_counts_the_rest(data) -> None:
+    d = read_ntp_toolkit(FIXTURE, mathlib_only=True)
+    assert d.modules and all(m.startswith("Mathlib.") for m in d.modules)
+    assert all(s.module.startswith("Mathlib.") for s in d.states)
+    assert all(p.path.startswith("Mathlib.") for f in d.corpus.files for p in f.premises)
+    others = [s for s in data.states if not s.module.startswith("Mathlib.")]
+    assert others and d.report.non_mathlib_states == len(others)
+    assert d.report.non_mathlib_declarations > 0
+    # Mathlib proofs use Init/Batteries lemmas: those uses are dropped and counted, not unknown
+    init_uses = sum(
+        1
+        for s in data.states
+        if s.module.startswith("Mathlib.")
+        for n in s.premises
+        if not data.corpus.get_premise(n).path.startswith("Mathlib.")
+    )
+    assert init_uses > 0 and d.report.non_mathlib_premise_uses >= init_uses
+    assert d.report.unknown_premise_uses == 0
+    assert all(d.corpus.get_premise(n) is not None for s in d.states for n in s.premises)
+
+
+def test_nameless_premise_text_leaves_out_the_name(copy: Path) -> None:
+    # SciLean rows of the fixture carry Lean-printed signatures
+    keep = "SciLean.Core.Rand.Rand"
+    for part in ("Declarations", "Imports", "TrainingDataWithPremises"):
+        for f in (copy / part).iterdir():
+            if f.name != f"{keep}.jsonl":
+                f.unlink()
+    named = read_ntp_toolkit(copy)
+    nameless = read_ntp_toolkit(copy, nameless=True)
+    assert nameless.nameless and len(named.corpus) == len(nameless.corpus) > 0
+    for p in named.corpus.files[0].premises:
+        q = nameless.corpus.get_premise(p.full_name)
+        assert p.full_name in p.code
+        assert p.full_name not in q.code and q.code  # the name is gone, the statement stays
+    mapped = nameless.corpus.get_premise("SciLean.Rand.map")
+    assert mapped.code == (
+        "def {X : Type} {Y : Type} (r : SciLean.Rand X) (f : X → Y) : SciLean.Rand Y"
+    )
+
+
+def test_nameless_from_kind_args_type_as_leanhammer() -> None:
+    row = {
+        "name": "Nat.add_comm",
+        "kind": "theorem",
+        "args": ["(n m : ℕ)"],
+        "type": "n + m = m + n",
+    }
+    assert declaration_text(row) == "theorem Nat.add_comm (n m : ℕ) : n + m = m + n"
+    assert declaration_text(row, nameless=True) == "theorem (n m : ℕ) : n + m = m + n"
+
+
+def test_nameless_without_type_or_signature_raises_error_naming_file_and_line() -> None:
+    with pytest.raises(NtpToolkitFormatError) as err:
+        read_ntp_toolkit(FIXTURE, nameless=True)
+    msg = str(err.value)
+    assert "Declarations/" in msg and "line 1" in msg and "nameless" in msg
