@@ -16,9 +16,10 @@ issue; today ``lean-dojo-v2 prove`` proves with any generator.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
+
+from ..trainer.cli import add_config_options, add_run_options, config_from_args, print_summary
 
 # The offline default run: small enough for a CPU in about a minute.
 QUICK_DEFAULTS = {"max_epochs": 2, "batch_size": 16, "lr": 5e-5, "output_dir": "outputs-lean-agent"}
@@ -38,39 +39,22 @@ def build_parser() -> argparse.ArgumentParser:
     what.add_argument(
         "--data", metavar="DIR", help="one LeanDojo dataset directory (default: bundled sample)"
     )
-    p.add_argument("--config", metavar="FILE", help="YAML of TrainingConfig keys")
-    p.add_argument(
-        "--set",
-        dest="overrides",
-        metavar="KEY=VALUE",
-        action="append",
-        default=[],
-        help="override a TrainingConfig key (repeatable), e.g. --set lambda_value=0.5",
+    add_config_options(
+        p,
+        config_help="YAML of TrainingConfig keys",
+        set_help="override a TrainingConfig key (repeatable), e.g. --set lambda_value=0.5",
     )
-    p.add_argument("-o", "--output-dir", metavar="DIR", help="same as --set output_dir=DIR")
-    p.add_argument("--force", action="store_true", help="replace output_dir if needed")
-    p.add_argument("--json", action="store_true", help="end with a one-line JSON summary")
+    add_run_options(p, force_help="replace output_dir if needed", help_config=None)
     return p
 
 
 def run(args: argparse.Namespace) -> dict:
-    from ..trainer.config import load_config
     from ..trainer.retrieval_config import TrainingConfig
     from ..trainer.retrieval_trainer import DATA, RetrievalTrainer
 
-    values = {} if args.config else dict(QUICK_DEFAULTS)
-    if args.output_dir:
-        values["output_dir"] = args.output_dir
-    if args.force:
-        values["overwrite_output_dir"] = True
     # Quick defaults (no --config) apply only to keys --set does not give.
-    given = {o.split("=", 1)[0].strip() for o in args.overrides}
-    config = load_config(
-        TrainingConfig,
-        args.config,
-        args.overrides,
-        **{k: v for k, v in values.items() if k not in given},
-    )
+    defaults = {} if args.config else QUICK_DEFAULTS
+    config = config_from_args(args, TrainingConfig, defaults=defaults)
     trainer = RetrievalTrainer(config)
     if args.db:
         summary = trainer.train(database=args.db)
@@ -112,16 +96,17 @@ def main(argv: list[str] | None = None) -> int:
     except LeanDojoError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    if args.json:
-        sys.stdout.flush()
-        print(json.dumps(result))
-    else:
-        print(
+
+    def text() -> list[str]:
+        lines = [
             f"trained {result['steps']} steps over {len(result['passes'])} pass(es); "
             f"encoder in {result['encoder_dir']}"
-        )
+        ]
         for d, m in result["test"].items():
-            print(f"  {d}: " + ", ".join(f"{k} {v}" for k, v in m.items()))
+            lines.append(f"  {d}: " + ", ".join(f"{k} {v}" for k, v in m.items()))
+        return lines
+
+    print_summary(result, args.json, text)
     return 0
 
 

@@ -9,6 +9,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar
+
+C = TypeVar("C")
 
 
 def add_train_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -31,18 +35,12 @@ def add_train_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser
     what = sft.add_mutually_exclusive_group()
     what.add_argument("--data", metavar="DIR", help="LeanDojo dataset directory (or a split file)")
     what.add_argument("--db", metavar="FILE", help="DynamicDatabase file: train on its curriculum")
-    sft.add_argument(
-        "--config", metavar="FILE", help="YAML file of SFTConfig keys (configs/sft_*.yaml)"
+    add_config_options(
+        sft,
+        config_help="YAML file of SFTConfig keys (configs/sft_*.yaml)",
+        set_help="override one config key (repeatable), typed by the key: --set lr=1e-4 "
+        "--set lora=true",
     )
-    sft.add_argument(
-        "--set",
-        dest="overrides",
-        metavar="KEY=VALUE",
-        action="append",
-        default=[],
-        help="override one config key (repeatable), typed by the key: --set lr=1e-4 --set lora=true",
-    )
-    sft.add_argument("-o", "--output-dir", metavar="DIR", help="same as --set output_dir=DIR")
     sft.add_argument(
         "--repo",
         dest="repos",
@@ -50,17 +48,11 @@ def add_train_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser
         action="append",
         help="with --db: train on these repositories only (repeatable; default: all)",
     )
-    sft.add_argument(
-        "--force",
-        action="store_true",
-        help="replace output_dir even if it holds files lean-dojo-v2 did not write or another "
-        "unfinished run (same as --set overwrite_output_dir=true; its contents are deleted)",
-    )
-    sft.add_argument("--json", action="store_true", help="end with a one-line JSON summary")
-    sft.add_argument(
-        "--help-config",
-        action="store_true",
-        help="list every config key with its default and meaning",
+    add_run_options(
+        sft,
+        force_help="replace output_dir even if it holds files lean-dojo-v2 did not write or "
+        "another unfinished run (same as --set overwrite_output_dir=true; its contents are "
+        "deleted)",
     )
     sft.set_defaults(func=cmd_train_sft)
     from .premise_selector_cli import add_premise_selector_parser
@@ -81,12 +73,10 @@ def _help(parser: argparse.ArgumentParser) -> int:
 
 
 def cmd_train_sft(args: argparse.Namespace) -> int:
-    from .config import describe_config, load_config
     from .errors import TrainerError
     from .sft_config import SFTConfig
 
-    if args.help_config:
-        print(describe_config(SFTConfig))
+    if print_config_help(args, SFTConfig):
         return 0
     if not args.data and not args.db:
         raise TrainerError(
@@ -96,40 +86,127 @@ def cmd_train_sft(args: argparse.Namespace) -> int:
         )
     if args.repos and not args.db:
         raise TrainerError("--repo selects repositories of --db; it cannot be used with --data")
-    extra = {}
-    if args.output_dir:
-        extra["output_dir"] = args.output_dir
-    if args.force:
-        extra["overwrite_output_dir"] = True
-    config = load_config(SFTConfig, args.config, args.overrides, **extra)
+    config = config_from_args(args, SFTConfig)
 
     from .sft_trainer import SFTTrainer
 
     trainer = SFTTrainer.from_config(config)
-    repos = [_repo_arg(r) for r in args.repos] if args.repos else None
+    repos = [repo_arg(r) for r in args.repos] if args.repos else None
     result = trainer.train(repos=repos, database=args.db, data_path=args.data)
-    summary = result.to_dict()
-    if args.json:
-        sys.stdout.flush()
-        print(json.dumps(summary))
-    else:
+
+    def text() -> list[str]:
         loss = (
             f"loss {result.first_loss:.4f} -> {result.last_loss:.4f}"
             if result.first_loss is not None and result.last_loss is not None
             else "no loss logged"
         )
         what = "adapter" if result.adapter else "model"
-        print(
-            f"trained {result.steps} steps on {result.examples} examples in {result.seconds:.1f} s "
-            f"({loss}); {what} in {result.model_dir}"
-        )
+        lines = [
+            f"trained {result.steps} steps on {result.examples} examples in "
+            f"{result.seconds:.1f} s ({loss}); {what} in {result.model_dir}"
+        ]
         if result.merged_dir:
-            print(f"merged model in {result.merged_dir}")
+            lines.append(f"merged model in {result.merged_dir}")
+        return lines
+
+    print_summary(result.to_dict(), args.json, text)
     return 0
 
 
-def _repo_arg(text: str) -> str | tuple[str, str]:
+def repo_arg(text: str) -> str | tuple[str, str]:
+    """``--repo URL[@COMMIT]``: the URL, or ``(url, commit)`` when a commit is given."""
     url, sep, commit = text.rpartition("@")
     if sep and url and "/" not in commit and ":" not in commit:
         return (url, commit)
     return text
+
+
+# -- options and steps shared by every training command (train sft/retrieval/progress/
+# premise-selector, python -m lean_dojo_v2.lean_agent) --------------------------------------
+
+
+def add_config_options(
+    parser: argparse.ArgumentParser,
+    *,
+    config_help: str,
+    set_help: str,
+    output_dir: bool = True,
+) -> None:
+    """Add ``--config FILE``, ``--set KEY=VALUE`` (repeatable, into ``args.overrides``) and,
+    with ``output_dir``, ``-o/--output-dir DIR`` to ``parser``; read them back with
+    :func:`config_from_args`."""
+    parser.add_argument("--config", metavar="FILE", help=config_help)
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        metavar="KEY=VALUE",
+        action="append",
+        default=[],
+        help=set_help,
+    )
+    if output_dir:
+        parser.add_argument(
+            "-o", "--output-dir", metavar="DIR", help="same as --set output_dir=DIR"
+        )
+
+
+def add_run_options(
+    parser: argparse.ArgumentParser,
+    *,
+    force_help: str,
+    help_config: str | None = "list every config key with its default and meaning",
+) -> None:
+    """Add ``--force``, ``--json`` and (unless ``help_config`` is None) ``--help-config`` to
+    ``parser``; see :func:`print_summary` and :func:`print_config_help`."""
+    parser.add_argument("--force", action="store_true", help=force_help)
+    parser.add_argument("--json", action="store_true", help="end with a one-line JSON summary")
+    if help_config is not None:
+        parser.add_argument("--help-config", action="store_true", help=help_config)
+
+
+def print_config_help(args: argparse.Namespace, config_cls: type) -> bool:
+    """With ``--help-config``: print every key of ``config_cls`` and return True (the command
+    then ends with status 0)."""
+    if not getattr(args, "help_config", False):
+        return False
+    from .config import describe_config
+
+    print(describe_config(config_cls))
+    return True
+
+
+def config_from_args(
+    args: argparse.Namespace,
+    config_cls: type[C],
+    *,
+    defaults: Mapping[str, Any] | None = None,
+    **values: Any,
+) -> C:
+    """The ``config_cls`` config from ``--config``, then ``--set``, then ``defaults`` (only the
+    keys ``--set`` does not give), then ``values``, ``-o/--output-dir`` and ``--force``
+    (``overwrite_output_dir=True``); see :func:`lean_dojo_v2.trainer.config.load_config`."""
+    from .config import load_config
+
+    extra: dict[str, Any] = {}
+    if defaults:
+        given = {o.split("=", 1)[0].strip() for o in args.overrides}
+        extra.update({k: v for k, v in defaults.items() if k not in given})
+    extra.update(values)
+    if getattr(args, "output_dir", None):
+        extra["output_dir"] = args.output_dir
+    if args.force:
+        extra["overwrite_output_dir"] = True
+    return load_config(config_cls, args.config, args.overrides, **extra)
+
+
+def print_summary(
+    summary: Mapping[str, Any], as_json: bool, text: Callable[[], Iterable[str]]
+) -> None:
+    """End a command: with ``as_json`` one line of JSON ``summary`` (after flushing whatever
+    was printed before), otherwise the lines of ``text()``."""
+    if as_json:
+        sys.stdout.flush()
+        print(json.dumps(summary))
+    else:
+        for line in text():
+            print(line)

@@ -7,8 +7,14 @@
 from __future__ import annotations
 
 import argparse
-import json
-import sys
+
+from .cli import (
+    add_config_options,
+    add_run_options,
+    config_from_args,
+    print_config_help,
+    print_summary,
+)
 
 
 def add_progress_parser(train_sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -26,52 +32,29 @@ def add_progress_parser(train_sub: argparse._SubParsersAction) -> argparse.Argum
     p.add_argument(
         "--data", metavar="FILE", help="LeanProgress JSONL file (same as --set data_path=FILE)"
     )
-    p.add_argument(
-        "--config",
-        metavar="FILE",
-        help="YAML file of ProgressConfig keys (configs/progress_*.yaml)",
+    add_config_options(
+        p,
+        config_help="YAML file of ProgressConfig keys (configs/progress_*.yaml)",
+        set_help="override one config key (repeatable), typed by the key: --set epochs=1",
     )
-    p.add_argument(
-        "--set",
-        dest="overrides",
-        metavar="KEY=VALUE",
-        action="append",
-        default=[],
-        help="override one config key (repeatable), typed by the key: --set epochs=1",
-    )
-    p.add_argument("-o", "--output-dir", metavar="DIR", help="same as --set output_dir=DIR")
-    p.add_argument(
-        "--force",
-        action="store_true",
-        help="replace output_dir even if it holds files lean-dojo-v2 did not write or another "
-        "kind of output (same as --set overwrite_output_dir=true; its contents are deleted)",
-    )
-    p.add_argument("--json", action="store_true", help="end with a one-line JSON summary")
-    p.add_argument(
-        "--help-config",
-        action="store_true",
-        help="list every config key with its default and meaning",
+    add_run_options(
+        p,
+        force_help="replace output_dir even if it holds files lean-dojo-v2 did not write or "
+        "another kind of output (same as --set overwrite_output_dir=true; its contents are "
+        "deleted)",
     )
     p.set_defaults(func=cmd_train_progress)
     return p
 
 
 def cmd_train_progress(args: argparse.Namespace) -> int:
-    from .config import describe_config, load_config
     from .errors import TrainerError
     from .progress_config import ProgressConfig
 
-    if args.help_config:
-        print(describe_config(ProgressConfig))
+    if print_config_help(args, ProgressConfig):
         return 0
-    extra: dict[str, object] = {}
-    if args.data:
-        extra["data_path"] = args.data
-    if args.output_dir:
-        extra["output_dir"] = args.output_dir
-    if args.force:
-        extra["overwrite_output_dir"] = True
-    config = load_config(ProgressConfig, args.config, args.overrides, **extra)
+    values = {"data_path": args.data} if args.data else {}
+    config = config_from_args(args, ProgressConfig, **values)
     if not config.data_path:
         raise TrainerError(
             "train progress needs --data FILE (a LeanProgress JSONL file) or data_path in "
@@ -82,14 +65,14 @@ def cmd_train_progress(args: argparse.Namespace) -> int:
     from .progress_trainer import ProgressTrainer
 
     result = ProgressTrainer.from_config(config).train()
-    if args.json:
-        sys.stdout.flush()
-        print(json.dumps(result.to_dict()))
-    else:
-        print(
+    print_summary(
+        result.to_dict(),
+        args.json,
+        lambda: [
             f"trained {result.steps} steps on {result.train_examples} examples in "
             f"{result.seconds:.1f} s; on {result.eval_examples} {result.evaluated_on} examples: "
             f"MAE {result.mae:.3f}, exact {result.exact:.3f}, within 1 {result.within_1:.3f}; "
             f"model in {result.output_dir} (export LEANPROGRESS_MODEL={result.output_dir})"
-        )
+        ],
+    )
     return 0

@@ -10,8 +10,14 @@ until the command runs.
 from __future__ import annotations
 
 import argparse
-import json
-import sys
+
+from .cli import (
+    add_config_options,
+    add_run_options,
+    config_from_args,
+    print_config_help,
+    print_summary,
+)
 
 
 def add_retrieval_parser(train_sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -34,17 +40,12 @@ def add_retrieval_parser(train_sub: argparse._SubParsersAction) -> argparse.Argu
         "--data", metavar="DIR", help="LeanDojo dataset directory (with corpus.jsonl)"
     )
     what.add_argument("--db", metavar="FILE", help="DynamicDatabase file: train on its curriculum")
-    p.add_argument("--config", metavar="FILE", help="YAML file of TrainingConfig keys")
-    p.add_argument(
-        "--set",
-        dest="overrides",
-        metavar="KEY=VALUE",
-        action="append",
-        default=[],
-        help="override one config key (repeatable), typed by the key: --set lr=1e-5 "
+    add_config_options(
+        p,
+        config_help="YAML file of TrainingConfig keys",
+        set_help="override one config key (repeatable), typed by the key: --set lr=1e-5 "
         "--set grad_cache=true --set devices=4 --set strategy=ddp",
     )
-    p.add_argument("-o", "--output-dir", metavar="DIR", help="same as --set output_dir=DIR")
     p.add_argument(
         "--repo",
         dest="repos",
@@ -60,45 +61,31 @@ def add_retrieval_parser(train_sub: argparse._SubParsersAction) -> argparse.Argu
     p.add_argument(
         "--no-eval", action="store_true", help="skip the test-split evaluation after training"
     )
-    p.add_argument(
-        "--force",
-        action="store_true",
-        help="replace output_dir (and --export DIR) even if it holds files lean-dojo-v2 did not "
-        "write or another unfinished run (its contents are deleted)",
-    )
-    p.add_argument("--json", action="store_true", help="end with a one-line JSON summary")
-    p.add_argument(
-        "--help-config",
-        action="store_true",
-        help="list every config key with its default and meaning",
+    add_run_options(
+        p,
+        force_help="replace output_dir (and --export DIR) even if it holds files lean-dojo-v2 "
+        "did not write or another unfinished run (its contents are deleted)",
     )
     p.set_defaults(func=cmd_train_retrieval)
     return p
 
 
 def cmd_train_retrieval(args: argparse.Namespace) -> int:
-    from .config import describe_config, load_config
     from .errors import TrainerError
     from .retrieval_config import TrainingConfig
 
-    if args.help_config:
-        print(describe_config(TrainingConfig))
+    if print_config_help(args, TrainingConfig):
         return 0
     if args.repos and not args.db:
         raise TrainerError("--repo selects repositories of --db; it cannot be used with --data")
-    extra: dict = {}
-    if args.output_dir:
-        extra["output_dir"] = args.output_dir
-    if args.force:
-        extra["overwrite_output_dir"] = True
-    config = load_config(TrainingConfig, args.config, args.overrides, **extra)
+    config = config_from_args(args, TrainingConfig)
     data = args.data
     if data is None and args.db is None:
         from ..data import sample_dataset_path
 
         data = str(sample_dataset_path())
 
-    from .cli import _repo_arg as repo_arg
+    from .cli import repo_arg
     from .retrieval_trainer import RetrievalTrainer
 
     trainer = RetrievalTrainer(config)
@@ -134,22 +121,23 @@ def cmd_train_retrieval(args: argparse.Namespace) -> int:
     }
     if test_error:
         out["metrics_error"] = test_error
-    if args.json:
-        sys.stdout.flush()
-        print(json.dumps(out))
-    else:
-        print(
+
+    def text() -> list[str]:
+        lines = [
             f"trained {summary['steps']} steps on {summary['examples']} examples in "
             f"{len(summary['passes'])} pass(es), {summary['seconds']:.1f} s; encoder in "
             f"{summary['encoder_dir']}"
-        )
+        ]
         if test:
-            print(
+            lines.append(
                 "test: "
                 + ", ".join(f"{k} {v:.4f}" if k != "n" else f"n {int(v)}" for k, v in test.items())
             )
         elif test_error:
-            print(f"test: not evaluated ({test_error})")
+            lines.append(f"test: not evaluated ({test_error})")
         if exported:
-            print(f"retriever exported to {exported}")
+            lines.append(f"retriever exported to {exported}")
+        return lines
+
+    print_summary(out, args.json, text)
     return 0
