@@ -27,7 +27,6 @@ Point search at it with ``export LEANPROGRESS_MODEL=<output_dir>``.
 
 from __future__ import annotations
 
-import json
 import logging
 import random
 import time
@@ -41,6 +40,7 @@ from ..errors import OutputExistsError
 from .config import config_fields, config_to_dict, dump_config, load_config
 from .errors import ConfigValueError, EmptyDatasetError, TrainerError
 from .progress_config import ProgressConfig
+from .run_dir import write_json
 
 log = logging.getLogger(__name__)
 
@@ -350,8 +350,8 @@ class ProgressTrainer:
                 tactic_mode=cfg.tactic_mode,
             )
             metadata = self._metadata(result, max_length, eval_ds.labels, TEXT_FORMAT)
-            _write_json(stage / METADATA_FILE, metadata)
-            _write_json(stage / SUMMARY_FILE, result.to_dict())
+            write_json(stage / METADATA_FILE, metadata, indent=1)
+            write_json(stage / SUMMARY_FILE, result.to_dict(), indent=1)
             dump_config(cfg, stage / CONFIG_FILE)
         log.info(
             "progress model in %s: MAE %.3f, exact %.3f, within 1 %.3f on %d %s examples; "
@@ -425,10 +425,6 @@ class ProgressTrainer:
             "eval_label_mean": (sum(eval_labels) / len(eval_labels)) if eval_labels else None,
             "config": config_to_dict(self.config),
         }
-
-
-def _write_json(path: Path, obj: Any) -> None:
-    path.write_text(json.dumps(obj, indent=1, default=str) + "\n", "utf-8")
 
 
 def _remove_tree(path: Path) -> None:

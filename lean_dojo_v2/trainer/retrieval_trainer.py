@@ -38,7 +38,6 @@ Layout of ``output_dir`` (written by this library, marked as ours)::
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import os
 import shutil
@@ -48,19 +47,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..data.output_dir import check_output_dir, is_ours, mark_ours
 from ..errors import DatasetNotFoundError
-from .config import config_to_dict, dump_config
-from .errors import EmptyDatasetError, TrainerError, TrainingStateError
+from .config import config_to_dict
+from .errors import EmptyDatasetError, TrainerError
 from .retrieval_config import TrainingConfig
-from .sft_trainer import (
-    _clear_dir,
-    _empty_database_error,
-    _is_main_process,
-    _open_database,
-    _read_state,
-    _repo_ref,
-    _write_json,
+from .run_dir import (
+    CHECKPOINTS,
+    DATA,
+    LOGS,
+    STATE_FILE,
+    SUMMARY_FILE,
+    config_fingerprint,
+    empty_database_error,
+    is_main_process,
+    open_database,
+    pass_name,
+    repo_ref,
+    resume_or_start,
+    write_json,
 )
 
 if TYPE_CHECKING:
@@ -70,14 +74,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-STATE_FILE = "training_state.json"
-SUMMARY_FILE = "summary.json"
 CONFIG_FILE = "retrieval_config.yaml"
 ENCODER_DIR = "encoder"
 EWC_FILE = "ewc.pt"
-CHECKPOINTS = "checkpoints"
-LOGS = "logs"
-DATA = "data"
 VAL_METRIC = "R@10_val"
 
 # Fields that do not change what is trained: a run may resume with other values of these.
@@ -103,10 +102,6 @@ class _Pass:
     label: str
     repositories: list[Any] = field(default_factory=list)
     queries: tuple[Sequence[Any], Any, Sequence[Any] | None] | None = None  # (train, corpus, val)
-
-
-def _pass_name(k: int) -> str:
-    return f"pass-{k:03d}"
 
 
 def resolve_precision(precision: str, accelerator: str = "auto") -> str:
@@ -363,7 +358,7 @@ class RetrievalTrainer:
         database's training runs. Without: one pass on the LeanDojo dataset directory
         ``data_path`` (train split; val for ``R@10_val``).
         """
-        db, own_db = _open_database(database)
+        db, own_db = open_database(database)
         try:
             plan, sources, plan_id = self._plan(repos, db, data_path)
             return self._train_plan(plan, sources, plan_id, db, data_path)
@@ -456,12 +451,12 @@ class RetrievalTrainer:
     ) -> tuple[list[_Pass], list[Path], dict[str, Any]]:
         cfg = self.config
         if db is not None:
-            refs = None if repos is None else [_repo_ref(r) for r in repos]
+            refs = None if repos is None else [repo_ref(r) for r in repos]
             if refs is not None and not refs:
                 raise TrainerError("repos is an empty list; pass None to train on every repository")
             order = db.sort_repositories_by_difficulty(refs)
             if not order:
-                raise _empty_database_error(db)
+                raise empty_database_error(db)
             plan = [
                 _Pass(
                     label=f"{info.name}@{info.commit[:12]}",
@@ -503,46 +498,21 @@ class RetrievalTrainer:
         return [_Pass(label=path.name)], [path], plan_id
 
     def _fingerprint(self, plan_id: dict[str, Any]) -> str:
-        cfg = {k: v for k, v in config_to_dict(self.config).items() if k not in _NOT_FINGERPRINTED}
-        blob = json.dumps({"config": cfg, "plan": plan_id}, sort_keys=True, default=str)
-        return hashlib.sha256(blob.encode()).hexdigest()
+        return config_fingerprint(self.config, plan_id, _NOT_FINGERPRINTED)
 
     def _prepare_output(
         self, out: Path, sources: list[Path], plan_id: dict[str, Any]
     ) -> tuple[dict[str, Any], int]:
-        cfg = self.config
-        fingerprint = self._fingerprint(plan_id)
-        check_output_dir(out, force=cfg.overwrite_output_dir, sources=sources)
-        old = _read_state(out) if out.is_dir() and is_ours(out) else None
-        progressed = old is not None and (
-            int(old.get("passes_done", 0)) > 0 or _last_checkpoint(out, 0) is not None
+        return resume_or_start(
+            out,
+            self.config,
+            fingerprint=self._fingerprint(plan_id),
+            plan_id=plan_id,
+            sources=sources,
+            config_file=CONFIG_FILE,
+            has_checkpoint=lambda o, k: _last_checkpoint(o, k) is not None,
+            what="retrieval training",
         )
-        if progressed and not old.get("finished") and cfg.resume and not cfg.overwrite_output_dir:
-            if old.get("fingerprint") != fingerprint:
-                raise TrainingStateError(
-                    f"{out} holds an unfinished retrieval training run of another config or data "
-                    f"(started {old.get('started_at', '?')}); resume it with the same config, or "
-                    "choose a new output_dir, or set overwrite_output_dir=True (--force) or "
-                    "resume=False to start afresh there (its contents are deleted)"
-                )
-            log.info("resuming the unfinished run in %s (pass %d)", out, old["passes_done"] + 1)
-            return old, int(old["passes_done"])
-        if _is_main_process():
-            if out.exists():
-                _clear_dir(out)
-            out.mkdir(parents=True, exist_ok=True)
-            mark_ours(out)
-            state = {
-                "fingerprint": fingerprint,
-                "plan": dict(plan_id),
-                "started_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
-                "passes_done": 0,
-                "passes": [],
-                "finished": False,
-            }
-            dump_config(cfg, out / CONFIG_FILE)
-            _write_json(out / STATE_FILE, state)
-        return _read_state(out) or {}, 0
 
     # ------------------------------------------------------------------ the passes
 
@@ -559,7 +529,7 @@ class RetrievalTrainer:
         out = Path(cfg.output_dir)
         state, first = self._prepare_output(out, sources, plan_id)
         run_id = None
-        if db is not None and _is_main_process():
+        if db is not None and is_main_process():
             run_id = db.start_training_run(
                 "retrieval",
                 model=cfg.model_name or "all-MiniLM-L6-v2",
@@ -582,8 +552,8 @@ class RetrievalTrainer:
                 metrics=summary,
                 checkpoint=str((out / ENCODER_DIR).resolve()),
             )
-        if _is_main_process():
-            _write_json(out / SUMMARY_FILE, summary)
+        if is_main_process():
+            write_json(out / SUMMARY_FILE, summary)
         self.result = summary
         return summary
 
@@ -598,8 +568,8 @@ class RetrievalTrainer:
         from ..models.retrieval_eval import retrieval_queries
 
         if db is not None:
-            dataset_dir = out / DATA / _pass_name(k)
-            if _is_main_process() and not (dataset_dir / "corpus.jsonl").is_file():
+            dataset_dir = out / DATA / pass_name(k)
+            if is_main_process() and not (dataset_dir / "corpus.jsonl").is_file():
                 db.export_merged_data(p.repositories, dataset_dir)
             source = f"the export of {p.label} at {dataset_dir}"
         else:
@@ -650,15 +620,15 @@ class RetrievalTrainer:
             if lifelong:
                 fisher = self._fisher(train, corpus)
                 self.ewc.consolidate(self.encoder.module, fisher)
-                if _is_main_process():
+                if is_main_process():
                     self.ewc.save(out / EWC_FILE)
                 info["fisher"] = self.ewc.fisher_stats()
-            if _is_main_process():
+            if is_main_process():
                 self.encoder.save(out / ENCODER_DIR, force=True)
                 state["passes"].append(info)
                 state["passes_done"] = k + 1
-                _write_json(out / STATE_FILE, state)
-                shutil.rmtree(out / CHECKPOINTS / _pass_name(k), ignore_errors=True)
+                write_json(out / STATE_FILE, state)
+                shutil.rmtree(out / CHECKPOINTS / pass_name(k), ignore_errors=True)
             self.last_data_path = dataset_dir
             self.last_corpus = corpus
 
@@ -667,9 +637,9 @@ class RetrievalTrainer:
             _, self.last_corpus, _, self.last_data_path = self._pass_data(
                 len(plan) - 1, last, db, data_path, out
             )
-        if _is_main_process():
+        if is_main_process():
             state["finished"] = True
-            _write_json(out / STATE_FILE, state)
+            write_json(out / STATE_FILE, state)
         passes = state["passes"]
         last_val = next((p["val"] for p in reversed(passes) if p.get("val")), {})
         return {
@@ -815,7 +785,7 @@ class RetrievalTrainer:
         from pytorch_lightning.callbacks import EarlyStopping, ModelCheckpoint
 
         cfg = self.config
-        ckpt_dir = out / CHECKPOINTS / _pass_name(k)
+        ckpt_dir = out / CHECKPOINTS / pass_name(k)
         callbacks: list[Any] = []
         if do_val:
             callbacks.append(
@@ -855,7 +825,7 @@ class RetrievalTrainer:
             from pytorch_lightning.loggers import TensorBoardLogger
 
             logger = TensorBoardLogger(
-                save_dir=str(out / LOGS), name=_pass_name(k), version="", default_hp_metric=False
+                save_dir=str(out / LOGS), name=pass_name(k), version="", default_hp_metric=False
             )
         if cfg.num_gpus is not None:
             accelerator, devices = "gpu", cfg.num_gpus
@@ -903,7 +873,7 @@ class RetrievalTrainer:
 
 def _last_checkpoint(out: Path, k: int) -> Path | None:
     """The newest ``last*.ckpt`` of pass ``k`` (what ``fit(ckpt_path="last")`` resumes from)."""
-    folder = out / CHECKPOINTS / _pass_name(k)
+    folder = out / CHECKPOINTS / pass_name(k)
     if not folder.is_dir():
         return None
     found = sorted(folder.rglob("last*.ckpt"), key=lambda p: p.stat().st_mtime)

@@ -42,22 +42,32 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..data.output_dir import check_output_dir, is_ours, mark_ours
 from ..errors import DatasetNotFoundError
-from .config import config_fields, config_to_dict, dump_config, load_config
-from .errors import ConfigValueError, TrainerError, TrainingStateError, UnknownConfigKeyError
+from .config import config_fields, config_to_dict, load_config
+from .errors import ConfigValueError, TrainerError, UnknownConfigKeyError
+from .run_dir import (
+    CHECKPOINTS,
+    DATA,
+    LOGS,
+    STATE_FILE,
+    SUMMARY_FILE,
+    config_fingerprint,
+    empty_database_error,
+    is_main_process,
+    open_database,
+    pass_name,
+    repo_ref,
+    resume_or_start,
+    wait_for_everyone,
+    write_json,
+)
 from .sft_config import SFTConfig
 from .sft_data import check_usable
 
 log = logging.getLogger(__name__)
 
-STATE_FILE = "training_state.json"
-SUMMARY_FILE = "summary.json"
 CONFIG_FILE = "sft_config.yaml"
 LOSS_CURVE = "loss_curve.png"
-CHECKPOINTS = "checkpoints"
-LOGS = "logs"
-DATA = "data"
 MERGED = "merged"
 
 # Fields that do not change what is trained: a run may resume with other values of these.
@@ -110,24 +120,6 @@ class _Pass:
 
     label: str
     repositories: list[Any] = field(default_factory=list)  # RepositoryInfo (curriculum)
-
-
-def _is_main_process() -> bool:
-    return int(os.environ.get("RANK", os.environ.get("LOCAL_RANK", "0")) or 0) == 0
-
-
-def _wait_for_everyone() -> None:
-    if int(os.environ.get("WORLD_SIZE", "1") or 1) > 1:
-        from accelerate import PartialState
-
-        PartialState().wait_for_everyone()
-
-
-def _write_json(path: Path, obj: Any) -> None:
-    from ..data.jsonio import atomic_write
-
-    with atomic_write(path) as fh:
-        fh.write(json.dumps(obj, indent=2, ensure_ascii=False, default=str) + "\n")
 
 
 class SFTTrainer:
@@ -267,12 +259,12 @@ class SFTTrainer:
         start = time.perf_counter()
         cfg = self.config
         out = Path(cfg.output_dir)
-        db, own_db = _open_database(database)
+        db, own_db = open_database(database)
         try:
             plan, sources, plan_id = self._plan(repos, db, data_path)
             state, resume_pass = self._prepare_output(out, sources, plan_id)
             run_id = None
-            if db is not None and _is_main_process():
+            if db is not None and is_main_process():
                 run_id = db.start_training_run(
                     "sft",
                     model=cfg.model_name or "smollm2",
@@ -295,8 +287,8 @@ class SFTTrainer:
                     metrics={k: v for k, v in result.to_dict().items() if k != "passes"},
                     checkpoint=str(out.resolve()),
                 )
-            if _is_main_process():
-                _write_json(out / SUMMARY_FILE, result.to_dict())
+            if is_main_process():
+                write_json(out / SUMMARY_FILE, result.to_dict())
             self.result = result
             return result
         finally:
@@ -309,12 +301,12 @@ class SFTTrainer:
         self, repos: Iterable[Any] | None, db: Any, data_path: str | os.PathLike[str] | None
     ) -> tuple[list[_Pass], list[Path], dict[str, Any]]:
         if db is not None:
-            refs = None if repos is None else [_repo_ref(r) for r in repos]
+            refs = None if repos is None else [repo_ref(r) for r in repos]
             if refs is not None and not refs:
                 raise TrainerError("repos is an empty list; pass None to train on every repository")
             order = db.sort_repositories_by_difficulty(refs)
             if not order:
-                raise _empty_database_error(db)
+                raise empty_database_error(db)
             plan = [
                 _Pass(label=f"{info.name}@{info.commit[:12]}", repositories=order[: k + 1])
                 for k, info in enumerate(order)
@@ -345,51 +337,25 @@ class SFTTrainer:
         return [_Pass(label=path.name)], [path], plan_id
 
     def _fingerprint(self, plan_id: Mapping[str, Any]) -> str:
-        cfg = {k: v for k, v in config_to_dict(self.config).items() if k not in _NOT_FINGERPRINTED}
+        extra = {}
         if self._peft_object is not None:
-            cfg["peft"] = _peft_config_dict(self._peft_object)
-        blob = json.dumps({"config": cfg, "plan": plan_id}, sort_keys=True, default=str)
-        return hashlib.sha256(blob.encode()).hexdigest()
+            extra["peft"] = _peft_config_dict(self._peft_object)
+        return config_fingerprint(self.config, plan_id, _NOT_FINGERPRINTED, **extra)
 
     def _prepare_output(
         self, out: Path, sources: list[Path], plan_id: Mapping[str, Any]
     ) -> tuple[dict[str, Any], int]:
         """Check ``out``; resume an unfinished run of the same fingerprint or start afresh."""
-        cfg = self.config
-        fingerprint = self._fingerprint(plan_id)
-        check_output_dir(out, force=cfg.overwrite_output_dir, sources=sources)
-        old = _read_state(out) if out.is_dir() and is_ours(out) else None
-        # A run that stopped before its first checkpoint has nothing to resume: start afresh.
-        progressed = old is not None and (
-            int(old.get("passes_done", 0)) > 0 or _pass_checkpoint(out, 0) is not None
+        return resume_or_start(
+            out,
+            self.config,
+            fingerprint=self._fingerprint(plan_id),
+            plan_id=plan_id,
+            sources=sources,
+            config_file=CONFIG_FILE,
+            has_checkpoint=lambda o, k: _pass_checkpoint(o, k) is not None,
+            barrier=wait_for_everyone,
         )
-        if progressed and not old.get("finished") and cfg.resume and not cfg.overwrite_output_dir:
-            if old.get("fingerprint") != fingerprint:
-                raise TrainingStateError(
-                    f"{out} holds an unfinished training run of another config or data "
-                    f"(started {old.get('started_at', '?')}); resume it with the same config, or "
-                    "choose a new output_dir, or set overwrite_output_dir=True (--force) or "
-                    "resume=False to start afresh there (its contents are deleted)"
-                )
-            log.info("resuming the unfinished run in %s (pass %d)", out, old["passes_done"])
-            return old, int(old["passes_done"])
-        if _is_main_process():
-            if out.exists():
-                _clear_dir(out)
-            out.mkdir(parents=True, exist_ok=True)
-            mark_ours(out)
-            state = {
-                "fingerprint": fingerprint,
-                "plan": dict(plan_id),
-                "started_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
-                "passes_done": 0,
-                "passes": [],
-                "finished": False,
-            }
-            dump_config(cfg, out / CONFIG_FILE)
-            _write_json(out / STATE_FILE, state)
-        _wait_for_everyone()
-        return _read_state(out) or {}, 0
 
     # ------------------------------------------------------------------ the passes
 
@@ -413,9 +379,9 @@ class SFTTrainer:
             p = plan[k]
             if db is not None:
                 dataset_dir = Path(data_path) if data_path is not None else out / DATA
-                if _is_main_process():
+                if is_main_process():
                     db.export_merged_data(p.repositories, dataset_dir)
-                _wait_for_everyone()
+                wait_for_everyone()
                 source = f"the merged export of {len(p.repositories)} repositories at {dataset_dir}"
             else:
                 dataset_dir = Path(data_path)  # type: ignore[arg-type]
@@ -438,7 +404,7 @@ class SFTTrainer:
             )
             history, steps = self._train_pass(k, rows, out)
             examples_total += stats.examples
-            if _is_main_process():
+            if is_main_process():
                 self._save_model(out)
                 state["passes"].append(
                     {
@@ -450,23 +416,23 @@ class SFTTrainer:
                     }
                 )
                 state["passes_done"] = k + 1
-                _write_json(out / STATE_FILE, state)
-                shutil.rmtree(out / CHECKPOINTS / _pass_name(k), ignore_errors=True)
-            _wait_for_everyone()
+                write_json(out / STATE_FILE, state)
+                shutil.rmtree(out / CHECKPOINTS / pass_name(k), ignore_errors=True)
+            wait_for_everyone()
 
         if not loaded and cfg.lora and cfg.merge_lora:  # resumed after every pass was done
             self._load(out)
         merged_dir = None
-        if cfg.lora and cfg.merge_lora and _is_main_process():
+        if cfg.lora and cfg.merge_lora and is_main_process():
             merged_dir = str(self._save_merged(out / MERGED))
         losses = [(e["step"], e["loss"]) for p in state["passes"] for e in p["history"]]
         steps = sum(p["steps"] for p in state["passes"])
         curve = None
-        if cfg.loss_curve and _is_main_process() and losses:
+        if cfg.loss_curve and is_main_process() and losses:
             curve = _plot_loss(state["passes"], out / LOSS_CURVE)
-        if _is_main_process():
+        if is_main_process():
             state["finished"] = True
-            _write_json(out / STATE_FILE, state)
+            write_json(out / STATE_FILE, state)
         return TrainResult(
             steps=steps,
             first_loss=losses[0][1] if losses else None,
@@ -561,7 +527,7 @@ class SFTTrainer:
                     "`pip install wandb`, or remove it from report_to"
                 )
         args: dict[str, Any] = dict(
-            output_dir=str(out / CHECKPOINTS / _pass_name(k)),
+            output_dir=str(out / CHECKPOINTS / pass_name(k)),
             num_train_epochs=cfg.epochs_per_repo,
             max_steps=cfg.max_steps,
             per_device_train_batch_size=cfg.batch_size,
@@ -616,7 +582,7 @@ class SFTTrainer:
         callbacks = list(self.callbacks)
         if "tensorboard" in cfg.reporters:
             tb = TensorBoardCallback()
-            tb.logging_dir = str(out / LOGS / _pass_name(k))
+            tb.logging_dir = str(out / LOGS / pass_name(k))
             callbacks.append(tb)
         trainer = TRLSFTTrainer(
             model=self.model,
@@ -661,34 +627,14 @@ class SFTTrainer:
 # ---------------------------------------------------------------------- helpers
 
 
-def _pass_name(k: int) -> str:
-    return f"pass-{k:03d}"
-
-
 def _pass_checkpoint(out: Path, k: int) -> Path | None:
     from transformers.trainer_utils import get_last_checkpoint
 
-    folder = out / CHECKPOINTS / _pass_name(k)
+    folder = out / CHECKPOINTS / pass_name(k)
     if not folder.is_dir():
         return None
     last = get_last_checkpoint(str(folder))
     return Path(last) if last else None
-
-
-def _read_state(out: Path) -> dict[str, Any] | None:
-    try:
-        state = json.loads((out / STATE_FILE).read_text("utf-8"))
-    except (OSError, ValueError):
-        return None
-    return state if isinstance(state, dict) and "fingerprint" in state else None
-
-
-def _clear_dir(path: Path) -> None:
-    for entry in path.iterdir():
-        if entry.is_dir() and not entry.is_symlink():
-            shutil.rmtree(entry)
-        else:
-            entry.unlink()
 
 
 def _split_files(path: Path, cfg: SFTConfig) -> list[Path]:
@@ -708,41 +654,6 @@ def _split_files(path: Path, cfg: SFTConfig) -> list[Path]:
             f"it has: {', '.join(there) or 'no split files'} (set strategy/splits accordingly)"
         )
     return files
-
-
-def _open_database(database: Any) -> tuple[Any, bool]:
-    if database is None:
-        return None, False
-    if isinstance(database, (str, os.PathLike)):
-        from ..database import DynamicDatabase
-
-        return DynamicDatabase(database, create=False), True
-    return database, False
-
-
-def _empty_database_error(db: Any) -> TrainerError:
-    from .errors import EmptyDatasetError
-
-    return EmptyDatasetError(
-        f"the database {getattr(db, 'path', '')} has no repositories to train on; add one "
-        "(`lean-dojo-v2 db add ...`) or pass data_path= for a dataset directory"
-    )
-
-
-def _repo_ref(repo: Any) -> Any:
-    """A repository reference the database understands: LeanGitRepo-like objects become
-    ``(url, commit)``."""
-    from ..database.records import RepositoryInfo
-
-    if isinstance(repo, (RepositoryInfo, int, str, tuple)):
-        return repo
-    url, commit = getattr(repo, "url", None), getattr(repo, "commit", None)
-    if isinstance(url, str) and isinstance(commit, str):
-        return (url, commit)
-    raise TrainerError(
-        f"cannot use {repo!r} as a repository: pass a RepositoryInfo, a repository id, a url, "
-        "(url, commit), or an object with .url and .commit (LeanGitRepo)"
-    )
 
 
 def _peft_config_dict(lora: Any) -> dict[str, Any]:
@@ -804,7 +715,7 @@ def _portable_adapter_config(out: Path, model_name: str | None) -> None:
     else:
         base = model_name
     data["base_model_name_or_path"] = base
-    _write_json(path, data)
+    write_json(path, data)
 
 
 def _plot_loss(passes: list[dict[str, Any]], dst: Path) -> Path | None:
