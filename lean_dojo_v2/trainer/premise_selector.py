@@ -5,14 +5,18 @@ The steps (documented for users in ``docs/premise_selector.md``):
 
 1. :func:`~lean_dojo_v2.data.ntp_toolkit.read_ntp_toolkit` reads the ntp-toolkit directory into a
    :class:`~lean_dojo_v2.data.Corpus` (one file per module) and tactic states with their premises
-   (blacklist applied, unknown premises dropped and counted).
+   (LeanHammer's filters, ``mathlib_only`` and ``nameless`` applied; unknown premises dropped
+   and counted).
 2. The modules that have a state with premises are split into train / valid / test with
    :func:`~lean_dojo_v2.data.ntp_toolkit.split_modules` (deterministic in the seed). Every state of
    a train module is a training query. Valid and test use, like LeanHammer, each declaration's first
    state with the premises of its whole proof (``premise_source="declaration"``); with
    ``premise_source="next_tactic"`` every state with the premises of its next tactic.
 3. :class:`~lean_dojo_v2.trainer.retrieval_trainer.RetrievalTrainer` trains the encoder
-   (``fit_examples``: masked in-batch contrastive loss, hard negatives among accessible premises).
+   (``fit_examples``: masked in-batch contrastive loss, hard negatives among accessible premises),
+   through a subclass that loads the encoder with the chosen pooling
+   (``is_sentence_transformer`` / ``pooling_mode``) and masks each batch per
+   ``retrieval_mask_mode``.
 4. The corpus is encoded once (:class:`~lean_dojo_v2.models.premise_index.PremiseIndex`), each
    valid/test query retrieves its top ``max(ks)`` premises among those accessible at its
    declaration (imported modules, and earlier in its own module; never the declaration itself),
@@ -58,7 +62,9 @@ class PremiseSelectorConfig:
     The CLI flags set these keys (the seed ``train.py``'s names work too: ``--data_dir``,
     ``--model_name_or_path``, ``--per_device_train_batch_size``, ``--learning_rate``,
     ``--num_train_epochs``, ``--max_steps``, ``--output_dir``, ``--run_name``,
-    ``--num_negatives_per_state``, ``--mini_batch_size``); ``--config FILE`` and ``--set key=value``
+    ``--num_negatives_per_state``, ``--mini_batch_size``, ``--filter``, ``--mathlib_only``,
+    ``--nameless``, ``--is_sentence_transformer``, ``--pooling_mode``, ``--retrieval_mask_mode``,
+    ``--use_qlora``); ``--config FILE`` and ``--set key=value``
     load the same dataclass.
 
     Parameters:

@@ -4,7 +4,9 @@ Registered by :func:`add_premise_selector_parser` from ``trainer/cli.py``. The f
 LeanHammer's ``train.py -h`` that apply here, under our names and the seed's (``--data_dir``,
 ``--model_name_or_path``, ``--per_device_train_batch_size``, ``--learning_rate``,
 ``--num_train_epochs``, ``--max_steps``, ``--output_dir``, ``--run_name``,
-``--num_negatives_per_state``, ``--mini_batch_size``). Nothing heavy is imported until it runs.
+``--num_negatives_per_state``, ``--mini_batch_size``, ``--filter``, ``--mathlib_only``,
+``--nameless``, ``--is_sentence_transformer``, ``--pooling_mode``, ``--retrieval_mask_mode``,
+``--use_qlora``; the last is refused with the reason). Nothing heavy is imported until it runs.
 """
 
 from __future__ import annotations

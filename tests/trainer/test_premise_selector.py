@@ -255,3 +255,314 @@ def test_seed_flag_names_set_the_same_keys(tmp_path: Path) -> None:
     )
     assert vars(ours) == vars(seed)
     assert ours.data_dir == "D" and ours.batch_size == 8 and ours.mini_batch_size == 4
+
+
+# --------------------------------------------------------------------------- LeanHammer's options
+
+
+def _example(state, corpus, target: str):
+    from lean_dojo_v2.trainer.retrieval_data import RetrievalExample
+
+    return RetrievalExample(
+        state.state, corpus.get_premise(target), frozenset(state.premises), state.module, state.pos
+    )
+
+
+def _mask_case(want_later: bool = False):
+    """A real state with: another positive, its declaration, a premise of a module importing its
+    module (downstream), an accessible one and one of an unrelated module; with ``want_later``, a
+    state and a premise after it in its own module."""
+    from lean_dojo_v2.trainer.premise_selector import declarations_of
+
+    data = read_ntp_toolkit(FIXTURE)
+    corpus = data.corpus
+    for s in data.states_with_premises():
+        if corpus.get_premise(s.decl_name) is None:
+            continue
+        later = [
+            p.full_name
+            for p in corpus.get_file(s.module).premises
+            if not p.start < s.pos and p.full_name != s.decl_name
+        ]
+        importers = [f.path for f in corpus.files if s.module in corpus.imports_of(f.path)]
+        downstream = [p.full_name for m in importers for p in corpus.get_file(m).premises]
+        accessible = [
+            p.full_name
+            for p in corpus.accessible_premises(s.module, s.pos)
+            if p.full_name not in s.premises
+        ]
+        unrelated = [
+            p.full_name
+            for f in corpus.files
+            if f.path != s.module
+            and f.path not in importers
+            and f.path not in corpus.imports_of(s.module)
+            for p in f.premises
+        ]
+        if want_later and later:
+            return data, s, [s.premises[0], later[0]], declarations_of([s])
+        if not want_later and len(s.premises) >= 2 and downstream and accessible and unrelated:
+            cands = [s.premises[0], s.premises[1], s.decl_name]
+            cands += [downstream[0], accessible[0], unrelated[0]]
+            return data, s, cands, declarations_of([s])
+    pytest.fail("the fixture has no state with every kind of candidate")
+
+
+def test_retrieval_mask_mode_none_masks_no_candidate() -> None:
+    from lean_dojo_v2.trainer.premise_selector import _false_negative_mask
+
+    data, s, cands, decls = _mask_case()
+    items = [(_example(s, data.corpus, cands[0]), [])]
+    mask = _false_negative_mask(items, cands, "none", data.corpus, decls)
+    assert mask.tolist() == [[False] * 6]
+
+
+def test_retrieval_mask_mode_no_positive_masks_positives_and_own_declaration() -> None:
+    from lean_dojo_v2.trainer.premise_selector import _false_negative_mask
+
+    data, s, cands, decls = _mask_case()
+    items = [(_example(s, data.corpus, cands[0]), [])]
+    mask = _false_negative_mask(items, cands, "no_positive", data.corpus, decls)
+    # positives (the target's own column is ignored by the loss), the declaration itself
+    assert mask.tolist() == [[True, True, True, False, False, False]]
+
+
+def test_retrieval_mask_mode_only_negative_keeps_only_accessible_or_unrelated() -> None:
+    from lean_dojo_v2.trainer.premise_selector import _false_negative_mask
+
+    data, s, cands, decls = _mask_case()
+    items = [(_example(s, data.corpus, cands[0]), [])]
+    mask = _false_negative_mask(items, cands, "only_negative", data.corpus, decls)
+    # in a module importing its module: masked; accessible, unrelated: kept
+    assert mask.tolist() == [[True, True, True, True, False, False]]
+    # later in its own module (not accessible yet): masked; no_positive keeps it
+    data, s, cands, decls = _mask_case(want_later=True)
+    items = [(_example(s, data.corpus, cands[0]), [])]
+    assert _false_negative_mask(items, cands, "only_negative", data.corpus, decls).tolist() == [
+        [True, True]
+    ]
+    assert _false_negative_mask(items, cands, "no_positive", data.corpus, decls).tolist() == [
+        [True, False]
+    ]
+
+
+@pytest.mark.parametrize("mode", ["none", "no_positive", "only_negative"])
+def test_retrieval_mask_mode_reaches_the_training_batches(
+    mode: str, tiny_encoder_dir: Path, tmp_path: Path
+) -> None:
+    from lean_dojo_v2.data.ntp_toolkit import split_modules
+    from lean_dojo_v2.trainer.premise_selector import (
+        _false_negative_mask,
+        _query,
+        _training_config,
+        declarations_of,
+        premise_selector_trainer_class,
+    )
+
+    data = read_ntp_toolkit(FIXTURE)
+    modules = sorted({s.module for s in data.states_with_premises()})
+    train = split_states(data, split_modules(modules, valid=0.0, test=0.0))["train"]
+    cfg = PremiseSelectorConfig(
+        data_dir=str(FIXTURE), model=str(tiny_encoder_dir), batch_size=16, retrieval_mask_mode=mode
+    )
+    decls = declarations_of(train)
+    trainer = premise_selector_trainer_class()(
+        _training_config(cfg, tmp_path / "t"), pooling=None, mask_mode=mode, decls=decls
+    )
+    loader = trainer._loader([_query(s) for s in train], data.corpus, shuffle=False)
+    items = [loader.dataset[(i, 0)] for i in range(16)]
+    batch = loader.collate_fn(items)
+    expected = _false_negative_mask(items, batch.candidate_names, mode, data.corpus, decls)
+    assert batch.positive_mask.tolist() == expected.tolist()
+    masked = int(batch.positive_mask.sum())
+    assert (masked == 0) if mode == "none" else (masked > 0)
+
+
+def test_use_qlora_is_a_clear_error_naming_what_is_missing(tmp_path: Path) -> None:
+    import importlib.util
+
+    import torch
+
+    with pytest.raises(ConfigValueError) as err:
+        from lean_dojo_v2.trainer.premise_selector import train_premise_selector
+
+        train_premise_selector(
+            PremiseSelectorConfig(data_dir=str(FIXTURE), use_qlora=True, output_dir=str(tmp_path))
+        )
+    msg = str(err.value)
+    assert "use_qlora" in msg
+    if not torch.cuda.is_available():
+        assert "CUDA" in msg
+    if importlib.util.find_spec("bitsandbytes") is None:
+        assert "bitsandbytes" in msg
+    if torch.cuda.is_available() and importlib.util.find_spec("bitsandbytes"):
+        assert "not implemented" in msg
+    assert not any(tmp_path.iterdir())  # refused before anything was written
+
+
+def test_is_sentence_transformer_auto_detects_the_bundled_minilm(tiny_encoder_dir: Path) -> None:
+    from lean_dojo_v2.trainer.premise_selector import encoder_pooling
+
+    assert encoder_pooling(PremiseSelectorConfig()) == (True, "mean")
+    # a plain HF folder: not a sentence transformer; pooling from pooling_mode (None: loader's)
+    assert encoder_pooling(PremiseSelectorConfig(model=str(tiny_encoder_dir))) == (False, None)
+    cfg = PremiseSelectorConfig(model=str(tiny_encoder_dir), pooling_mode="max")
+    assert encoder_pooling(cfg) == (False, "max")
+
+
+def test_is_sentence_transformer_false_re_pools_with_pooling_mode() -> None:
+    from lean_dojo_v2.trainer.premise_selector import encoder_pooling
+
+    cfg = PremiseSelectorConfig(is_sentence_transformer=False, pooling_mode="cls")
+    assert encoder_pooling(cfg) == (False, "cls")
+    assert encoder_pooling(PremiseSelectorConfig(is_sentence_transformer=False)) == (False, "mean")
+
+
+def test_is_sentence_transformer_true_needs_a_sentence_transformers_folder(
+    tiny_encoder_dir: Path,
+) -> None:
+    from lean_dojo_v2.trainer.premise_selector import encoder_pooling
+
+    with pytest.raises(ConfigValueError, match="modules.json"):
+        encoder_pooling(
+            PremiseSelectorConfig(model=str(tiny_encoder_dir), is_sentence_transformer=True)
+        )
+
+
+def test_pooling_mode_contradicting_the_sentence_transformers_config_is_an_error() -> None:
+    from lean_dojo_v2.trainer.premise_selector import encoder_pooling
+
+    with pytest.raises(ConfigValueError, match="contradicts"):
+        encoder_pooling(PremiseSelectorConfig(is_sentence_transformer=True, pooling_mode="cls"))
+    # the same pooling as the folder's is accepted (LeanHammer's train.sh sets both)
+    cfg = PremiseSelectorConfig(is_sentence_transformer=True, pooling_mode="mean")
+    assert encoder_pooling(cfg) == (True, "mean")
+
+
+def test_config_rejects_unknown_mask_and_pooling_modes() -> None:
+    with pytest.raises(ConfigValueError, match="retrieval_mask_mode"):
+        PremiseSelectorConfig(retrieval_mask_mode="all")
+    with pytest.raises(ConfigValueError, match="pooling_mode"):
+        PremiseSelectorConfig(pooling_mode="median")
+
+
+def test_seed_boolean_options_parse_like_hf_argument_parser() -> None:
+    from lean_dojo_v2.cli import build_parser
+
+    base = ["train", "premise-selector", "--data_dir", "D"]
+    a = build_parser().parse_args(
+        base + ["--nameless", "--mathlib_only", "True", "--filter", "False", "--use_qlora", "no"]
+    )
+    assert (a.nameless, a.mathlib_only, a.filter, a.use_qlora) == (True, True, False, False)
+    b = build_parser().parse_args(
+        base
+        + [
+            "--is_sentence_transformer",
+            "false",
+            "--pooling_mode",
+            "lasttoken",
+            "--retrieval_mask_mode",
+            "only_negative",
+        ]
+    )
+    assert (b.is_sentence_transformer, b.pooling_mode, b.retrieval_mask_mode) == (
+        False,
+        "lasttoken",
+        "only_negative",
+    )
+
+
+def test_no_filter_contradicting_filter_true_is_one_line_error(capsys) -> None:
+    rc = main(["train", "premise-selector", "--data-dir", str(FIXTURE), "--filter", "--no-filter"])
+    assert rc != 0
+    assert "contradicts" in capsys.readouterr().err
+
+
+def test_cli_seed_options_reach_the_run_and_the_export(
+    tiny_encoder_dir: Path, tmp_path: Path
+) -> None:
+    import contextlib
+    import io
+
+    from lean_dojo_v2.models.premise_index import load_retriever
+
+    out = tmp_path / "run"
+    argv = ["train", "premise-selector", "--data_dir", str(FIXTURE)]
+    argv += ["--model_name_or_path", str(tiny_encoder_dir), "--is_sentence_transformer", "False"]
+    argv += ["--pooling_mode", "max", "--retrieval_mask_mode", "only_negative", "--mathlib_only"]
+    argv += ["--filter", "False", "--max_steps", "1", "--batch-size", "4", "--k", "1,4"]
+    argv += ["--output_dir", str(out), "--device", "cpu", "--quiet", "--json"]
+    argv += ["--valid-fraction", "0.15", "--test-fraction", "0.15"]
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        rc = main(argv)
+    assert rc == 0, buf.getvalue()[-2000:]
+    summary = json.loads(buf.getvalue().strip().splitlines()[-1])
+    assert summary["encoder"] == {
+        "is_sentence_transformer": False,
+        "pooling": "max",
+        "retrieval_mask_mode": "only_negative",
+    }
+    assert summary["data"]["non_mathlib_states"] > 0
+    assert summary["data"]["filtered_declarations"] == {}
+    assert summary["data"]["blacklisted_declarations"] == 0
+    split = json.loads((out / "split.json").read_text("utf-8"))
+    assert all(m.startswith("Mathlib.") for part in split.values() for m in part)
+    retriever = load_retriever(out / "retriever", device="cpu")
+    assert retriever.encoder.pooling == "max"
+    assert all(p.path.startswith("Mathlib.") for p in retriever.index.premises)
+
+
+def test_help_names_every_seed_option(capsys) -> None:
+    with pytest.raises(SystemExit):
+        main(["train", "premise-selector", "-h"])
+    text = capsys.readouterr().out
+    for flag in (
+        "--is_sentence_transformer",
+        "--pooling_mode",
+        "--nameless",
+        "--mathlib_only",
+        "--retrieval_mask_mode",
+        "--use_qlora",
+        "--filter",
+        "--no-filter",
+    ):
+        assert flag in text, flag
+
+
+@pytest.mark.slow
+def test_real_minilm_premise_selector_reports_recall_and_exports(tmp_path: Path) -> None:
+    """The bundled all-MiniLM-L6-v2 (load_encoder(None)) for a few steps on the fixture."""
+    from lean_dojo_v2.models.premise_index import load_retriever
+    from lean_dojo_v2.trainer.premise_selector import train_premise_selector
+
+    cfg = PremiseSelectorConfig(
+        data_dir=str(FIXTURE),
+        max_steps=3,
+        batch_size=8,
+        ks=[1, 8, 32],
+        valid_fraction=0.15,
+        test_fraction=0.15,
+        device="cpu",
+        progress_bar=False,
+        output_dir=str(tmp_path / "run"),
+    )
+    result = train_premise_selector(cfg)
+    assert result.encoder["is_sentence_transformer"] is True
+    assert result.encoder["pooling"] == "mean"
+    for split in ("valid", "test"):
+        m = result.metrics[split]
+        assert m["n"] > 0
+        for k in (1, 8, 32):
+            assert 0.0 <= m[f"R@{k}"] <= 1.0 and 0.0 <= m[f"FullRecall@{k}"] <= 1.0
+        assert m["R@1"] <= m["R@8"] <= m["R@32"]
+        assert result.retrieval_files[split].name == f"dot_{split}-all-MiniLM-L6-v2.json"
+    assert result.train_summary["steps"] == 3
+    print(json.dumps({"minilm_premise_selector_metrics": result.metrics}))
+    retriever = load_retriever(result.retriever_dir, device="cpu")
+    data = read_ntp_toolkit(FIXTURE)
+    assert len(retriever.index.premises) == len(data.corpus)
+    modules = sorted({x.module for x in data.states_with_premises()})
+    s = split_states(data, split_modules(modules, valid=0.15, test=0.15))["test"][0]
+    hits = retriever.retrieve([s.state], 5, accessible=[(s.module, s.pos)])[0]
+    assert hits and all(isinstance(score, float) for _, score in hits)
