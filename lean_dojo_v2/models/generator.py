@@ -332,11 +332,39 @@ class HFTacticGenerator(TacticGenerator):
             per_state[row // n].append((text, lp))
         return [finalize(raw, num_samples) for raw in per_state]
 
-    def _decode_rows(
-        self, states: list[str], n: int, prefix: str | None
+    @property
+    def stop_ids(self) -> list[int]:
+        """The token ids that end a generated sequence (EOS ids and a one-token end marker)."""
+        return list(self._stop_ids)
+
+    def decode_rows(
+        self,
+        states: list[str],
+        n: int,
+        prefix: str | None = None,
+        *,
+        max_new_tokens: int | None = None,
+        until_tactic_end: bool = True,
     ) -> tuple[list[list[int]], list[list[float]]]:
         """Decode ``n`` sequences per state: per sequence (state-major), the generated token ids
-        (after the prompt, or after the forced decoder prefix) and each one's log-probability."""
+        (after the prompt, or after the forced decoder prefix) and each one's log-probability
+        (temperature 1). A sequence ends at a stop token (:attr:`stop_ids`), after
+        ``max_new_tokens`` (default: the generator's), and with ``until_tactic_end`` once its text
+        holds a whole tactic (``False``: e.g. a whole proof ending at the end marker)."""
+        return self._decode_rows(
+            states, n, prefix, max_new_tokens=max_new_tokens, until_tactic_end=until_tactic_end
+        )
+
+    def _decode_rows(
+        self,
+        states: list[str],
+        n: int,
+        prefix: str | None,
+        *,
+        max_new_tokens: int | None = None,
+        until_tactic_end: bool = True,
+    ) -> tuple[list[list[int]], list[list[float]]]:
+        """See :meth:`decode_rows`."""
         import torch
 
         tok = self.tokenizer
@@ -348,25 +376,31 @@ class HFTacticGenerator(TacticGenerator):
         ).to(self.loaded.device)
         if self.seed is not None:
             torch.manual_seed(self.seed)
+        limit = self.max_new_tokens if max_new_tokens is None else int(max_new_tokens)
         if self.loaded.kind == "causal" and self.strategy != "beam":
             from .decoding import decode_causal
 
+            finished = (
+                self._tactic_done(len(states) * n, prefix or "")
+                if until_tactic_end
+                else lambda row, ids: False
+            )
             with torch.inference_mode():
                 return decode_causal(
                     self.model,
                     enc["input_ids"],
                     enc["attention_mask"],
                     num_samples=n,
-                    max_new_tokens=self.max_new_tokens,
+                    max_new_tokens=limit,
                     stop_ids=self._stop_ids,
                     greedy=self.strategy == "greedy",
                     temperature=self.temperature,
                     top_p=self.top_p,
-                    finished=self._tactic_done(len(states) * n, prefix or ""),
+                    finished=finished,
                     share_prompt=self.share_prompt_cache,
                     logits_to_keep=self._logits_to_keep(),
                 )
-        return self._generate_rows(enc, len(states), n, prefix)
+        return self._generate_rows(enc, len(states), n, prefix, limit, until_tactic_end)
 
     def _tactic_done(self, rows: int, prefix: str):
         """``finished(row, ids)`` for :func:`decode_causal`: whether the generated ``ids`` of a
@@ -400,7 +434,13 @@ class HFTacticGenerator(TacticGenerator):
             return False
 
     def _generate_rows(
-        self, enc: Any, num_states: int, n: int, prefix: str | None
+        self,
+        enc: Any,
+        num_states: int,
+        n: int,
+        prefix: str | None,
+        max_new_tokens: int,
+        until_tactic_end: bool = True,
     ) -> tuple[list[list[int]], list[list[float]]]:
         """Beam search, and every strategy of seq2seq models, through ``model.generate``."""
         import torch
@@ -412,7 +452,7 @@ class HFTacticGenerator(TacticGenerator):
         kwargs: dict[str, Any] = dict(
             input_ids=enc["input_ids"],
             attention_mask=enc["attention_mask"],
-            max_new_tokens=self.max_new_tokens,
+            max_new_tokens=max_new_tokens,
             num_return_sequences=n,
             eos_token_id=self._stop_ids or None,
             pad_token_id=tok.pad_token_id,
@@ -459,8 +499,10 @@ class HFTacticGenerator(TacticGenerator):
                 temperature=None,
                 top_p=None,
                 logits_processor=LogitsProcessorList(processors),
-                stopping_criteria=StoppingCriteriaList([TacticStop(tok, start, prefix or "")]),
             )
+            if until_tactic_end:
+                stop = TacticStop(tok, start, prefix or "")
+                kwargs["stopping_criteria"] = StoppingCriteriaList([stop])
         with torch.inference_mode():
             result = model.generate(**kwargs)
         sequences = result.sequences

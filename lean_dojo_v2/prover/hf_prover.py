@@ -34,7 +34,7 @@ from typing import Any
 from ..errors import ModelError, ModelNotFoundError
 from ..models.generator import Candidate, HFTacticGenerator, check_generate_args, finalize
 from ..models.loading import LoadedModel, load_model
-from ..models.prompts import add_special_tokens_for, render_prompt, render_proof_prompt
+from ..models.prompts import render_prompt, render_proof_prompt
 from .base import BaseProver
 from .completions import completion_proof
 
@@ -209,95 +209,15 @@ class HFProver(BaseProver):
                 for i in range(0, len(states), gen.batch_size):
                     batch = list(states[i : i + gen.batch_size])
                     n = 1 if gen.strategy == "greedy" else num_samples
-                    rows_ids, rows_lp = self._decode_proofs(batch, n)
+                    rows_ids, rows_lp = gen.decode_rows(
+                        batch, n, max_new_tokens=self.max_proof_tokens, until_tactic_end=False
+                    )
                     per_state: list[list[tuple[str, float]]] = [[] for _ in batch]
                     for row, ids in enumerate(rows_ids):
-                        proof, lp = proof_from_ids(gen.tokenizer, ids, rows_lp[row], gen._stop_ids)
+                        proof, lp = proof_from_ids(gen.tokenizer, ids, rows_lp[row], gen.stop_ids)
                         if proof is not None:
                             per_state[row // n].append((proof, lp))
                     out.extend(finalize(raw, num_samples) for raw in per_state)
             finally:
                 gen.premises, gen.whole_proof = None, False
         return out
-
-    def _decode_proofs(
-        self, states: list[str], n: int
-    ) -> tuple[list[list[int]], list[list[float]]]:
-        """``n`` sequences per state (state-major): generated ids and their log-probs
-        (temperature 1), each decoded until a stop token or ``max_proof_tokens``."""
-        import torch
-
-        gen = self.generator
-        tok, model, loaded = gen.tokenizer, gen.model, gen.loaded
-        enc = tok(
-            gen.prompts(states),
-            return_tensors="pt",
-            padding=True,
-            add_special_tokens=add_special_tokens_for(gen.style),
-        ).to(loaded.device)
-        if gen.seed is not None:
-            torch.manual_seed(gen.seed)
-        if loaded.kind == "causal" and gen.strategy != "beam":
-            from ..models.decoding import decode_causal
-
-            with torch.inference_mode():
-                return decode_causal(
-                    model,
-                    enc["input_ids"],
-                    enc["attention_mask"],
-                    num_samples=n,
-                    max_new_tokens=self.max_proof_tokens,
-                    stop_ids=gen._stop_ids,
-                    greedy=gen.strategy == "greedy",
-                    temperature=gen.temperature,
-                    top_p=gen.top_p,
-                    finished=lambda row, ids: False,  # a proof ends at its end marker only
-                    share_prompt=gen.share_prompt_cache,
-                    logits_to_keep=gen._logits_to_keep(),
-                )
-        kwargs: dict[str, Any] = dict(
-            input_ids=enc["input_ids"],
-            attention_mask=enc["attention_mask"],
-            max_new_tokens=self.max_proof_tokens,
-            num_return_sequences=n,
-            eos_token_id=gen._stop_ids or None,
-            pad_token_id=tok.pad_token_id,
-            return_dict_in_generate=True,
-            top_k=None,
-            repetition_penalty=None,
-        )
-        beam = gen.strategy == "beam"
-        if beam:
-            kwargs.update(
-                do_sample=False,
-                num_beams=max(gen.num_beams or n, n),
-                output_scores=True,
-                temperature=None,
-                top_p=None,
-            )
-        else:
-            sample = gen.strategy == "sample"
-            kwargs.update(
-                do_sample=sample,
-                num_beams=1,
-                temperature=gen.temperature if sample else None,
-                top_p=gen.top_p if sample else None,
-                output_logits=True,
-            )
-        with torch.inference_mode():
-            result = model.generate(**kwargs)
-        start = 1 if loaded.kind == "seq2seq" else enc["input_ids"].shape[1]
-        new = result.sequences[:, start:]
-        if beam:
-            lp = model.compute_transition_scores(
-                result.sequences, result.scores, result.beam_indices, normalize_logits=False
-            )
-            lp = lp[:, -new.shape[1] :] if new.shape[1] else lp[:, :0]
-        else:
-            logits = torch.stack(result.logits, dim=1).float()
-            lp = (
-                torch.log_softmax(logits, dim=-1)
-                .gather(2, new[:, : logits.shape[1], None])
-                .squeeze(-1)
-            )
-        return new.cpu().tolist(), lp.double().cpu().tolist()
