@@ -240,6 +240,40 @@ class _Collector:
         return [r for r in self.results if r is not None]
 
 
+class TaskQueue:
+    """The theorems still to prove, by index, each given to a fresh worker again after its
+    worker died, while ``retries`` last (shared by the process and Ray backends)."""
+
+    def __init__(self, theorems: Sequence[Theorem], collector: _Collector, retries: int) -> None:
+        self.theorems = theorems
+        self.collector = collector
+        self.retries = retries
+        self.pending: deque[int] = deque(range(len(theorems)))
+        self.tries = [0] * len(theorems)
+
+    def __bool__(self) -> bool:
+        return bool(self.pending)
+
+    def pop(self) -> int:
+        """The next theorem's index (a retried one first)."""
+        return self.pending.popleft()
+
+    def lost(
+        self, i: int, *, who: str, how: str = "", error: str, backend: str, seconds: float
+    ) -> None:
+        """The ``who`` (``"worker"``, ``"Ray actor"``) proving theorem ``i`` died (``how``, for
+        the log): queue it first again while it has retries left, else its result is an
+        ``"error"`` result with message ``error``."""
+        died = f"the {who} proving {self.theorems[i].full_name} died" + (f" ({how})" if how else "")
+        self.tries[i] += 1
+        if self.tries[i] <= self.retries:
+            logger.warning("%s; trying it again on a fresh %s", died, who.split()[-1])
+            self.pending.appendleft(i)
+        else:
+            logger.warning("%s", died)
+            self.collector.put(i, error_result(self.theorems[i], error, backend, seconds))
+
+
 # -- entry point ---------------------------------------------------------------------------------
 
 
@@ -284,30 +318,20 @@ def prove_theorems(
             return []
         if backend == "inline":
             _run_inline(theorems, make_env, make_generator, config, collector)
-        elif backend == "ray":
-            from .ray_backend import run_ray
-
-            run_ray(
-                theorems,
-                make_env,
-                make_generator,
-                config,
-                min(workers, len(theorems)),
-                collector,
-                retries=retries,
-                address=ray_address,
-                **(ray_resources or {}),
-            )
         else:
-            _run_processes(
-                theorems,
-                make_env,
-                make_generator,
-                config,
-                min(workers, len(theorems)),
-                collector,
-                retries,
-            )
+            args = (theorems, make_env, make_generator, config, min(workers, len(theorems)))
+            if backend == "ray":
+                from .ray_backend import run_ray
+
+                run_ray(
+                    *args,
+                    collector,
+                    retries=retries,
+                    address=ray_address,
+                    **(ray_resources or {}),
+                )
+            else:
+                _run_processes(*args, collector, retries)
     finally:
         results = collector.finish()
     return results
@@ -396,8 +420,7 @@ def _run_processes(
 
     ctx = mp.get_context("spawn")
     threads = max(1, (os.cpu_count() or 1) // workers)
-    pending: deque[int] = deque(range(len(theorems)))
-    tries = [0] * len(theorems)
+    pending = TaskQueue(theorems, collector, retries)
     pool: list[_Worker] = []
     backend = "unknown"
     start_failures = 0
@@ -416,7 +439,7 @@ def _run_processes(
 
     def assign(worker: _Worker) -> None:
         if pending:
-            worker.task = pending.popleft()
+            worker.task = pending.pop()
             worker.started = time.perf_counter()
             worker.conn.send((worker.task, theorems[worker.task]))
         else:
@@ -437,26 +460,14 @@ def _run_processes(
                     "check memory (each worker loads its own model) or run with --workers 1"
                 )
         if worker.task is not None:
-            i = worker.task
-            tries[i] += 1
-            if tries[i] <= retries:
-                logger.warning(
-                    "the worker proving %s died (%s); trying it again on a fresh worker",
-                    theorems[i].full_name,
-                    how,
-                )
-                pending.appendleft(i)
-            else:
-                logger.warning("the worker proving %s died (%s)", theorems[i].full_name, how)
-                collector.put(
-                    i,
-                    error_result(
-                        theorems[i],
-                        f"the worker process died ({how}) while proving this theorem",
-                        backend,
-                        time.perf_counter() - worker.started,
-                    ),
-                )
+            pending.lost(
+                worker.task,
+                who="worker",
+                how=how,
+                error=f"the worker process died ({how}) while proving this theorem",
+                backend=backend,
+                seconds=time.perf_counter() - worker.started,
+            )
         if pending and len(pool) < workers:
             spawn()
 

@@ -21,7 +21,6 @@ import logging
 import os
 import sys
 import time
-from collections import deque
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -124,13 +123,12 @@ def run_ray(
 ) -> None:
     """Prove ``theorems`` on ``workers`` Ray actors, filling ``collector`` (see the module
     docstring)."""
-    from .parallel import error_result
+    from .parallel import TaskQueue
 
     ray = _import_ray()
     started = _ensure_ray(ray, address)
     actor_cls = make_actor_class(num_cpus, num_gpus)
-    pending: deque[int] = deque(range(len(theorems)))
-    tries = [0] * len(theorems)
+    pending = TaskQueue(theorems, collector, retries)
     actors: list[Any] = []
     running: dict[Any, tuple[Any, int, float]] = {}  # ObjectRef -> (actor, theorem index, start)
     backend = "unknown"
@@ -142,7 +140,7 @@ def run_ray(
 
     def assign(actor: Any) -> None:
         if pending:
-            i = pending.popleft()
+            i = pending.pop()
             running[actor.prove.remote(theorems[i])] = (actor, i, time.perf_counter())
 
     try:
@@ -161,23 +159,13 @@ def run_ray(
                 result = ray.get(ref)
             except ray.exceptions.RayActorError as exc:
                 actors.remove(actor)
-                tries[i] += 1
-                if tries[i] <= retries:
-                    logger.warning(
-                        "the Ray actor proving %s died; trying it again on a fresh actor",
-                        theorems[i].full_name,
-                    )
-                    pending.appendleft(i)
-                else:
-                    collector.put(
-                        i,
-                        error_result(
-                            theorems[i],
-                            f"the Ray actor died while proving this theorem ({_first_line(exc)})",
-                            backend,
-                            time.perf_counter() - t0,
-                        ),
-                    )
+                pending.lost(
+                    i,
+                    who="Ray actor",
+                    error=f"the Ray actor died while proving this theorem ({_first_line(exc)})",
+                    backend=backend,
+                    seconds=time.perf_counter() - t0,
+                )
                 if pending:
                     assign(new_actor())
                 continue
