@@ -400,12 +400,7 @@ class PremiseIndex:
                     f"{folder} is not a premise index: {name} is missing; build one with "
                     "PremiseIndex.build(...).save(path)"
                 )
-        try:
-            meta = json.loads((folder / INDEX_META).read_text("utf-8"))
-        except ValueError as exc:
-            raise DataFormatError(f"not valid JSON ({exc})", file=folder / INDEX_META) from None
-        if not isinstance(meta, dict) or meta.get("format") != INDEX_FORMAT:
-            raise DataFormatError(f"not a {INDEX_FORMAT} file", file=folder / INDEX_META)
+        meta = _read_format_json(folder / INDEX_META, INDEX_FORMAT, "file")
         if meta.get("version") != FORMAT_VERSION:
             raise DataFormatError(
                 f"index format version {meta.get('version')!r}; this library reads version "
@@ -520,12 +515,7 @@ def load_retriever(
             f"{folder} is not an exported retriever ({MANIFEST} is missing); write one with "
             "export_retriever(path, encoder, index)"
         )
-    try:
-        manifest = json.loads((folder / MANIFEST).read_text("utf-8"))
-    except ValueError as exc:
-        raise DataFormatError(f"not valid JSON ({exc})", file=folder / MANIFEST) from None
-    if not isinstance(manifest, dict) or manifest.get("format") != RETRIEVER_FORMAT:
-        raise DataFormatError(f"not a {RETRIEVER_FORMAT} manifest", file=folder / MANIFEST)
+    manifest = _read_format_json(folder / MANIFEST, RETRIEVER_FORMAT, "manifest")
     encoder = load_encoder(
         folder / str(manifest.get("model", "model")),
         device=device,
@@ -533,3 +523,15 @@ def load_retriever(
     )
     index = PremiseIndex.load(folder / str(manifest.get("index", "index")), backend=backend)
     return DenseRetriever(encoder, index)
+
+
+def _read_format_json(path: Path, fmt: str, what: str) -> dict[str, Any]:
+    """The JSON object in ``path`` whose ``"format"`` is ``fmt`` (a typed error naming the file
+    otherwise; ``what`` says what the file is)."""
+    try:
+        data = json.loads(path.read_text("utf-8"))
+    except ValueError as exc:
+        raise DataFormatError(f"not valid JSON ({exc})", file=path) from None
+    if not isinstance(data, dict) or data.get("format") != fmt:
+        raise DataFormatError(f"not a {fmt} {what}", file=path)
+    return data
