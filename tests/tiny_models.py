@@ -119,3 +119,86 @@ def build_tiny_seq2seq(dst: str | Path, *, seed: int = 0) -> Path:
     T5ForConditionalGeneration(config).save_pretrained(dst)
     tok.save_pretrained(dst)
     return dst
+
+
+BERT_SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+
+
+def char_vocab(chars: str, words: tuple[str, ...] = ()) -> list[str]:
+    """A WordPiece vocabulary of single characters (each also as a ``##`` continuation), then
+    ``words``, after BERT's special tokens: no training, every Lean text tokenizes."""
+    singles = sorted(set(chars))
+    return [*BERT_SPECIALS, *singles, *("##" + c for c in singles), *words]
+
+
+def wordpiece_tokenizer(texts: list[str], vocab_size: int = 400):
+    """A fast lower-casing WordPiece tokenizer trained in milliseconds on ``texts``."""
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tk = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+    tk.normalizer = normalizers.BertNormalizer(lowercase=True)
+    tk.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    trainer = trainers.WordPieceTrainer(
+        vocab_size=vocab_size, special_tokens=BERT_SPECIALS, show_progress=False
+    )
+    tk.train_from_iterator(texts, trainer=trainer)
+    cls_id, sep_id = tk.token_to_id("[CLS]"), tk.token_to_id("[SEP]")
+    tk.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]",
+        pair="[CLS] $A [SEP] $B [SEP]",
+        special_tokens=[("[CLS]", cls_id), ("[SEP]", sep_id)],
+    )
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tk,
+        unk_token="[UNK]",
+        pad_token="[PAD]",
+        cls_token="[CLS]",
+        sep_token="[SEP]",
+        mask_token="[MASK]",
+    )
+
+
+def build_tiny_bert(
+    dst: str | Path,
+    *,
+    seed: int = 0,
+    vocab: list[str] | None = None,
+    texts: list[str] | None = None,
+    num_heads: int = 4,
+    max_positions: int = 128,
+    dropout: float | None = None,
+) -> Path:
+    """Save a tiny random 2-layer ``BertModel`` (hidden 32, ~60 k parameters) and its tokenizer
+    to ``dst``; returns ``dst``. The tokenizer: a ``BertTokenizer`` over ``vocab`` (e.g.
+    :func:`char_vocab`), or a :func:`wordpiece_tokenizer` trained on ``texts``. ``dropout``:
+    hidden and attention dropout (None: BERT's default)."""
+    import torch
+    from transformers import BertConfig, BertModel, BertTokenizer
+
+    if (vocab is None) == (texts is None):
+        raise ValueError("give exactly one of vocab= and texts=")
+    dst = Path(dst)
+    if vocab is not None:
+        dst.mkdir(parents=True, exist_ok=True)
+        (dst / "vocab.txt").write_text("\n".join(vocab) + "\n", "utf-8")
+        tok = BertTokenizer(str(dst / "vocab.txt"), do_lower_case=False)
+    else:
+        tok = wordpiece_tokenizer(texts)
+    extra = {}
+    if dropout is not None:
+        extra = {"hidden_dropout_prob": dropout, "attention_probs_dropout_prob": dropout}
+    torch.manual_seed(seed)
+    config = BertConfig(
+        vocab_size=len(tok),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=num_heads,
+        intermediate_size=64,
+        max_position_embeddings=max_positions,
+        pad_token_id=tok.pad_token_id,
+        **extra,
+    )
+    BertModel(config).save_pretrained(dst)
+    tok.save_pretrained(dst)
+    return dst

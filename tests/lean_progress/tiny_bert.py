@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import tiny_models  # tests/ is on sys.path
+
 SAMPLE_TEXTS_LIMIT = 200
 
 
@@ -25,46 +27,9 @@ def _lean_texts() -> list[str]:
 def build_tiny_bert(dst: str | Path, *, seed: int = 0, max_positions: int = 128) -> Path:
     """Save a tiny random ``BertModel`` + fast WordPiece tokenizer to ``dst``; returns ``dst``.
     Loading it with ``AutoModelForSequenceClassification(num_labels=1)`` adds a fresh head."""
-    import torch
-    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
-    from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
-
-    dst = Path(dst)
-    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-    tk = Tokenizer(models.WordPiece(unk_token="[UNK]"))
-    tk.normalizer = normalizers.BertNormalizer(lowercase=True)
-    tk.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    trainer = trainers.WordPieceTrainer(
-        vocab_size=400, special_tokens=specials, show_progress=False
+    return tiny_models.build_tiny_bert(
+        dst, seed=seed, texts=_lean_texts(), num_heads=2, max_positions=max_positions
     )
-    tk.train_from_iterator(_lean_texts(), trainer=trainer)
-    cls_id, sep_id = tk.token_to_id("[CLS]"), tk.token_to_id("[SEP]")
-    tk.post_processor = processors.TemplateProcessing(
-        single="[CLS] $A [SEP]",
-        pair="[CLS] $A [SEP] $B [SEP]",
-        special_tokens=[("[CLS]", cls_id), ("[SEP]", sep_id)],
-    )
-    tok = PreTrainedTokenizerFast(
-        tokenizer_object=tk,
-        unk_token="[UNK]",
-        pad_token="[PAD]",
-        cls_token="[CLS]",
-        sep_token="[SEP]",
-        mask_token="[MASK]",
-    )
-    torch.manual_seed(seed)
-    config = BertConfig(
-        vocab_size=len(tok),
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=max_positions,
-        pad_token_id=tok.pad_token_id,
-    )
-    BertModel(config).save_pretrained(dst)
-    tok.save_pretrained(dst)
-    return dst
 
 
 def sample_rows_file(dst: str | Path, n: int | None = None) -> Path:

@@ -8,35 +8,17 @@ import string
 from pathlib import Path
 
 import pytest
+from tiny_models import build_tiny_bert, char_vocab  # tests/ is on sys.path (conftest)
 
 _SYMBOLS = "_.,:;=+-*/^<>()[]{}|!?@#$%&'`~⊢ℕℤℚℝ∀∃→←↔∧∨¬≤≥≠∣∈∉⊆⊂∑∏⁻¹•λαβγδεσ↑⟨⟩×∘"
 
 
 def build_tiny_encoder(dst: str | Path, *, seed: int = 0, dropout: float = 0.0) -> Path:
     """A 2-layer BERT (hidden 32, ~60 k parameters) and its tokenizer, saved to ``dst``."""
-    import torch
-    from transformers import BertConfig, BertModel, BertTokenizer
-
-    dst = Path(dst)
-    dst.mkdir(parents=True, exist_ok=True)
-    chars = sorted(set(string.ascii_letters + string.digits + _SYMBOLS))
-    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *chars, *("##" + c for c in chars)]
-    (dst / "vocab.txt").write_text("\n".join(vocab) + "\n", "utf-8")
-    tokenizer = BertTokenizer(str(dst / "vocab.txt"), do_lower_case=False)
-    torch.manual_seed(seed)
-    config = BertConfig(
-        vocab_size=len(vocab),
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=64,
-        max_position_embeddings=256,
-        hidden_dropout_prob=dropout,
-        attention_probs_dropout_prob=dropout,
+    chars = string.ascii_letters + string.digits + _SYMBOLS
+    return build_tiny_bert(
+        dst, seed=seed, vocab=char_vocab(chars), max_positions=256, dropout=dropout
     )
-    BertModel(config).save_pretrained(dst)
-    tokenizer.save_pretrained(dst)
-    return dst
 
 
 @pytest.fixture(scope="session")
