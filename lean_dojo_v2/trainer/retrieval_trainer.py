@@ -48,7 +48,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import DatasetNotFoundError
-from .config import config_to_dict
 from .errors import EmptyDatasetError, TrainerError
 from .retrieval_config import TrainingConfig
 from .run_dir import (
@@ -57,6 +56,7 @@ from .run_dir import (
     LOGS,
     STATE_FILE,
     SUMMARY_FILE,
+    TrainingRunRecord,
     config_fingerprint,
     empty_database_error,
     is_main_process,
@@ -528,30 +528,16 @@ class RetrievalTrainer:
         cfg = self.config
         out = Path(cfg.output_dir)
         state, first = self._prepare_output(out, sources, plan_id)
-        run_id = None
-        if db is not None and is_main_process():
-            run_id = db.start_training_run(
-                "retrieval",
-                model=cfg.model_name or "all-MiniLM-L6-v2",
-                config=config_to_dict(cfg),
-                repositories=[p.repositories[-1] for p in plan],
-            )
-        try:
+        with TrainingRunRecord(
+            db,
+            "retrieval",
+            model=cfg.model_name or "all-MiniLM-L6-v2",
+            config=cfg,
+            plan=plan,
+        ) as record:
             summary = self._run(plan, db, data_path, out, state, first, start)
-        except BaseException as exc:
-            if run_id is not None:
-                status = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
-                db.finish_training_run(
-                    run_id, status=status, metrics={"error": f"{type(exc).__name__}: {exc}"}
-                )
-            raise
-        summary["run_id"] = run_id
-        if run_id is not None:
-            db.finish_training_run(
-                run_id,
-                metrics=summary,
-                checkpoint=str((out / ENCODER_DIR).resolve()),
-            )
+        summary["run_id"] = record.id
+        record.finish(summary, (out / ENCODER_DIR).resolve())
         if is_main_process():
             write_json(out / SUMMARY_FILE, summary)
         self.result = summary

@@ -166,6 +166,41 @@ def empty_database_error(db: Any) -> TrainerError:
     )
 
 
+class TrainingRunRecord:
+    """A training run's record in the database ``db`` (started on the main process only, and
+    only when there is a database): use as ``with TrainingRunRecord(...) as record:`` around the
+    training, which marks the record ``failed`` (``interrupted`` on Ctrl-C) if it raises; then
+    :meth:`finish` with the run's metrics. ``plan``: the passes, each with the ``repositories``
+    of the curriculum so far (the record lists each pass's last one). ``id`` is the record's id,
+    or None."""
+
+    def __init__(self, db: Any, kind: str, *, model: str, config: Any, plan: Iterable[Any]) -> None:
+        self.db = db
+        self.id: int | None = None
+        if db is not None and is_main_process():
+            self.id = db.start_training_run(
+                kind,
+                model=model,
+                config=config_to_dict(config),
+                repositories=[p.repositories[-1] for p in plan],
+            )
+
+    def __enter__(self) -> TrainingRunRecord:
+        return self
+
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
+        if exc is not None and self.id is not None:
+            status = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
+            self.db.finish_training_run(
+                self.id, status=status, metrics={"error": f"{type(exc).__name__}: {exc}"}
+            )
+
+    def finish(self, metrics: Mapping[str, Any], checkpoint: Path) -> None:
+        """Mark the run finished with ``metrics`` and its ``checkpoint``."""
+        if self.id is not None:
+            self.db.finish_training_run(self.id, metrics=metrics, checkpoint=str(checkpoint))
+
+
 def repo_ref(repo: Any) -> Any:
     """A repository reference the database understands: LeanGitRepo-like objects become
     ``(url, commit)``."""

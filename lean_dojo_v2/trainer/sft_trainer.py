@@ -51,6 +51,7 @@ from .run_dir import (
     LOGS,
     STATE_FILE,
     SUMMARY_FILE,
+    TrainingRunRecord,
     config_fingerprint,
     empty_database_error,
     is_main_process,
@@ -263,30 +264,18 @@ class SFTTrainer:
         try:
             plan, sources, plan_id = self._plan(repos, db, data_path)
             state, resume_pass = self._prepare_output(out, sources, plan_id)
-            run_id = None
-            if db is not None and is_main_process():
-                run_id = db.start_training_run(
-                    "sft",
-                    model=cfg.model_name or "smollm2",
-                    config=config_to_dict(cfg),
-                    repositories=[p.repositories[-1] for p in plan],
-                )
-            try:
+            with TrainingRunRecord(
+                db,
+                "sft",
+                model=cfg.model_name or "smollm2",
+                config=cfg,
+                plan=plan,
+            ) as record:
                 result = self._run(plan, db, data_path, out, state, resume_pass, start)
-            except BaseException as exc:
-                if run_id is not None:
-                    status = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
-                    db.finish_training_run(
-                        run_id, status=status, metrics={"error": f"{type(exc).__name__}: {exc}"}
-                    )
-                raise
-            result.run_id = run_id
-            if run_id is not None:
-                db.finish_training_run(
-                    run_id,
-                    metrics={k: v for k, v in result.to_dict().items() if k != "passes"},
-                    checkpoint=str(out.resolve()),
-                )
+            result.run_id = record.id
+            record.finish(
+                {k: v for k, v in result.to_dict().items() if k != "passes"}, out.resolve()
+            )
             if is_main_process():
                 write_json(out / SUMMARY_FILE, result.to_dict())
             self.result = result
