@@ -41,13 +41,7 @@ def add_train_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser
         set_help="override one config key (repeatable), typed by the key: --set lr=1e-4 "
         "--set lora=true",
     )
-    sft.add_argument(
-        "--repo",
-        dest="repos",
-        metavar="URL[@COMMIT]",
-        action="append",
-        help="with --db: train on these repositories only (repeatable; default: all)",
-    )
+    add_repo_option(sft)
     add_run_options(
         sft,
         force_help="replace output_dir even if it holds files lean-dojo-v2 did not write or "
@@ -84,14 +78,12 @@ def cmd_train_sft(args: argparse.Namespace) -> int:
             "curriculum of a database); try --data with the bundled sample: "
             "python -c 'import lean_dojo_v2.data as d; print(d.sample_dataset_path())'"
         )
-    if args.repos and not args.db:
-        raise TrainerError("--repo selects repositories of --db; it cannot be used with --data")
+    repos = repos_from_args(args)
     config = config_from_args(args, SFTConfig)
 
     from .sft_trainer import SFTTrainer
 
     trainer = SFTTrainer.from_config(config)
-    repos = [repo_arg(r) for r in args.repos] if args.repos else None
     result = trainer.train(repos=repos, database=args.db, data_path=args.data)
 
     def text() -> list[str]:
@@ -162,6 +154,30 @@ def add_run_options(
     parser.add_argument("--json", action="store_true", help="end with a one-line JSON summary")
     if help_config is not None:
         parser.add_argument("--help-config", action="store_true", help=help_config)
+
+
+def add_repo_option(parser: argparse.ArgumentParser) -> None:
+    """Add ``--repo URL[@COMMIT]`` (repeatable, into ``args.repos``); see
+    :func:`repos_from_args`."""
+    parser.add_argument(
+        "--repo",
+        dest="repos",
+        metavar="URL[@COMMIT]",
+        action="append",
+        help="with --db: train on these repositories only (repeatable; default: all)",
+    )
+
+
+def repos_from_args(args: argparse.Namespace) -> list[str | tuple[str, str]] | None:
+    """The ``--repo`` values (:func:`repo_arg` each), None when none is given; an error when
+    they come without ``--db``."""
+    if not args.repos:
+        return None
+    if not args.db:
+        from .errors import TrainerError
+
+        raise TrainerError("--repo selects repositories of --db; it cannot be used with --data")
+    return [repo_arg(r) for r in args.repos]
 
 
 def print_config_help(args: argparse.Namespace, config_cls: type) -> bool:

@@ -13,10 +13,12 @@ import argparse
 
 from .cli import (
     add_config_options,
+    add_repo_option,
     add_run_options,
     config_from_args,
     print_config_help,
     print_summary,
+    repos_from_args,
 )
 
 
@@ -46,13 +48,7 @@ def add_retrieval_parser(train_sub: argparse._SubParsersAction) -> argparse.Argu
         set_help="override one config key (repeatable), typed by the key: --set lr=1e-5 "
         "--set grad_cache=true --set devices=4 --set strategy=ddp",
     )
-    p.add_argument(
-        "--repo",
-        dest="repos",
-        metavar="URL[@COMMIT]",
-        action="append",
-        help="with --db: train on these repositories only (repeatable; default: all)",
-    )
+    add_repo_option(p)
     p.add_argument(
         "--export",
         metavar="DIR",
@@ -71,13 +67,11 @@ def add_retrieval_parser(train_sub: argparse._SubParsersAction) -> argparse.Argu
 
 
 def cmd_train_retrieval(args: argparse.Namespace) -> int:
-    from .errors import TrainerError
     from .retrieval_config import TrainingConfig
 
     if print_config_help(args, TrainingConfig):
         return 0
-    if args.repos and not args.db:
-        raise TrainerError("--repo selects repositories of --db; it cannot be used with --data")
+    repos = repos_from_args(args)
     config = config_from_args(args, TrainingConfig)
     data = args.data
     if data is None and args.db is None:
@@ -85,11 +79,9 @@ def cmd_train_retrieval(args: argparse.Namespace) -> int:
 
         data = str(sample_dataset_path())
 
-    from .cli import repo_arg
     from .retrieval_trainer import RetrievalTrainer
 
     trainer = RetrievalTrainer(config)
-    repos = [repo_arg(r) for r in args.repos] if args.repos else None
     summary = trainer.train(repos=repos, database=args.db, data_path=data)
     test: dict | None = None
     test_error = None
