@@ -12,9 +12,9 @@ LeanHammer's ``train.py -h`` that apply here, under our names and the seed's (``
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from typing import Any
+
+from .cli import add_config_options, config_from_args, print_config_help, print_summary
 
 
 def _ks(text: str) -> list[int]:
@@ -226,14 +226,11 @@ def add_premise_selector_parser(train_sub: argparse._SubParsersAction) -> argpar
         help="turn off all of LeanHammer's filters (= --filter false): keep blacklisted "
         "premises and Aesop/Lean/Tactic/... declarations",
     )
-    p.add_argument("--config", metavar="FILE", help="YAML file of PremiseSelectorConfig keys")
-    p.add_argument(
-        "--set",
-        dest="overrides",
-        metavar="KEY=VALUE",
-        action="append",
-        default=[],
-        help="override one config key (repeatable): --set eval_batch_size=32",
+    add_config_options(
+        p,
+        config_help="YAML file of PremiseSelectorConfig keys",
+        set_help="override one config key (repeatable): --set eval_batch_size=32",
+        output_dir=False,  # -o is one of _FLAGS (LeanHammer's --output_dir)
     )
     p.add_argument(
         "--force",
@@ -250,11 +247,9 @@ def add_premise_selector_parser(train_sub: argparse._SubParsersAction) -> argpar
 
 
 def cmd_train_premise_selector(args: argparse.Namespace) -> int:
-    from .config import describe_config, load_config
     from .premise_selector import PremiseSelectorConfig, train_premise_selector
 
-    if args.help_config:
-        print(describe_config(PremiseSelectorConfig))
+    if print_config_help(args, PremiseSelectorConfig):
         return 0
     values: dict[str, Any] = {
         key: getattr(args, key) for _, key, _ in _FLAGS if getattr(args, key) is not None
@@ -265,21 +260,21 @@ def cmd_train_premise_selector(args: argparse.Namespace) -> int:
 
             raise ConfigValueError("--no-filter contradicts --filter true; give one of them")
         values["filter"] = False
-    if args.force:
-        values["overwrite_output_dir"] = True
     if args.quiet:
         values["progress_bar"] = False
-    config = load_config(PremiseSelectorConfig, args.config, args.overrides, **values)
+    config = config_from_args(args, PremiseSelectorConfig, **values)
     result = train_premise_selector(config)
-    if args.json:
-        sys.stdout.flush()
-        print(json.dumps(result.to_dict()))
-    else:
+
+    def text() -> list[str]:
+        lines = []
         for split, m in result.metrics.items():
             shown = ", ".join(
                 f"{k} {v:.3f}" for k, v in m.items() if k != "n" and isinstance(v, float)
             )
-            print(f"{split}: {m.get('n', 0)} queries; {shown}")
-        print(f"retrievals: {', '.join(str(p) for p in result.retrieval_files.values())}")
-        print(f"retriever: {result.retriever_dir}")
+            lines.append(f"{split}: {m.get('n', 0)} queries; {shown}")
+        lines.append(f"retrievals: {', '.join(str(p) for p in result.retrieval_files.values())}")
+        lines.append(f"retriever: {result.retriever_dir}")
+        return lines
+
+    print_summary(result.to_dict(), args.json, text)
     return 0
