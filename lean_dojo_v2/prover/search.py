@@ -374,7 +374,20 @@ class _Job:
     result: Any = None  # a TacticResult, or "crash" / "stale" / "skipped"
 
 
-class BestFirstSearch:
+class _BlockingSearch:
+    """``search``: the blocking form of the subclass's ``search_async``."""
+
+    def search(
+        self, env: ProofEnv | AsyncProofEnv | Sequence[ProofEnv | AsyncProofEnv], theorem: Theorem
+    ) -> SearchResult:
+        """Blocking :meth:`search_async` (blocking environments run in worker threads). Use an
+        ``AsyncPantographEnv`` only with :meth:`search_async` in the loop that opened it."""
+        envs = as_async_envs(env)
+        _check_theorem(theorem)
+        return run_sync(self.search_async(envs, theorem))  # type: ignore[attr-defined]
+
+
+class BestFirstSearch(_BlockingSearch):
     """Best-first search over proof states; see the module docstring.
 
     ``last_tree`` is the :class:`SearchTree` of the latest search (expansion order, nodes, edges),
@@ -398,15 +411,6 @@ class BestFirstSearch:
         if self.config.progress_weight > 0 and progress_model is None:
             self.progress_model = _load_progress_model()
         self.last_tree: SearchTree | None = None
-
-    def search(
-        self, env: ProofEnv | AsyncProofEnv | Sequence[ProofEnv | AsyncProofEnv], theorem: Theorem
-    ) -> SearchResult:
-        """Blocking :meth:`search_async` (blocking environments run in worker threads). Use an
-        ``AsyncPantographEnv`` only with :meth:`search_async` in the loop that opened it."""
-        envs = as_async_envs(env)
-        _check_theorem(theorem)
-        return run_sync(self.search_async(envs, theorem))
 
     async def search_async(
         self, envs: AsyncProofEnv | Sequence[AsyncProofEnv], theorem: Theorem
@@ -852,7 +856,7 @@ async def _verify_proof(
 # ------------------------------------------------------------------------ whole proof
 
 
-class WholeProofSearch:
+class WholeProofSearch(_BlockingSearch):
     """Whole-proof mode: ask ``generator.generate_proofs([first state], num_samples)`` for
     whole tactic proofs, re-check each with ``env.verify`` (in the generator's order, across the
     environments), and stop at the first accepted one. ``config.whole_proof_rounds`` requests at
@@ -871,13 +875,6 @@ class WholeProofSearch:
                 "needs a generator with generate_proofs(states, num_samples)"
             )
         self.progress_model = progress_model  # unused: every proof is checked in model order
-
-    def search(
-        self, env: ProofEnv | AsyncProofEnv | Sequence[ProofEnv | AsyncProofEnv], theorem: Theorem
-    ) -> SearchResult:
-        envs = as_async_envs(env)
-        _check_theorem(theorem)
-        return run_sync(self.search_async(envs, theorem))
 
     async def search_async(
         self, envs: AsyncProofEnv | Sequence[AsyncProofEnv], theorem: Theorem
