@@ -95,33 +95,41 @@ def test_finished_sequences_leave_the_batch(tiny_causal, monkeypatch):
     assert widths == [2, 6, 3, 3, 3]
 
 
-def test_preallocated_cache_decodes_like_the_dynamic_cache(tiny_causal):
+def _assert_option_changes_nothing(loaded, states, option, *, seed, num_samples, greedy):
+    """Decode ``states`` with ``option=True`` and ``option=False`` from the same seed: the same
+    tokens, log-probs within 1e-5."""
     import torch
 
-    ids, mask = _encode(tiny_causal, STATES)
+    ids, mask = _encode(loaded, states)
     runs = []
-    for prealloc in (True, False):
-        torch.manual_seed(5)
+    for value in (True, False):
+        torch.manual_seed(seed)
         with torch.inference_mode():
             runs.append(
                 decode_causal(
-                    tiny_causal.model,
+                    loaded.model,
                     ids,
                     mask,
-                    num_samples=4,
+                    num_samples=num_samples,
                     max_new_tokens=8,
-                    stop_ids=[tiny_causal.tokenizer.eos_token_id],
-                    greedy=False,
+                    stop_ids=[loaded.tokenizer.eos_token_id],
+                    greedy=greedy,
                     temperature=0.9,
                     top_p=0.9,
                     finished=lambda row, toks: False,
-                    preallocate_cache=prealloc,
+                    **{option: value},
                 )
             )
     (tok_a, lp_a), (tok_b, lp_b) = runs
     assert tok_a == tok_b
     for a, b in zip(lp_a, lp_b, strict=True):
         assert all(abs(x - y) < 1e-5 for x, y in zip(a, b, strict=True))
+
+
+def test_preallocated_cache_decodes_like_the_dynamic_cache(tiny_causal):
+    _assert_option_changes_nothing(
+        tiny_causal, STATES, "preallocate_cache", seed=5, num_samples=4, greedy=False
+    )
 
 
 def test_length_groups_bound_the_padding_and_cover_every_prompt():
@@ -145,30 +153,8 @@ LONG_AND_SHORT = [
 
 @pytest.mark.parametrize("greedy", [True, False])
 def test_grouped_prefill_decodes_like_one_padded_prefill(tiny_causal, greedy):
-    import torch
-
-    ids, mask = _encode(tiny_causal, LONG_AND_SHORT)
+    _, mask = _encode(tiny_causal, LONG_AND_SHORT)
     assert len(length_groups(mask.sum(-1).tolist())) > 1  # the grouping is exercised
-    runs = []
-    for grouped in (True, False):
-        torch.manual_seed(11)
-        with torch.inference_mode():
-            runs.append(
-                decode_causal(
-                    tiny_causal.model,
-                    ids,
-                    mask,
-                    num_samples=3,
-                    max_new_tokens=8,
-                    stop_ids=[tiny_causal.tokenizer.eos_token_id],
-                    greedy=greedy,
-                    temperature=0.9,
-                    top_p=0.9,
-                    finished=lambda row, toks: False,
-                    group_prompts=grouped,
-                )
-            )
-    (tok_a, lp_a), (tok_b, lp_b) = runs
-    assert tok_a == tok_b
-    for a, b in zip(lp_a, lp_b, strict=True):
-        assert all(abs(x - y) < 1e-5 for x, y in zip(a, b, strict=True))
+    _assert_option_changes_nothing(
+        tiny_causal, LONG_AND_SHORT, "group_prompts", seed=11, num_samples=3, greedy=greedy
+    )
