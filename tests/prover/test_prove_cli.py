@@ -68,12 +68,9 @@ def test_prove_json_summary_with_tiny_model_and_progress_bar(
     assert "proving" in err and "thm" in err  # the progress bar, on stderr
 
 
-def test_prove_openai_proves_records_and_writes_back(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """Through a fake OpenAI-compatible server that answers the recorded tactic (among a wrong
-    one): every theorem direct replay proves is proved; proofs go into the database and, in
-    place of sorry, into a working copy of a repository holding those theorems."""
+def _oracle_answer():
+    """A fake OpenAI server's answer: a wrong tactic first, then the recorded tactics of the
+    longest recorded goal in the request (in turn)."""
     oracle = OracleGenerator(SAMPLE)
 
     def answer(request: dict, index: int) -> str:
@@ -83,6 +80,17 @@ def test_prove_openai_proves_records_and_writes_back(
             return "exact wrong_answer"
         tactics = oracle.table[max(goals, key=len)]
         return tactics[(index - 1) % len(tactics)]
+
+    return answer
+
+
+def test_prove_openai_proves_records_and_writes_back(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Through a fake OpenAI-compatible server that answers the recorded tactic (among a wrong
+    one): every theorem direct replay proves is proved; proofs go into the database and, in
+    place of sorry, into a working copy of a repository holding those theorems."""
+    answer = _oracle_answer()
 
     theorems = [t for t in load_theorems(SAMPLE) if t.traced_tactics][:8]
     with ReplayEnv.from_dataset(SAMPLE) as env:
@@ -239,15 +247,7 @@ def test_prove_pantograph_backend_counts_no_proof_it_cannot_recheck(
     from fake_pantograph.launcher import fake_command
 
     monkeypatch.setenv("FAKE_PANTOGRAPH_COPYFROM_RECORDED", "1")
-    oracle = OracleGenerator(SAMPLE)
-
-    def answer(request: dict, index: int) -> str:
-        text = "\n".join(str(m.get("content")) for m in request["messages"])
-        goals = [g for g in oracle.table if g in text]
-        if not goals or index == 0:
-            return "exact wrong_answer"
-        tactics = oracle.table[max(goals, key=len)]
-        return tactics[(index - 1) % len(tactics)]
+    answer = _oracle_answer()
 
     theorems = [t for t in load_theorems(SAMPLE) if t.traced_tactics][:3]
     names = [x for t in theorems for x in ("--theorem", t.full_name)]
