@@ -215,3 +215,40 @@ def repo_ref(repo: Any) -> Any:
         f"cannot use {repo!r} as a repository: pass a RepositoryInfo, a repository id, a url, "
         "(url, commit), or an object with .url and .commit (LeanGitRepo)"
     )
+
+
+def curriculum(
+    db: Any, repos: Iterable[Any] | None
+) -> tuple[list[Any], list[Path], dict[str, Any]]:
+    """The repositories of database ``db`` to train on, easiest first (``repos``: only these;
+    None: all), the files the run reads (the database) and the plan's identity (for the
+    fingerprint)."""
+    refs = None if repos is None else [repo_ref(r) for r in repos]
+    if refs is not None and not refs:
+        raise TrainerError("repos is an empty list; pass None to train on every repository")
+    order = db.sort_repositories_by_difficulty(refs)
+    if not order:
+        raise empty_database_error(db)
+    sources = [Path(db.path)] if getattr(db, "path", None) else []
+    return order, sources, {"database": [[i.url, i.commit] for i in order]}
+
+
+def pass_label(repo: Any) -> str:
+    """The label of a curriculum pass over repository ``repo`` (``name@commit12``)."""
+    return f"{repo.name}@{repo.commit[:12]}"
+
+
+def dataset_source(repos: Iterable[Any] | None, data_path: str | os.PathLike[str] | None) -> Path:
+    """``data_path`` when training without a database (an error if ``repos`` are given, or no
+    ``data_path``)."""
+    if repos is not None:
+        raise TrainerError(
+            "repos were given without a database: pass database=DynamicDatabase(...) to train "
+            "on them, or data_path= for a LeanDojo dataset directory"
+        )
+    if data_path is None:
+        raise TrainerError(
+            "nothing to train on: pass data_path= (a LeanDojo dataset directory, e.g. "
+            "lean_dojo_v2.data.sample_dataset_path()) or database= (the curriculum)"
+        )
+    return Path(data_path)

@@ -44,7 +44,7 @@ from typing import Any
 
 from ..errors import DatasetNotFoundError
 from .config import config_fields, config_to_dict, load_config
-from .errors import ConfigValueError, TrainerError, UnknownConfigKeyError
+from .errors import ConfigValueError, UnknownConfigKeyError
 from .run_dir import (
     CHECKPOINTS,
     DATA,
@@ -53,11 +53,12 @@ from .run_dir import (
     SUMMARY_FILE,
     TrainingRunRecord,
     config_fingerprint,
-    empty_database_error,
+    curriculum,
+    dataset_source,
     is_main_process,
     open_database,
+    pass_label,
     pass_name,
-    repo_ref,
     resume_or_start,
     wait_for_everyone,
     write_json,
@@ -290,29 +291,13 @@ class SFTTrainer:
         self, repos: Iterable[Any] | None, db: Any, data_path: str | os.PathLike[str] | None
     ) -> tuple[list[_Pass], list[Path], dict[str, Any]]:
         if db is not None:
-            refs = None if repos is None else [repo_ref(r) for r in repos]
-            if refs is not None and not refs:
-                raise TrainerError("repos is an empty list; pass None to train on every repository")
-            order = db.sort_repositories_by_difficulty(refs)
-            if not order:
-                raise empty_database_error(db)
+            order, sources, plan_id = curriculum(db, repos)
             plan = [
-                _Pass(label=f"{info.name}@{info.commit[:12]}", repositories=order[: k + 1])
+                _Pass(label=pass_label(info), repositories=order[: k + 1])
                 for k, info in enumerate(order)
             ]
-            plan_id = {"database": [[i.url, i.commit] for i in order]}
-            return plan, [Path(db.path)] if getattr(db, "path", None) else [], plan_id
-        if repos is not None:
-            raise TrainerError(
-                "repos were given without a database: pass database=DynamicDatabase(...) to train "
-                "on them, or data_path= for a LeanDojo dataset directory"
-            )
-        if data_path is None:
-            raise TrainerError(
-                "nothing to train on: pass data_path= (a LeanDojo dataset directory, e.g. "
-                "lean_dojo_v2.data.sample_dataset_path()) or database= (the curriculum)"
-            )
-        path = Path(data_path)
+            return plan, sources, plan_id
+        path = dataset_source(repos, data_path)
         if not path.exists():
             raise DatasetNotFoundError(
                 f"no dataset at {path}: pass a LeanDojo dataset directory (with random/train.json) "
