@@ -9,6 +9,8 @@ from lean_dojo_v2.data.dataset import DatasetDir
 from lean_dojo_v2.errors import CorpusError, ModelError
 from lean_dojo_v2.models.bm25 import BM25Retriever, lean_tokens
 
+from .retrieval_fixtures import assert_accessible
+
 
 @pytest.fixture(scope="module")
 def corpus() -> Corpus:
@@ -40,13 +42,7 @@ def test_bm25_retrieval_never_returns_later_or_unimported_premises(
     queries = [states[i % len(states)] for i in range(len(points))]
     checked = 0
     for (path, pos), hits in zip(points, bm25.retrieve(queries, 10, points), strict=False):
-        allowed = corpus.imports_of(path)
-        for premise, _ in hits:
-            if premise.path == path:
-                assert pos is None or premise.start < pos, (path, pos, premise.full_name)
-            else:
-                assert premise.path in allowed, (path, premise.path)
-            checked += 1
+        checked += assert_accessible(corpus, path, pos, hits)
         assert len(hits) == min(10, len(corpus.accessible_premises(path, pos)))
     assert checked > 300
     # With a large k: exactly the accessible set.

@@ -21,7 +21,7 @@ from lean_dojo_v2.models.premise_index import (
 )
 from lean_dojo_v2.models.retrieval import PremiseEncoder, load_encoder
 
-from .retrieval_fixtures import build_tiny_bert
+from .retrieval_fixtures import assert_accessible, build_tiny_bert
 
 
 @pytest.fixture(scope="module")
@@ -83,13 +83,7 @@ def test_dense_retrieval_never_returns_later_or_unimported_premises(
     )
     checked = 0
     for (_, path, pos), hits in zip(queries, results, strict=False):
-        allowed = corpus.imports_of(path)
-        for premise, _ in hits:
-            if premise.path == path:
-                assert pos is None or premise.start < pos, (path, pos, premise.full_name)
-            else:
-                assert premise.path in allowed, (path, premise.path)
-            checked += 1
+        checked += assert_accessible(corpus, path, pos, hits)
         n_accessible = len(corpus.accessible_premises(path, pos))
         assert len(hits) == min(10, n_accessible)
         scores = [s for _, s in hits]
