@@ -10,6 +10,7 @@ Documents are :func:`~lean_dojo_v2.models.retrieval.premise_text` (code, else th
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Sequence
 
@@ -45,6 +46,9 @@ class BM25Retriever(Retriever):
     def __init__(self, corpus: Corpus, *, k1: float = 1.5, b: float = 0.75) -> None:
         import bm25s
 
+        # bm25s sets its own logger to DEBUG when imported; leave its level to the application.
+        if logging.getLogger("bm25s").level == logging.DEBUG:
+            logging.getLogger("bm25s").setLevel(logging.WARNING)
         self.corpus = corpus
         self.premises: list[Premise] = [p for f in corpus.files for p in f.premises]
         self._masks = AccessibilityMasks(corpus, self.premises)

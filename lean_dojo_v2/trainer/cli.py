@@ -17,7 +17,9 @@ C = TypeVar("C")
 
 def add_train_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Add ``train`` and its subcommands to the top-level subparsers ``sub``."""
-    train = sub.add_parser("train", help="train models (sft)")
+    train = sub.add_parser(
+        "train", help="train models (sft, retrieval, progress, premise-selector)"
+    )
     train_sub = train.add_subparsers(dest="train_command", metavar="TRAINER")
     train.set_defaults(func=lambda a: _help(train))
 

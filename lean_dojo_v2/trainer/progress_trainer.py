@@ -379,6 +379,8 @@ class ProgressTrainer:
             "warmup_steps": cfg.warmup_steps,
             "lr_scheduler_type": "linear",
             "logging_steps": cfg.logging_steps,
+            # So a short run still reports its first loss (and a last one).
+            "logging_first_step": True,
             "eval_strategy": "no",
             "save_strategy": "no",
             "report_to": "none",

@@ -42,6 +42,7 @@ import logging
 import os
 import shutil
 import time
+import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -242,6 +243,8 @@ def _make_module_class():
                 opt.zero_grad(set_to_none=True)
                 sched.step()
             n = len(batch)
+            # Kept here too: trainer.callback_metrics loses it when validate() runs afterwards.
+            self.last_train_loss = float(loss.detach())
             self.log("train_loss", loss, prog_bar=True, batch_size=n)
             if extra is not None:
                 self.log("ewc_penalty", extra().detach(), batch_size=n)
@@ -705,7 +708,13 @@ class RetrievalTrainer:
         if ckpt:
             log.info("pass %d (%s): resuming from %s", k + 1, label, _last_checkpoint(out, k))
         t0 = time.perf_counter()
-        trainer.fit(module, train_dataloaders=loader, val_dataloaders=val_loader, ckpt_path=ckpt)
+        with warnings.catch_warnings():
+            # A pass cut by max_steps before an epoch end has no R@10_val yet; it is validated
+            # just below, so Lightning's "could not find the monitored key" is noise here.
+            warnings.filterwarnings("ignore", message=r".*could not find the monitored key")
+            trainer.fit(
+                module, train_dataloaders=loader, val_dataloaders=val_loader, ckpt_path=ckpt
+            )
         if trainer.interrupted:
             raise KeyboardInterrupt(f"training pass {k + 1} ({label}) was interrupted")
         metrics = {
@@ -714,7 +723,7 @@ class RetrievalTrainer:
         if do_val and VAL_METRIC not in metrics:  # stopped by max_steps before an epoch end
             results = trainer.validate(module, dataloaders=val_loader, verbose=False)
             metrics = {k_: float(v) for k_, v in (results[0] if results else {}).items()}
-        best = None
+        best = metrics.get(VAL_METRIC)
         for cb in trainer.checkpoint_callbacks:
             if getattr(cb, "monitor", None) == VAL_METRIC and cb.best_model_score is not None:
                 best = float(cb.best_model_score)
@@ -737,7 +746,7 @@ class RetrievalTrainer:
             "seconds": round(time.perf_counter() - t0, 3),
             "val": metrics,
             "best_R@10_val": best,
-            "train_loss": float(trainer.callback_metrics.get("train_loss", float("nan"))),
+            "train_loss": getattr(module, "last_train_loss", None),
         }
 
     def _world_size(self) -> int:

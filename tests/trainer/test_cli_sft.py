@@ -98,9 +98,11 @@ def test_cli_train_sft_empty_or_tacticless_dataset_is_one_line_error(
     from lean_dojo_v2.cli import main
 
     data = tmp_path / f"{which}.json"
-    theorems = [] if which == "empty" else [
-        t for t in DatasetDir(sample_path).theorems() if not t.traced_tactics
-    ]
+    theorems = (
+        []
+        if which == "empty"
+        else [t for t in DatasetDir(sample_path).theorems() if not t.traced_tactics]
+    )
     if which == "no_tactics":
         assert theorems  # the sample has theorems without traced tactics
     write_theorems(data, theorems)
