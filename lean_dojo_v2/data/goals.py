@@ -224,3 +224,34 @@ def canonical_state(state: str) -> str:
 def normalize_state(state: str) -> str:
     """Alias of :func:`clean_state`: the text to show a model."""
     return clean_state(state)
+
+
+# An unassigned metavariable as Lean prints it: ?a, ?refine_1, ?m.123 (not the `?` of `exact?`).
+_MVAR = re.compile(r"\?[A-Za-z_][\w.']*")
+
+
+def metavariable_pattern(goal: str) -> re.Pattern[str] | None:
+    """A regex matching ``goal`` with each metavariable filled in by some text (the same text for
+    repeated occurrences of one metavariable); None when ``goal`` has no metavariable.
+
+    A goal that mentions ``?refine_1`` prints differently once a sibling goal assigns it; the
+    replay environment and the steps-remaining labels both match the later text with this.
+    """
+    if "?" not in goal:
+        return None
+    parts: list[str] = []
+    seen: dict[str, str] = {}
+    last = 0
+    for m in _MVAR.finditer(goal):
+        parts.append(re.escape(goal[last : m.start()]))
+        name = m.group(0)
+        if name in seen:
+            parts.append(f"(?P={seen[name]})")
+        else:
+            seen[name] = f"m{len(seen)}"
+            parts.append(f"(?P<{seen[name]}>.+?)")
+        last = m.end()
+    if not seen:
+        return None
+    parts.append(re.escape(goal[last:]))
+    return re.compile("".join(parts), re.DOTALL)

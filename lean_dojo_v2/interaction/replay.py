@@ -25,7 +25,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from ..data.dataset import load_theorems
-from ..data.goals import goal_texts
+from ..data.goals import goal_texts, metavariable_pattern
 from ..data.lean_lexer import strip_leading_by
 from ..data.model import Theorem
 from ..data.sorry import find_sorry_tokens
@@ -42,33 +42,6 @@ from .types import (
 
 BACKEND = "replay"
 _WS = re.compile(r"\s+")
-# An unassigned metavariable as Lean prints it: ?a, ?refine_1, ?m.123 (not the `?` of `exact?`).
-_MVAR = re.compile(r"\?[A-Za-z_][\w.']*")
-
-
-def _mvar_pattern(goal: str) -> re.Pattern[str] | None:
-    """A pattern matching ``goal`` with its metavariables instantiated (same term for repeats).
-
-    A goal that mentions ``?refine_1`` prints differently once a sibling goal assigns it; recorded
-    states after the assignment must still match. None when the goal has no metavariable.
-    """
-    names = _MVAR.findall(goal)
-    if not names:
-        return None
-    groups: dict[str, str] = {}
-    parts: list[str] = []
-    last = 0
-    for m in _MVAR.finditer(goal):
-        parts.append(re.escape(goal[last : m.start()]))
-        name = m.group(0)
-        if name in groups:
-            parts.append(f"(?P={groups[name]})")
-        else:
-            groups[name] = f"m{len(groups)}"
-            parts.append(f"(?P<{groups[name]}>.+?)")
-        last = m.end()
-    parts.append(re.escape(goal[last:]))
-    return re.compile("".join(parts), re.DOTALL)
 
 
 def _goals_match(current: tuple[str, ...], recorded: tuple[str, ...]) -> bool:
@@ -78,7 +51,7 @@ def _goals_match(current: tuple[str, ...], recorded: tuple[str, ...]) -> bool:
     for cur, rec in zip(current, recorded, strict=True):
         if cur == rec:
             continue
-        pattern = _mvar_pattern(cur)
+        pattern = metavariable_pattern(cur)
         if pattern is None or pattern.fullmatch(rec) is None:
             return False
     return True

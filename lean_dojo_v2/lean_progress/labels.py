@@ -46,11 +46,8 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from ..data.goals import erase_case_macro_scopes, goal_texts
+from ..data.goals import erase_case_macro_scopes, goal_texts, metavariable_pattern
 from ..data.model import Theorem, TracedTactic
-
-# A metavariable as Lean prints it: ?refine_1, ?m.123, ?u.25201, ?a.b
-_MVAR = re.compile(r"\?[A-Za-z_][\w.'₀-₉]*")
 
 
 def goal_keys(state: str) -> list[str]:
@@ -89,30 +86,6 @@ class _Instance:
     consumed: bool = False
 
 
-def _mvar_pattern(key: str) -> re.Pattern[str] | None:
-    """A regex matching ``key`` with each metavariable filled in by some text (the same text for
-    repeated occurrences of one metavariable); None when ``key`` has no metavariable."""
-    if "?" not in key:
-        return None
-    parts: list[str] = []
-    seen: dict[str, str] = {}
-    last = 0
-    for m in _MVAR.finditer(key):
-        parts.append(re.escape(key[last : m.start()]))
-        name = m.group(0)
-        if name in seen:
-            parts.append(f"(?P={seen[name]})")
-        else:
-            group = f"m{len(seen)}"
-            seen[name] = group
-            parts.append(f"(?P<{group}>.+?)")
-        last = m.end()
-    if not seen:
-        return None
-    parts.append(re.escape(key[last:]))
-    return re.compile("".join(parts), re.DOTALL)
-
-
 def _find(
     pool: list[_Instance], key: str, allowed: Callable[[int], bool], order: Iterable[int]
 ) -> _Instance | None:
@@ -149,7 +122,7 @@ def label_tactics(tactics: Sequence[TracedTactic]) -> list[TacticLabel]:
             else:
                 inst.consumed = True
                 parents[j].add(inst.owner)
-        pool.extend(_Instance(key, j, _mvar_pattern(key)) for key in afters[j])
+        pool.extend(_Instance(key, j, metavariable_pattern(key)) for key in afters[j])
 
     # Pass 2: goals whose producer is listed after them (never one of their own descendants).
     still_unmatched = [0] * n
