@@ -573,3 +573,28 @@ def _mutual_end(source: str, after: int) -> int:
         if command.start >= after and command.keyword == "end":
             return command.end
     return -1
+
+
+def tactic_block_lines(proof: str) -> list[str]:
+    """The lines of a tactic proof's block, dedented, without a leading ``by`` (``\r\n`` and
+    ``\r`` read as ``\n``). ``by tac1\n  tac2`` (a first tactic on the ``by`` line) puts ``tac1``
+    at the level of the least indented line after it."""
+    import textwrap
+
+    body = proof.replace("\r\n", "\n").replace("\r", "\n").strip("\n")
+    after_by = strip_leading_by(body)
+    if after_by is not None:
+        first, _, rest = after_by.partition("\n")
+        if first.strip():
+            rest = textwrap.dedent(rest).strip("\n")
+            return [first.strip(), *(rest.split("\n") if rest else [])]
+        body = rest
+    return textwrap.dedent(body).strip("\n").split("\n")
+
+
+def tactic_block(proof: str, indent: str = "  ", newline: str = "\n") -> str:
+    """``by`` and the tactic block of ``proof`` indented by ``indent`` under it, lines joined by
+    ``newline``; blank lines stay empty. What a proof becomes in a file, both where Lean re-checks
+    it and where it is written back in place of ``sorry``."""
+    lines = tactic_block_lines(proof)
+    return "by" + "".join(newline + (indent + line if line.strip() else "") for line in lines)

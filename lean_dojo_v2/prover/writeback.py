@@ -235,33 +235,14 @@ def locate_sorry(source: str, full_name: str, start: Pos | tuple[int, int] | Non
     return SorrySite(begin, end, indent, _newline_at(source, decl_start), decl_start)
 
 
-def _tactic_lines(proof: str) -> list[str]:
-    """The tactic block's lines, dedented, without a leading ``by`` (LF line ends).
-
-    ``by tac1\n  tac2`` (a first tactic on the ``by`` line) puts ``tac1`` at the level of the
-    least indented line after it."""
-    import textwrap
-
-    from ..data.lean_lexer import strip_leading_by
-
-    body = proof.replace("\r\n", "\n").replace("\r", "\n").strip("\n")
-    after_by = strip_leading_by(body)
-    if after_by is not None:
-        first, _, rest = after_by.partition("\n")
-        if first.strip():
-            rest = textwrap.dedent(rest).strip("\n")
-            return [first.strip(), *(rest.split("\n") if rest else [])]
-        body = rest
-    return textwrap.dedent(body).strip("\n").split("\n")
-
-
 def proof_block(proof: str, indent: str = "  ", newline: str = "\n") -> str:
-    """``by`` and the tactic block of ``proof`` indented by ``indent`` under it; blank lines
-    stay empty."""
-    lines = _tactic_lines(proof)
-    if not any(line.strip() for line in lines):
+    """``by`` and the tactic block of ``proof`` indented by ``indent`` under it
+    (:func:`lean_dojo_v2.data.lean_lexer.tactic_block`); an empty proof is refused."""
+    from ..data.lean_lexer import tactic_block, tactic_block_lines
+
+    if not any(line.strip() for line in tactic_block_lines(proof)):
         raise ValueError("an empty proof cannot be written back")
-    return "by" + "".join(newline + (indent + line if line.strip() else "") for line in lines)
+    return tactic_block(proof, indent, newline)
 
 
 def insert_proofs(

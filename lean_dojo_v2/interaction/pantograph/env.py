@@ -33,7 +33,6 @@ import os
 import queue
 import re
 import signal
-import textwrap
 import threading
 from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass
@@ -46,7 +45,7 @@ from ...data.lean_lexer import (
     header_end,
     index_of,
     proof_span,
-    strip_leading_by,
+    tactic_block,
 )
 from ...data.model import Theorem
 from ...data.sorry import file_has_sorry
@@ -189,19 +188,6 @@ def _declared_name(statement: str) -> re.Match[str] | None:
     return _NAMED_DECL_RE.search(statement)
 
 
-def _tactic_block(proof: str, indent: str = "  ") -> str:
-    """``by`` and ``proof`` (tactic text, a leading ``by`` and CRLF accepted) indented under it."""
-    body = proof.replace("\r\n", "\n").strip("\n")
-    after_by = strip_leading_by(body)
-    if after_by is not None:
-        body = after_by.strip("\n")
-        if body.startswith(" "):
-            body = body.lstrip(" ")
-    body = textwrap.dedent(body)
-    lines = "\n".join((indent + line) if line.strip() else "" for line in body.split("\n"))
-    return f"by\n{lines}"
-
-
 _OPTION_NAME_RE = re.compile(r"[A-Za-z_][\w.]*\Z")
 _PLAIN_VALUE_RE = re.compile(r"(true|false|\d+)\Z")
 
@@ -274,7 +260,7 @@ def proof_file(
             namespace = full_name[: -len(name) - 1]
         if rename:
             decl = _renamed(decl, m)
-    text = f"{set_option_prefix(options)}{decl} := {_tactic_block(proof)}\n"
+    text = f"{set_option_prefix(options)}{decl} := {tactic_block(proof)}\n"
     if namespace:
         text = f"namespace {namespace}\n\n{text}\nend {namespace}\n"
     return text
@@ -357,7 +343,7 @@ def file_check_text(
     head = header_end(source)
     indent = " " * (command.start - source.rfind("\n", 0, command.start) - 1 + 2)
     prefix = _blank(source[:head]) + source[head:cut]
-    decl = source[cut:begin] + _tactic_block(proof, indent) + source[end:stop]
+    decl = source[cut:begin] + tactic_block(proof, indent) + source[end:stop]
     set_options = set_option_prefix(options)
     return CheckedText(prefix + set_options + decl + "\n", "file", len(prefix))
 
@@ -393,7 +379,7 @@ def context_check_text(
         decl = _renamed(decl, m)
     context = "".join(source[c.start : c.end] + "\n\n" for c in ctx.context)
     prefixes = "".join(source[a:b] + "\n" for a, b in command.prefixes)
-    text = f"{set_option_prefix(options)}{prefixes}{decl} := {_tactic_block(proof)}\n"
+    text = f"{set_option_prefix(options)}{prefixes}{decl} := {tactic_block(proof)}\n"
     return CheckedText(context + text, "context", len(context))
 
 
