@@ -6,6 +6,7 @@ catch the family at once, and the message says what to fix.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 
@@ -213,3 +214,60 @@ class ModelNotFoundError(ModelError, FileNotFoundError):
     a hub id is only found in the local Hugging Face cache). The message names what was tried
     and the valid forms: ``None``/``"smollm2"`` (the bundled default), a Hugging Face id, a local
     model directory, a ``.gguf`` file, or a PEFT adapter directory."""
+
+
+class UnknownConfigKeyError(ConfigError, KeyError):
+    """A config file, ``--set`` override or keyword names a field the config does not have.
+
+    ``key`` is the unknown name, ``valid`` the config's field names, ``source`` where it came from.
+    Raised by the config system (:mod:`lean_dojo_v2.config.loading`) for every command and trainer
+    that reads a config; also importable from ``lean_dojo_v2.trainer``.
+    """
+
+    def __init__(
+        self, key: str, valid: Sequence[str], *, source: str = "", config: str = ""
+    ) -> None:
+        # difflib only on this (rare) path: errors.py is imported by every module.
+        from difflib import get_close_matches
+
+        self.key = key
+        self.valid = list(valid)
+        self.source = source
+        self.config = config
+        where = f" in {source}" if source else ""
+        what = f" of {config}" if config else ""
+        close = get_close_matches(key, self.valid, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        self.message = (
+            f"unknown config key {key!r}{where}{hint}; valid keys{what}: {', '.join(self.valid)}"
+        )
+        super().__init__(self.message)
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return self.message
+
+    def __reduce__(self):  # type: ignore[override]  # survive pickling (worker processes)
+        return (_rebuild_unknown_key, (type(self), self.key, self.valid, self.source, self.config))
+
+
+def _rebuild_unknown_key(
+    cls: type[UnknownConfigKeyError], key: str, valid: list[str], source: str, config: str
+) -> UnknownConfigKeyError:
+    return cls(key, valid, source=source, config=config)
+
+
+class ConfigValueError(ConfigError, ValueError):
+    """A config field got a value of the wrong type or out of its range; the message names the
+    field, the value, and what it accepts."""
+
+
+class TrainerError(LeanDojoError):
+    """Base of the errors raised by ``lean_dojo_v2.trainer`` (defined here, like the other layers'
+    bases, so that lower layers can raise :class:`EmptyDatasetError`); also importable from
+    ``lean_dojo_v2.trainer``."""
+
+
+class EmptyDatasetError(TrainerError, ValueError):
+    """The training data yields no example: no theorems, or theorems without traced tactics (term
+    proofs), or only ``sorry`` tactics, or every example longer than ``max_seq_len``. The message
+    says which and how many were seen."""

@@ -10,12 +10,14 @@ from __future__ import annotations
 import bisect
 from collections.abc import Container, Iterable, Iterator
 from pathlib import Path
-
-import networkx as nx
+from typing import TYPE_CHECKING
 
 from ..errors import CorpusError
 from .jsonio import iter_jsonl
 from .model import Pos, Premise, PremiseFile
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 
 class Corpus:
@@ -26,6 +28,9 @@ class Corpus:
     """
 
     def __init__(self, files: Iterable[PremiseFile]) -> None:
+        # networkx costs ~0.25 s to import: load it when a corpus is built, not with the package.
+        import networkx as nx
+
         self._files: dict[str, PremiseFile] = {}
         self.graph: nx.DiGraph = nx.DiGraph()
         for f in files:
@@ -68,6 +73,8 @@ class Corpus:
     @property
     def files(self) -> list[PremiseFile]:
         """Files in dependency order (imports first); ties keep corpus order."""
+        import networkx as nx
+
         position = {p: i for i, p in enumerate(self._files)}
         order = nx.lexicographical_topological_sort(
             self.graph.reverse(copy=False), key=position.get
@@ -89,6 +96,8 @@ class Corpus:
         """Every file ``path`` imports, directly or transitively."""
         self.get_file(path)
         if path not in self._closure:
+            import networkx as nx
+
             self._closure[path] = frozenset(nx.descendants(self.graph, path))
         return self._closure[path]
 

@@ -34,6 +34,23 @@ logger = logging.getLogger(__name__)
 _SHOWN_MISSING = 5
 
 
+def require_lean() -> None:
+    """Raise :class:`~lean_dojo_v2.errors.LeanNotFoundError` (one line, nothing chained) when
+    this machine has no Lean at all: neither elan nor ``lean`` on PATH, in ``$ELAN_HOME/bin`` or
+    in ``~/.elan/bin``. Checked before anything is cloned, so that a machine without Lean learns
+    that first; which toolchain the repository needs is checked by tracing once it is known."""
+    from ..errors import LeanNotFoundError
+    from ..system.toolchain import ELAN_INSTALL_COMMAND, find_elan, find_program
+
+    if find_elan() is None and find_program("lean") is None:
+        raise LeanNotFoundError(
+            "tracing a repository needs Lean, and none was found (no elan and no lean on PATH, "
+            f"in $ELAN_HOME/bin or in ~/.elan/bin); install elan with `{ELAN_INSTALL_COMMAND}` "
+            "and trace again (elan installs the toolchain the repository names), or add a "
+            "traced dataset with add_repository(DIR) instead"
+        )
+
+
 class RepositoryAdding(RepositoryQueries):
     """``add_repository``, ``add_repositories``, ``trace_repository``."""
 
@@ -135,7 +152,10 @@ class RepositoryAdding(RepositoryQueries):
         **trace_kwargs: Any,
     ) -> RepositoryInfo:
         """Trace ``url`` at ``commit`` (see :func:`lean_dojo_v2.lean_dojo.trace`; needs Lean) and
-        add it, with sorry status read from its checkout."""
+        add it, with sorry status read from its checkout. Without any Lean on this machine it
+        raises :class:`~lean_dojo_v2.errors.LeanNotFoundError` (:func:`require_lean`) before
+        cloning anything."""
+        require_lean()
         from ..lean_dojo import LeanGitRepo, trace
 
         traced = trace(LeanGitRepo(str(url), commit), build_deps=build_deps, **trace_kwargs)

@@ -2,6 +2,8 @@
 
 Two flavours with the same methods: :class:`ProofEnv` (blocking) and :class:`AsyncProofEnv`
 (coroutines, for search loops that keep several Lean processes busy). Both are context managers.
+Beside the three abstract methods each declares what callers may ask of any backend, with a
+default that suits a backend that says nothing: ``shares_states``, ``restarts`` and ``release``.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from numbers import Real
 from types import TracebackType
 
 from ..data.model import Theorem
-from .types import InvalidRequestError, ProofState, TacticResult, Verdict
+from .types import InvalidRequestError, ProofFinished, ProofState, TacticResult, Verdict
 
 
 def check_text(text: object, what: str = "tactic") -> None:
@@ -61,6 +63,13 @@ class ProofEnv(ABC):
     """A Lean environment in which proofs are started, stepped and checked."""
 
     backend: str = "abstract"
+    # Whether a state made here may be continued by another environment of the same kind: true
+    # where a state carries its goals (replay), false where it is a handle into one process
+    # (Pantograph). Search shares one tree across its environments only when all say so.
+    shares_states: bool = False
+    # How often the backend's process was restarted so far; None where it does not count them.
+    # Search reports the change during a search as ``env_restarts``.
+    restarts: int | None = None
 
     @abstractmethod
     def start(self, theorem: Theorem) -> ProofState:
@@ -79,6 +88,10 @@ class ProofEnv(ABC):
     @abstractmethod
     def verify(self, theorem: Theorem, proof: str) -> Verdict:
         """Re-check a whole proof (tactic text after ``by``) of ``theorem``."""
+
+    def release(self, state: ProofState | ProofFinished) -> None:  # noqa: B027 - optional hook
+        """Free ``state`` now: the caller will not use it again. The default does nothing (states
+        cost nothing, or the backend frees them once they are garbage-collected)."""
 
     def close(self) -> None:  # noqa: B027 - optional hook, most backends need it
         """Free the backend's resources; afterwards every call raises :class:`EnvClosedError`."""
@@ -99,6 +112,8 @@ class AsyncProofEnv(ABC):
     """The coroutine flavour of :class:`ProofEnv`."""
 
     backend: str = "abstract"
+    shares_states: bool = False  # as in ProofEnv
+    restarts: int | None = None  # as in ProofEnv
 
     @abstractmethod
     async def start(self, theorem: Theorem) -> ProofState: ...
@@ -110,6 +125,9 @@ class AsyncProofEnv(ABC):
 
     @abstractmethod
     async def verify(self, theorem: Theorem, proof: str) -> Verdict: ...
+
+    async def release(self, state: ProofState | ProofFinished) -> None:  # noqa: B027
+        """Free ``state`` now: the caller will not use it again. The default does nothing."""
 
     async def close(self) -> None:  # noqa: B027
         """Free the backend's resources."""

@@ -161,6 +161,8 @@ class ReplayEnv(ProofEnv):
     """A :class:`ProofEnv` over recorded transitions (``backend == "replay"``)."""
 
     backend = BACKEND
+    # A state is its goals (the handle is the goal tuple): any replay environment continues it.
+    shares_states = True
 
     def __init__(self, table: TransitionTable) -> None:
         self.table = table
@@ -251,6 +253,7 @@ class AsyncReplayEnv(AsyncProofEnv):
     """Coroutine flavour of :class:`ReplayEnv` (replay never blocks, so it simply delegates)."""
 
     backend = BACKEND
+    shares_states = True
 
     def __init__(self, env: ReplayEnv) -> None:
         self.env = env

@@ -5,7 +5,12 @@
 - :mod:`.dataset`: :class:`ProgressExample`, :func:`progress_examples` (theorems → rows), the
   JSONL writer and reader.
 - :mod:`.create_sample_dataset`: ``python -m lean_dojo_v2.lean_progress.create_sample_dataset
-  --output PATH``.
+  --output PATH``. The package exports the module itself, which is callable as the function
+  ``create_sample_dataset(output, data=None, force=False)`` and holds the seed's ``main``,
+  ``parse_args`` and ``SAMPLE_DATA``.
+- :mod:`.train_steps_model`: the seed's training script (``python -m
+  lean_dojo_v2.lean_progress.train_steps_model --dataset FILE --output-dir DIR``) on
+  ``ProgressTrainer``, with its ``build_text`` and ``tokenize_batch``.
 
 The model is :class:`lean_dojo_v2.models.progress.ProgressModel`; training is
 :class:`lean_dojo_v2.trainer.progress_trainer.ProgressTrainer`. Names are resolved on first use.
@@ -18,7 +23,7 @@ from typing import TYPE_CHECKING
 from .._lazy import reexport
 
 if TYPE_CHECKING:
-    from .create_sample_dataset import create_sample_dataset
+    from . import create_sample_dataset, train_steps_model
     from .dataset import (
         ProgressExample,
         iter_progress_jsonl,
@@ -38,7 +43,6 @@ _LAZY = {
     "iter_progress_jsonl": ".dataset",
     "read_progress_jsonl": ".dataset",
     "write_progress_jsonl": ".dataset",
-    "create_sample_dataset": ".create_sample_dataset",
 }
 
 __all__ = [
@@ -51,9 +55,10 @@ __all__ = [
     "progress_examples",
     "read_progress_jsonl",
     "steps_remaining",
+    "train_steps_model",
     "write_progress_jsonl",
 ]
 
 __getattr__, __dir__ = reexport(
-    globals(), _LAZY, submodules=["labels", "dataset", "create_sample_dataset"]
+    globals(), _LAZY, submodules=["labels", "dataset", "create_sample_dataset", "train_steps_model"]
 )

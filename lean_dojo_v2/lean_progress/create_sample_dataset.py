@@ -7,17 +7,28 @@ Without ``--data`` it reads the LeanDojo Benchmark 4 sample bundled with the pac
 ``--data`` takes any LeanDojo-layout dataset directory or split file. One row per traced tactic,
 labelled by the rule of :mod:`lean_dojo_v2.lean_progress.labels`. An existing ``PATH`` is never
 overwritten unless ``--force`` is given.
+
+``SAMPLE_DATA`` (the seed's name) is the list of rows :func:`main` writes by default, built from
+the bundled sample on first access (a lazy module attribute: importing reads no file).
+
+The module itself is callable as :func:`create_sample_dataset`: ``from lean_dojo_v2.lean_progress
+import create_sample_dataset`` gives this module, which the seed's code uses as a module
+(``.main()``, ``.parse_args``, ``.SAMPLE_DATA``) and ours as the function (``create_sample_dataset(
+output)``).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
+import types
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
-from ..errors import LeanDojoError
+from ..errors import EmptyDatasetError, LeanDojoError
 
 DEFAULT_OUTPUT = "raid/data/sample_leanprogress_dataset.jsonl"
 
@@ -28,7 +39,6 @@ def create_sample_dataset(
     """Write the LeanProgress JSONL of ``data`` (default: the bundled sample) to ``output``;
     returns a summary (path, rows, theorems, label histogram)."""
     from ..data import load_theorems, sample_dataset_path
-    from ..trainer.errors import EmptyDatasetError
     from .dataset import progress_examples, write_progress_jsonl
 
     source = Path(data) if data is not None else sample_dataset_path()
@@ -48,6 +58,25 @@ def create_sample_dataset(
         "theorems": len({ex.group for ex in examples}),
         "steps_remaining": {str(k): histogram[k] for k in sorted(histogram)},
     }
+
+
+@functools.cache
+def _sample_rows() -> tuple[dict[str, Any], ...]:
+    from ..data import load_theorems, sample_dataset_path
+    from .dataset import progress_examples
+
+    return tuple(ex.to_dict() for ex in progress_examples(load_theorems(sample_dataset_path())))
+
+
+def sample_data() -> list[dict[str, Any]]:
+    """The rows :func:`main` writes without ``--data`` (a fresh copy each call)."""
+    return [dict(row) for row in _sample_rows()]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "SAMPLE_DATA":
+        return sample_data()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -72,9 +101,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv)
+    # The seed's main() calls parse_args() with no argument, and its tests replace parse_args
+    # with a function of none that returns only ``output``: keep both working.
+    args = parse_args() if argv is None else parse_args(argv)
+    data, force = getattr(args, "data", None), getattr(args, "force", False)
     try:
-        summary = create_sample_dataset(args.output, args.data, force=args.force)
+        summary = create_sample_dataset(args.output, data, force=force)
     except LeanDojoError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -83,6 +115,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{Path(args.output).resolve()}"
     )
     return 0
+
+
+class _CallableModule(types.ModuleType):
+    """This module, callable as :func:`create_sample_dataset` (see the module docstring)."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> dict[str, object]:
+        return create_sample_dataset(*args, **kwargs)
+
+
+# Only this module object changes class (no I/O): the package exports the module under the
+# function's name, and both the seed's module use and our function use keep working.
+sys.modules[__name__].__class__ = _CallableModule
 
 
 if __name__ == "__main__":

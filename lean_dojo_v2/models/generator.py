@@ -35,20 +35,20 @@ from __future__ import annotations
 import logging
 import math
 import os
-import re
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ModelError
+from .candidates import clean_candidates
+from .candidates import is_forbidden as is_forbidden  # its public home before candidates.py
 from .loading import LoadedModel, load_model
 from .prompts import add_special_tokens_for, end_marker, prompt_style, render_prompt
 
 log = logging.getLogger(__name__)
 
 STRATEGIES = ("sample", "beam", "greedy")
-_FORBIDDEN = re.compile(r"(?<![\w.'])(sorry|admit|sorryAx)(?![\w'])")
 
 
 @dataclass(frozen=True)
@@ -101,11 +101,6 @@ def check_generate_args(states: object, num_samples: object, prefix: object) -> 
         raise ModelError(f"prefix must be a str or None, not {type(prefix).__name__}")
 
 
-def is_forbidden(tactic: str) -> bool:
-    """Whether ``tactic`` uses ``sorry``, ``admit`` or ``sorryAx`` (as words: ``sorry_lemma`` is a name)."""
-    return _FORBIDDEN.search(tactic) is not None
-
-
 def tactic_end(text: str, final: bool = False) -> int | None:
     """Index of the line break that ends the tactic in ``text`` (generated text, leading white
     space already removed), or None when it has not ended yet.
@@ -130,16 +125,12 @@ def tactic_end(text: str, final: bool = False) -> int | None:
 def finalize(
     raw: Sequence[tuple[str, float]], num_samples: int, prefix: str | None = None
 ) -> list[Candidate]:
-    """Clean ``(tactic, logprob)`` pairs of one state into the contract's candidate list."""
-    best: dict[str, float] = {}
-    for text, lp in raw:
-        tactic = ((prefix or "") + text).strip()
-        if not tactic or is_forbidden(tactic) or not math.isfinite(lp):
-            continue
-        if tactic not in best or lp > best[tactic]:
-            best[tactic] = lp
-    ranked = sorted(best.items(), key=lambda kv: -kv[1])
-    return [Candidate(t, float(lp)) for t, lp in ranked[:num_samples]]
+    """Clean ``(tactic, logprob)`` pairs of one state into the contract's candidate list
+    (:func:`~lean_dojo_v2.models.candidates.clean_candidates` with its strict defaults: exact
+    text as the duplicate key, ``sorry``/``admit`` and non-finite scores dropped)."""
+    return clean_candidates(
+        (Candidate(((prefix or "") + text).strip(), float(lp)) for text, lp in raw), num_samples
+    )
 
 
 # --------------------------------------------------------------------------- HF implementation

@@ -18,7 +18,7 @@ from ..models.generator import Candidate, TacticGenerator
 if TYPE_CHECKING:  # pragma: no cover
     from ..data import Theorem
     from .result import SearchResult
-    from .search import SearchConfig
+    from .search_config import SearchConfig
 
 
 class BaseProver(TacticGenerator):

@@ -24,6 +24,7 @@ from typing import Any
 
 from ..data.model import Theorem
 from ..interaction import AsyncProofEnv, ProofEnv
+from ..interaction.async_adapter import as_async_envs
 from ..interaction.types import (
     EnvCrashedError,
     InteractionError,
@@ -32,9 +33,9 @@ from ..interaction.types import (
     StaleStateError,
     UnknownTheoremError,
 )
-from .env_adapter import as_async_envs
 from .result import SearchResult, proof_text
-from .search import _check_theorem, _clean_candidates, run_sync
+from .search_run import check_theorem, checked_candidates
+from .threads import run_sync
 
 
 @dataclass
@@ -73,7 +74,7 @@ class RandomDFS:
         self, env: ProofEnv | AsyncProofEnv | Sequence[ProofEnv | AsyncProofEnv], theorem: Theorem
     ) -> SearchResult:
         envs = as_async_envs(env)
-        return run_sync(self.search_async(envs[0], _check_theorem(theorem)))
+        return run_sync(self.search_async(envs[0], check_theorem(theorem)))
 
     async def search_async(self, env: AsyncProofEnv, theorem: Theorem) -> SearchResult:
         env = as_async_envs(env)[0]
@@ -116,7 +117,7 @@ class RandomDFS:
                 continue
             try:
                 raw = generator.generate([top.state.text], self.num_samples)
-                cands = _clean_candidates(raw, 1, self.num_samples, "generate()")[0]
+                cands = checked_candidates(raw, 1, self.num_samples, "generate()")[0]
             except Exception as exc:  # noqa: BLE001
                 return result("error", error=f"{type(exc).__name__}: {exc}")
             steps += 1

@@ -5,10 +5,16 @@ Reads the theorems of one split of a LeanDojo-layout dataset, searches for a pro
 (:func:`~lean_dojo_v2.prover.parallel.prove_theorems`: worker processes by default, Ray or
 inline), prints a summary (with ``--json`` the last line is one JSON object), records the proofs
 in a database (``--db``) and writes them back into a working copy of the repository
-(``--write-back``). Bad input ends in one line that says what to do, before any work starts:
-an unknown dataset, split or theorem, a dataset with nothing the environment can start, a model
-that does not exist, an OpenAI-compatible server that cannot be reached or does not serve the
-model, no Pantograph REPL.
+(``--write-back``). The search settings are a :class:`~lean_dojo_v2.prover.search.SearchConfig`,
+read like every trainer's config: a YAML ``--config FILE``, then ``--set key=value`` overrides,
+then the explicit search flags (``--num-samples``, ``--max-expansions``, ``--timeout``,
+``--tactic-timeout``, ``--whole-proof``), which are shortcuts for their keys; ``--help-config``
+lists every key with its doc.
+
+Bad input ends in one line that says what to do, before any work starts: an unknown dataset,
+split or theorem, a config key or value, a dataset with nothing the environment can start, a
+model that does not exist, an OpenAI-compatible server that cannot be reached or does not serve
+the model, no Pantograph REPL.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from ..config.cli import add_config_options, add_help_config_option
 from ..errors import LeanDojoError
 
 logger = logging.getLogger(__name__)
@@ -100,10 +107,20 @@ def add_prove_parser(sub: Any) -> argparse.ArgumentParser:
         help="openai: the environment variable holding the API key (default OPENAI_API_KEY)",
     )
     search = p.add_argument_group("search")
-    search.add_argument("--num-samples", type=int, default=8, help="tactics per state (8)")
-    search.add_argument("--max-expansions", type=int, default=100, help="per theorem (100)")
-    search.add_argument("--timeout", type=float, default=600.0, help="seconds per theorem (600)")
-    search.add_argument("--tactic-timeout", type=float, default=30.0, help="seconds per tactic")
+    add_config_options(
+        search,
+        config_help="YAML file of SearchConfig keys",
+        set_help="override one SearchConfig key (repeatable), typed by the key: "
+        "--set max_expansions=20 --set frontier_batch=8",
+        output_dir=False,
+    )
+    add_help_config_option(search, "lean_dojo_v2.prover.search:SearchConfig")
+    # The flags below override --config and --set; None means "not given" (their defaults, in
+    # the help texts, are SearchConfig's).
+    search.add_argument("--num-samples", type=int, default=None, help="tactics per state (8)")
+    search.add_argument("--max-expansions", type=int, default=None, help="per theorem (100)")
+    search.add_argument("--timeout", type=float, default=None, help="seconds per theorem (600)")
+    search.add_argument("--tactic-timeout", type=float, default=None, help="seconds per tactic")
     search.add_argument(
         "--whole-proof", action="store_true", help="sample whole proofs and verify each"
     )
@@ -258,7 +275,7 @@ def _generator_spec(args: argparse.Namespace) -> Any:
     return HFProverSpec(model, args.device)
 
 
-def _env_spec(args: argparse.Namespace) -> Any:
+def _env_spec(args: argparse.Namespace, tactic_timeout: float) -> Any:
     from .parallel import PantographEnvSpec, ReplayEnvSpec
 
     if args.backend == "replay":
@@ -271,7 +288,7 @@ def _env_spec(args: argparse.Namespace) -> Any:
         config["project_dir"] = str(Path(args.project).resolve())
     if args.imports:
         config["imports"] = [m.strip() for m in args.imports.split(",") if m.strip()]
-    config["tactic_timeout"] = args.tactic_timeout
+    config["tactic_timeout"] = tactic_timeout
     return PantographEnvSpec(config)
 
 
@@ -279,12 +296,14 @@ def _env_spec(args: argparse.Namespace) -> Any:
 
 
 def cmd_prove(args: argparse.Namespace) -> int:
+    from ..config.cli import config_from_args
     from ..errors import ConfigError
     from .parallel import prove_theorems
     from .search import SearchConfig
 
     for name in ("workers", "num_samples", "max_expansions"):
-        if getattr(args, name) < 1:
+        value = getattr(args, name)
+        if value is not None and value < 1:
             raise ConfigError(f"--{name.replace('_', '-')} must be at least 1")
     if args.write_back is None and (args.branch or args.in_place or args.out):
         raise ConfigError("--branch, --out and --in-place go with --write-back REPO_DIR")
@@ -294,15 +313,9 @@ def cmd_prove(args: argparse.Namespace) -> int:
             "%d theorem(s) without a recorded tactic proof left out (replay cannot start them)",
             left_out,
         )
-    config = SearchConfig(
-        num_samples=args.num_samples,
-        max_expansions=args.max_expansions,
-        timeout=args.timeout,
-        tactic_timeout=args.tactic_timeout,
-        whole_proof=args.whole_proof,
-    )
+    config = config_from_args(args, SearchConfig, **_search_flags(args))
     make_generator = _generator_spec(args)
-    make_env = _env_spec(args)
+    make_env = _env_spec(args, config.tactic_timeout)
     db = _open_db(args.db) if args.db else None
     recorded = None
     try:
@@ -342,6 +355,18 @@ def cmd_prove(args: argparse.Namespace) -> int:
     else:
         _print_summary(summary)
     return 0
+
+
+def _search_flags(args: argparse.Namespace) -> dict[str, Any]:
+    """The SearchConfig keys given by explicit flags (they override ``--config`` and ``--set``)."""
+    flags = {
+        key: getattr(args, key)
+        for key in ("num_samples", "max_expansions", "timeout", "tactic_timeout")
+        if getattr(args, key) is not None
+    }
+    if args.whole_proof:  # a store_true flag: absent leaves the config's whole_proof alone
+        flags["whole_proof"] = True
+    return flags
 
 
 def _open_db(path: str) -> Any:

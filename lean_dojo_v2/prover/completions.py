@@ -21,6 +21,10 @@ to what :class:`~lean_dojo_v2.interaction.ProofEnv` takes:
 5. **Forbidden.** A result that is empty or uses ``sorry``/``admit`` is dropped (``None``).
 
 :func:`frequency_scores` is the score of completions that come without log-probabilities.
+
+The other way round, :func:`state_text` and :func:`whole_proof_input` turn what the seed's calls
+(``next_tactic(state)``, ``generate_whole_proof(theorem)``) are given into the goal text a
+prompt carries.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ import re
 import textwrap
 from collections import Counter
 from collections.abc import Sequence
+from typing import Any
 
 from ..models.generator import is_forbidden, tactic_end
 
@@ -37,8 +42,10 @@ __all__ = [
     "completion_proof",
     "completion_tactic",
     "frequency_scores",
+    "state_text",
     "strip_by",
     "unwrap_fence",
+    "whole_proof_input",
 ]
 
 _FENCE = re.compile(r"```[ \t]*([\w+#.-]*)[^\n]*\n(.*?)(?:^[ \t]*```|\Z)", re.S | re.M)
@@ -49,6 +56,7 @@ _HEADER = re.compile(
     re.S | re.M,
 )
 _BY = re.compile(r"^[ \t]*by(?=\s|$)")
+_TRAILING_BY = re.compile(r"\s*:=\s*(?:by)?\s*$")
 
 
 def unwrap_fence(text: str) -> str:
@@ -126,3 +134,31 @@ def frequency_scores(texts: Sequence[str | None]) -> list[float]:
     total = len(texts)
     counts = Counter(t for t in texts if t is not None)
     return [math.log(counts[t] / total) if t is not None else -math.inf for t in texts]
+
+
+def state_text(state: Any) -> str:
+    """The goal-state text of ``state``: a ``str`` as it is, a
+    :class:`~lean_dojo_v2.interaction.ProofState` as the model sees it (``.text``), anything
+    else (PyPantograph's ``GoalState``) as its ``str``."""
+    if isinstance(state, str):
+        return state
+    text = getattr(state, "text", None)
+    return text if isinstance(text, str) else str(state)
+
+
+def whole_proof_input(theorem: Any) -> str:
+    """What a whole-proof prompt carries for ``theorem``.
+
+    A :class:`~lean_dojo_v2.data.Theorem` gives its first traced state (the canonical state the
+    models are trained on), else its statement, else its name; a statement text
+    (``"theorem t : p → p := by"``) is taken without its trailing ``:= by`` (the model writes
+    what follows it); a :class:`~lean_dojo_v2.interaction.ProofState` gives its text."""
+    tactics = getattr(theorem, "traced_tactics", None)
+    if tactics:
+        return str(tactics[0].state_before)
+    if hasattr(theorem, "full_name"):
+        statement = getattr(theorem, "theorem_statement", None)
+        text = statement if statement else str(theorem.full_name)
+    else:
+        text = state_text(theorem)
+    return _TRAILING_BY.sub("", text.strip())

@@ -25,6 +25,14 @@ router, ...), or a server of our own. Requests go through the official ``openai`
   (:func:`~lean_dojo_v2.prover.completions.frequency_scores`), ties in the server's order.
 * **Bad answers.** An answer without ``choices``, a body that is not JSON or a choice without
   text is logged as a warning and yields no candidate; it never raises a traceback into search.
+* **Defaults from the environment.** ``ExternalProver()`` with no arguments (the seed's example)
+  talks to ``$OPENAI_BASE_URL`` (else a local vLLM, :data:`DEFAULT_BASE_URL`) with
+  ``$OPENAI_API_KEY``, and uses the model named by ``$LEAN_DOJO_V2_EXTERNAL_MODEL``, else the
+  first model the server lists at ``GET {base_url}/models``, asked once at first use (so
+  constructing never touches the network); an unreachable server is an
+  :class:`ExternalModelError` naming the URL.
+* **The seed's calls.** :meth:`ExternalProver.next_tactic` (the best tactic for one state) and
+  :meth:`ExternalProver.generate_whole_proof` (the best whole proof of a theorem).
 """
 
 from __future__ import annotations
@@ -41,12 +49,23 @@ from ..errors import ModelError
 from ..models.generator import Candidate, check_generate_args, finalize
 from ..models.prompts import chat_messages
 from .base import BaseProver
-from .completions import completion_proof, completion_tactic, frequency_scores
+from .completions import (
+    completion_proof,
+    completion_tactic,
+    frequency_scores,
+    state_text,
+    whole_proof_input,
+)
 
 log = logging.getLogger(__name__)
 
 DEFAULT_BASE_URL = "http://localhost:8000/v1"
-"""vLLM's default (``vllm serve MODEL``)."""
+"""vLLM's default (``vllm serve MODEL``); used when neither ``base_url`` nor ``$OPENAI_BASE_URL``
+is given."""
+BASE_URL_ENV = "OPENAI_BASE_URL"
+"""The variable the ``openai`` client itself reads for its base URL."""
+MODEL_ENV = "LEAN_DOJO_V2_EXTERNAL_MODEL"
+"""The model to ask for when ``model_name`` is not given."""
 
 
 class ExternalModelError(ModelError):
@@ -58,8 +77,10 @@ class ExternalModelError(ModelError):
 class ExternalProver(BaseProver):
     """Tactic generator over an OpenAI-compatible chat endpoint.
 
-    ``model_name``: the model the server serves (``GET {base_url}/models`` lists them).
-    ``base_url``: the API root, ending in ``/v1`` (default: a local vLLM, ``http://localhost:8000/v1``).
+    ``model_name``: the model the server serves (``GET {base_url}/models`` lists them); default
+    ``$LEAN_DOJO_V2_EXTERNAL_MODEL``, else the first model the server lists, asked at first use.
+    ``base_url``: the API root, ending in ``/v1``; default ``$OPENAI_BASE_URL``, else a local vLLM
+    (``http://localhost:8000/v1``).
     ``api_key``: the bearer token; default ``$OPENAI_API_KEY``, else ``"EMPTY"`` (vLLM and our own
     server accept any). ``timeout``: seconds one HTTP attempt may take. ``max_retries``: retries
     of connection errors, timeouts, 408/409/429 and 5xx (exponential backoff, by the client).
@@ -73,8 +94,8 @@ class ExternalProver(BaseProver):
 
     def __init__(
         self,
-        model_name: str,
-        base_url: str = DEFAULT_BASE_URL,
+        model_name: str | None = None,
+        base_url: str | None = None,
         api_key: str | None = None,
         timeout: float = 30.0,
         max_retries: int = 2,
@@ -87,8 +108,12 @@ class ExternalProver(BaseProver):
         max_concurrency: int = 8,
         extra_body: dict[str, Any] | None = None,
     ) -> None:
-        if not isinstance(model_name, str) or not model_name.strip():
+        if model_name is None:
+            model_name = os.environ.get(MODEL_ENV) or None
+        if model_name is not None and (not isinstance(model_name, str) or not model_name.strip()):
             raise ExternalModelError("model_name must be the name of a model the server serves")
+        if base_url is None:
+            base_url = os.environ.get(BASE_URL_ENV) or DEFAULT_BASE_URL
         if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
             raise ExternalModelError(
                 f"base_url must be an http(s) URL such as {DEFAULT_BASE_URL}, got {base_url!r}"
@@ -109,7 +134,7 @@ class ExternalProver(BaseProver):
             raise ExternalModelError(
                 "max_tokens, max_proof_tokens and max_concurrency must be >= 1"
             )
-        self.model_name = model_name
+        self._model_name: str | None = model_name
         self.base_url = base_url.rstrip("/")
         self._api_key = api_key
         self.timeout = float(timeout)
@@ -125,20 +150,58 @@ class ExternalProver(BaseProver):
         """HTTP requests made so far (each may have been retried by the client)."""
         self._client: Any = None
         self._lock = threading.Lock()
+        self._model_lock = threading.Lock()
 
     def __repr__(self) -> str:
-        return f"ExternalProver({self.model_name!r}, base_url={self.base_url!r})"
+        name = self._model_name if self._model_name is not None else "<first served model>"
+        return f"ExternalProver({name!r}, base_url={self.base_url!r})"
 
     # The client holds sockets and a lock: a copy sent to a worker process makes its own.
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state["_client"] = None
         state["_lock"] = None
+        state["_model_lock"] = None
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._lock = threading.Lock()
+        self._model_lock = threading.Lock()
+
+    @property
+    def model_name(self) -> str:
+        """The model requests ask for: the one given, else the first one the server lists
+        (``GET {base_url}/models``, asked once)."""
+        with self._model_lock:
+            if self._model_name is None:
+                self._model_name = self._first_served_model()
+            return self._model_name
+
+    def _first_served_model(self) -> str:
+        import openai
+
+        where = f"the model server at {self.base_url}"
+        try:
+            served = [m.id for m in self.client.models.list()]
+        except openai.APIConnectionError as exc:  # timeouts included
+            raise ExternalModelError(
+                f"cannot reach {where} to ask which model it serves ({exc.__cause__ or exc}); "
+                f"start the server (e.g. `vllm serve MODEL`), set {BASE_URL_ENV} or pass "
+                f"base_url=, or name the model with model_name= / {MODEL_ENV}"
+            ) from None
+        except openai.APIStatusError as exc:
+            raise ExternalModelError(
+                f"{where} answered HTTP {exc.status_code} to GET {self.base_url}/models "
+                f"({_message(exc)}); name the model with model_name= or {MODEL_ENV}"
+            ) from None
+        if not served or not isinstance(served[0], str) or not served[0]:
+            raise ExternalModelError(
+                f"{where} lists no model at GET {self.base_url}/models; name the model with "
+                f"model_name= or {MODEL_ENV}"
+            )
+        log.info("%s serves %s; using %r", where, served, served[0])
+        return served[0]
 
     @property
     def client(self) -> Any:
@@ -187,6 +250,25 @@ class ExternalProver(BaseProver):
         return self._many(
             states, num_samples, prefix=prefix, whole_proof=whole_proof, premises=premises
         )
+
+    # ..................................................................... the seed's calls
+
+    def next_tactic(self, state: Any, goal_id: int = 0, *, num_samples: int = 1) -> str | None:
+        """The seed's one-tactic call: the best of ``num_samples`` tactics for ``state`` (a goal
+        state text, a :class:`~lean_dojo_v2.interaction.ProofState`, or anything whose ``str``
+        is the state), or None when the model proposed none. ``goal_id`` is the seed's
+        argument; as in the seed, the model sees the whole state."""
+        del goal_id
+        (candidates,) = self.generate([state_text(state)], num_samples)
+        return candidates[0].tactic if candidates else None
+
+    def generate_whole_proof(self, theorem: Any, *, num_samples: int = 1) -> str:
+        """The seed's whole-proof call: the best of ``num_samples`` whole proofs of ``theorem``
+        (the text of a statement such as ``"theorem t : p ∧ q → q ∧ p := by"``, a
+        :class:`~lean_dojo_v2.data.Theorem` or a goal state), as a tactic block without a
+        leading ``by``; ``""`` when the model proposed none."""
+        (candidates,) = self.generate_proofs([whole_proof_input(theorem)], num_samples)
+        return candidates[0].tactic if candidates else ""
 
     # ..................................................................... requests
 

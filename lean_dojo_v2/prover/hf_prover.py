@@ -19,6 +19,12 @@ tactic line is kept. The text then goes through
 :func:`~lean_dojo_v2.prover.completions.completion_proof` (fences and a leading ``by`` removed,
 ``sorry``/``admit`` dropped). Its score is the sum of the log-probs of its tokens and of the
 token that ended it.
+
+**The seed's calls** (LeanDojo-v2 1.0.9's ``HFProver``), on the same model and our search:
+:meth:`HFProver.next_tactic` (the best tactic for one state), :meth:`HFProver.generate_whole_proof`
+(the best whole proof of a theorem) and :meth:`HFProver.search` (``search(server=env, goal="∀ {p q
+: Prop}, p ∧ q → q ∧ p")`` → ``(result, used_tactics)`` with ``result.success``), where ``server``
+is one of our :class:`~lean_dojo_v2.interaction.ProofEnv` (e.g. a ``PantographEnv``).
 """
 
 from __future__ import annotations
@@ -28,17 +34,77 @@ import math
 import os
 import threading
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..errors import ModelError, ModelNotFoundError
+from ..errors import ConfigError, ModelError, ModelNotFoundError
 from ..models.generator import Candidate, HFTacticGenerator, check_generate_args, finalize
 from ..models.loading import LoadedModel, load_model
 from ..models.prompts import render_prompt, render_proof_prompt
 from .base import BaseProver
-from .completions import completion_proof
+from .completions import completion_proof, state_text, whole_proof_input
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..data import Theorem
+    from .result import SearchResult
+    from .search import SearchConfig
 
 log = logging.getLogger(__name__)
+
+GOAL_THEOREM_NAME = "lean_dojo_v2_goal"
+"""The name :func:`goal_theorem` gives a bare goal (the environment checks it under this name)."""
+
+
+def goal_theorem(goal: str, name: str = GOAL_THEOREM_NAME) -> Theorem:
+    """A :class:`~lean_dojo_v2.data.Theorem` for a bare goal such as ``"∀ {p q : Prop}, p ∧ q →
+    q ∧ p"``: no file, its statement ``theorem <name> : <goal> := by``, which a
+    ``PantographEnv`` starts and verifies from the statement alone."""
+    from ..data import Pos
+    from ..data import Theorem as TheoremRecord
+
+    if not isinstance(goal, str) or not goal.strip():
+        raise ConfigError("goal must be the text of a Lean proposition, e.g. '∀ (n : Nat), n = n'")
+    return TheoremRecord(
+        url="",
+        commit="",
+        file_path="",
+        full_name=name,
+        start=Pos(1, 1),
+        end=Pos(1, 1),
+        theorem_statement=f"theorem {name} : {goal.strip()} := by",
+        has_statement_field=True,
+    )
+
+
+@dataclass(frozen=True)
+class GoalSearchResult:
+    """What :meth:`HFProver.search` returns first: the seed's result fields (``success``,
+    ``steps``, ``duration``, as PyPantograph's ``SearchResult``) over our
+    :class:`~lean_dojo_v2.prover.SearchResult` (``result``), whose fields (``status``,
+    ``proof``, ``checked_by``, ...) are readable here too."""
+
+    result: SearchResult
+
+    @property
+    def success(self) -> bool:
+        """Proved, and the whole proof re-checked by the environment."""
+        return self.result.proved
+
+    @property
+    def steps(self) -> int:
+        """Nodes expanded (one generator request each)."""
+        return self.result.expansions
+
+    @property
+    def duration(self) -> float:
+        """Seconds the search took."""
+        return self.result.seconds
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "result":  # not set yet (e.g. while unpickling): no recursion
+            raise AttributeError(name)
+        return getattr(self.result, name)
 
 
 class PromptedGenerator(HFTacticGenerator):
@@ -221,3 +287,62 @@ class HFProver(BaseProver):
             finally:
                 gen.premises, gen.whole_proof = None, False
         return out
+
+    # ..................................................................... the seed's calls
+
+    def next_tactic(self, state: Any, goal_id: int = 0, *, num_samples: int = 5) -> str | None:
+        """The seed's one-tactic call: the best (highest log-prob) of ``num_samples`` sampled
+        tactics for ``state`` (a goal state text, a :class:`~lean_dojo_v2.interaction.ProofState`,
+        or anything whose ``str`` is the state, such as PyPantograph's ``GoalState``), or None
+        when the model proposed none. ``goal_id`` is the seed's argument; as in the seed, the
+        model sees the whole state. (The seed picks one of its samples at random; this one is
+        the best, so the same state gives the same tactic under a fixed seed.)"""
+        del goal_id
+        (candidates,) = self.generate([state_text(state)], num_samples)
+        return candidates[0].tactic if candidates else None
+
+    def generate_whole_proof(self, theorem: Any, *, num_samples: int = 1) -> str:
+        """The seed's whole-proof call: the best of ``num_samples`` whole proofs of ``theorem``
+        (a :class:`~lean_dojo_v2.data.Theorem`, the text of a statement such as ``"theorem t :
+        p ∧ q → q ∧ p := by"``, or a goal state; see
+        :func:`~lean_dojo_v2.prover.completions.whole_proof_input`), as a tactic block without
+        a leading ``by``; ``""`` when the model proposed none."""
+        (candidates,) = self.generate_proofs([whole_proof_input(theorem)], num_samples)
+        return candidates[0].tactic if candidates else ""
+
+    def search(
+        self,
+        server: Any,
+        goal: str | None = None,
+        theorem: Theorem | None = None,
+        verbose: bool = False,
+        *,
+        config: SearchConfig | None = None,
+        progress_model: Any = None,
+    ) -> tuple[GoalSearchResult, list[str] | None]:
+        """The seed's search entry: prove ``theorem`` (a :class:`~lean_dojo_v2.data.Theorem`) or
+        the bare ``goal`` (see :func:`goal_theorem`) in ``server`` (one of our ``ProofEnv`` /
+        ``AsyncProofEnv``, or a list of them) with our search (best-first unless
+        ``config.whole_proof``). Returns ``(result, used_tactics)``: ``result.success`` is true
+        only after the environment re-checked the whole proof; ``used_tactics`` is the proof's
+        tactics in order, or None when there is none. ``verbose`` prints the outcome."""
+        from ..interaction import AsyncProofEnv, ProofEnv
+
+        envs = server if isinstance(server, (list, tuple)) else [server]
+        if not envs or not all(isinstance(e, (ProofEnv, AsyncProofEnv)) for e in envs):
+            raise ConfigError(
+                f"server must be a lean_dojo_v2 ProofEnv (e.g. lean_dojo_v2.interaction."
+                f"PantographEnv), not {type(server).__name__}; PyPantograph's Server is not used"
+            )
+        if theorem is None:
+            if goal is None:
+                raise ConfigError("search needs goal= (a proposition) or theorem= (a Theorem)")
+            theorem = goal_theorem(goal)
+        outcome = self.prove(theorem, server, config, progress_model)
+        used = list(outcome.proof) if outcome.proved and outcome.proof is not None else None
+        if verbose:
+            print(
+                f"{outcome.status}: {outcome.theorem} after {outcome.expansions} expansions "
+                f"in {outcome.seconds:.1f} s" + (f"; proof: {used}" if used else "")
+            )
+        return GoalSearchResult(outcome), used

@@ -1,4 +1,4 @@
-"""Prove many theorems at once: worker processes (default), Ray actors, or inline.
+"""Layer 3 (prover): prove many theorems at once in worker processes, Ray actors or inline.
 
 :func:`prove_theorems` runs one proof search per theorem (:func:`~.search.search_theorem`) and
 returns the results in input order. Each worker builds its own environment and generator from
@@ -25,22 +25,30 @@ a progress bar shows theorems done and proved.
 
 from __future__ import annotations
 
-import logging
 import os
 import time
-from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..data.model import Theorem
-from ..errors import ConfigError, LeanDojoError
+from ..errors import ConfigError
+from .workers import (
+    MAX_START_FAILURES,
+    ProofWorker,
+    ResultCollector,
+    TaskQueue,
+    WorkerStartError,
+    error_result,
+)
+
+# Public here before the shared pieces moved to .workers; kept importable from this path.
+from .workers import close_env as close_env
+from .workers import search_one as search_one
 
 if TYPE_CHECKING:
     from .result import SearchResult
     from .search import SearchConfig
-
-logger = logging.getLogger(__name__)
 
 __all__ = [
     "BACKENDS",
@@ -54,16 +62,6 @@ __all__ = [
 ]
 
 BACKENDS = ("process", "ray", "inline")
-# A worker that dies before it is ready this many times in a row means the factories cannot
-# work on this machine (a crash at import, out of memory at model load): stop respawning.
-_MAX_START_FAILURES = 3
-
-
-class WorkerStartError(LeanDojoError):
-    """Proof workers could not start: their environment or generator factory failed (the
-    message holds its error), or the worker processes died while starting
-    ``_MAX_START_FAILURES`` times in a row (out of memory loading the model, a crash in native
-    code)."""
 
 
 # -- factories -----------------------------------------------------------------------------------
@@ -129,151 +127,6 @@ class ExternalProverSpec:
         return ExternalProver(self.model, base_url=self.base_url, api_key=key, **self.kwargs)
 
 
-# -- one theorem ---------------------------------------------------------------------------------
-
-
-def error_result(
-    theorem: Theorem, message: str, backend: str = "unknown", seconds: float = 0.0
-) -> SearchResult:
-    """The result of a theorem whose search could not run (its worker died, ...)."""
-    from .result import SearchResult
-
-    return SearchResult(
-        theorem=theorem.full_name,
-        file_path=theorem.file_path,
-        status="error",
-        proof=None,
-        expansions=0,
-        seconds=seconds,
-        backend=backend,
-        checked_by=None,
-        error=message,
-    )
-
-
-def _backend_of(env: Any) -> str:
-    if isinstance(env, (list, tuple)):
-        return _backend_of(env[0]) if env else "unknown"
-    return str(getattr(env, "backend", "unknown"))
-
-
-def search_one(
-    generator: Any, env: Any, theorem: Theorem, config: SearchConfig | None
-) -> SearchResult:
-    """One search; an exception that escapes it becomes an ``"error"`` result."""
-    from .search import search_theorem
-
-    start = time.perf_counter()
-    try:
-        return search_theorem(generator, env, theorem, config)
-    except Exception as exc:  # noqa: BLE001 - one theorem's failure must not end the run
-        logger.warning("search of %s raised %s: %s", theorem.full_name, type(exc).__name__, exc)
-        return error_result(
-            theorem, f"{type(exc).__name__}: {exc}", _backend_of(env), time.perf_counter() - start
-        )
-
-
-def close_env(env: Any) -> None:
-    for e in env if isinstance(env, (list, tuple)) else [env]:
-        close = getattr(e, "close", None)
-        if close is None:
-            continue
-        try:
-            out = close()
-            if hasattr(out, "__await__"):
-                from .search import run_sync
-
-                run_sync(out)
-        except Exception as exc:  # noqa: BLE001 - best effort at shutdown
-            logger.debug("closing %r failed: %s", e, exc)
-
-
-# -- progress ------------------------------------------------------------------------------------
-
-
-class _Progress:
-    """Theorems done / proved, as a tqdm bar on stderr."""
-
-    def __init__(self, total: int, enabled: bool, desc: str) -> None:
-        from tqdm.auto import tqdm
-
-        self.proved = 0
-        self.bar = tqdm(total=total, desc=desc, unit="thm", disable=not enabled, dynamic_ncols=True)
-
-    def update(self, result: SearchResult) -> None:
-        self.proved += result.status == "proved"
-        self.bar.set_postfix(proved=self.proved, refresh=False)
-        self.bar.update(1)
-
-    def close(self) -> None:
-        self.bar.close()
-
-
-class _Collector:
-    """Results in input order, the callback and the progress bar in one place."""
-
-    def __init__(
-        self,
-        theorems: Sequence[Theorem],
-        on_result: Callable[[SearchResult], Any] | None,
-        progress: bool,
-        desc: str,
-    ) -> None:
-        self.theorems = theorems
-        self.results: list[SearchResult | None] = [None] * len(theorems)
-        self.on_result = on_result
-        self.bar = _Progress(len(theorems), progress, desc)
-
-    def put(self, index: int, result: SearchResult) -> None:
-        if self.results[index] is not None:
-            return
-        self.results[index] = result
-        self.bar.update(result)
-        if self.on_result is not None:
-            self.on_result(result)
-
-    def done(self) -> bool:
-        return all(r is not None for r in self.results)
-
-    def finish(self) -> list[SearchResult]:
-        self.bar.close()
-        return [r for r in self.results if r is not None]
-
-
-class TaskQueue:
-    """The theorems still to prove, by index, each given to a fresh worker again after its
-    worker died, while ``retries`` last (shared by the process and Ray backends)."""
-
-    def __init__(self, theorems: Sequence[Theorem], collector: _Collector, retries: int) -> None:
-        self.theorems = theorems
-        self.collector = collector
-        self.retries = retries
-        self.pending: deque[int] = deque(range(len(theorems)))
-        self.tries = [0] * len(theorems)
-
-    def __bool__(self) -> bool:
-        return bool(self.pending)
-
-    def pop(self) -> int:
-        """The next theorem's index (a retried one first)."""
-        return self.pending.popleft()
-
-    def lost(
-        self, i: int, *, who: str, how: str = "", error: str, backend: str, seconds: float
-    ) -> None:
-        """The ``who`` (``"worker"``, ``"Ray actor"``) proving theorem ``i`` died (``how``, for
-        the log): queue it first again while it has retries left, else its result is an
-        ``"error"`` result with message ``error``."""
-        died = f"the {who} proving {self.theorems[i].full_name} died" + (f" ({how})" if how else "")
-        self.tries[i] += 1
-        if self.tries[i] <= self.retries:
-            logger.warning("%s; trying it again on a fresh %s", died, who.split()[-1])
-            self.pending.appendleft(i)
-        else:
-            logger.warning("%s", died)
-            self.collector.put(i, error_result(self.theorems[i], error, backend, seconds))
-
-
 # -- entry point ---------------------------------------------------------------------------------
 
 
@@ -312,7 +165,7 @@ def prove_theorems(
     bad = [t for t in theorems if not isinstance(t, Theorem)]
     if bad:
         raise ConfigError(f"prove_theorems takes Theorem records, got a {type(bad[0]).__name__}")
-    collector = _Collector(theorems, on_result, progress, desc)
+    collector = ResultCollector(theorems, on_result, progress, desc)
     try:
         if not theorems:
             return []
@@ -342,15 +195,14 @@ def _run_inline(
     make_env: Callable[[], Any],
     make_generator: Callable[[], Any],
     config: SearchConfig | None,
-    collector: _Collector,
+    collector: ResultCollector,
 ) -> None:
-    env = make_env()
+    worker = ProofWorker(make_env, make_generator, config)
     try:
-        generator = make_generator()
         for i, theorem in enumerate(theorems):
-            collector.put(i, search_one(generator, env, theorem, config))
+            collector.put(i, worker.prove(theorem))
     finally:
-        close_env(env)
+        worker.close()
 
 
 # -- worker processes ----------------------------------------------------------------------------
@@ -367,23 +219,22 @@ def _worker_main(
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(var, str(threads))
     try:
-        env = make_env()
-        generator = make_generator()
+        worker = ProofWorker(make_env, make_generator, config)
     except BaseException as exc:  # noqa: BLE001 - reported to the parent, which raises it
         conn.send(("init_error", _portable(exc)))
         return
     try:
-        conn.send(("ready", _backend_of(env)))
+        conn.send(("ready", worker.backend()))
         while True:
             task = conn.recv()
             if task is None:
                 break
             index, theorem = task
-            conn.send(("result", index, search_one(generator, env, theorem, config)))
+            conn.send(("result", index, worker.prove(theorem)))
     except (EOFError, BrokenPipeError, KeyboardInterrupt):
         pass  # the parent went away or stopped us
     finally:
-        close_env(env)
+        worker.close()
 
 
 def _portable(exc: BaseException) -> BaseException:
@@ -412,7 +263,7 @@ def _run_processes(
     make_generator: Callable[[], Any],
     config: SearchConfig | None,
     workers: int,
-    collector: _Collector,
+    collector: ResultCollector,
     retries: int,
 ) -> None:
     import multiprocessing as mp
@@ -454,7 +305,7 @@ def _run_processes(
         how = f"signal {-code}" if code is not None and code < 0 else f"exit status {code}"
         if not worker.ready:
             start_failures += 1
-            if start_failures >= _MAX_START_FAILURES:
+            if start_failures >= MAX_START_FAILURES:
                 raise WorkerStartError(
                     f"proof workers died while starting ({how}) {start_failures} times in a row; "
                     "check memory (each worker loads its own model) or run with --workers 1"

@@ -1,4 +1,4 @@
-"""Parallel proving on Ray: one actor per worker, each owning a ``ProofEnv`` and a generator.
+"""Layer 3 (prover): parallel proving on Ray actors, each owning a ``ProofEnv`` and a generator.
 
 Used by :func:`~lean_dojo_v2.prover.parallel.prove_theorems` with ``backend="ray"`` (install the
 ``ray`` extra: ``pip install 'lean-dojo-v2[ray]'``). Each :class:`ProverActor` builds its
@@ -26,10 +26,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..data.model import Theorem
 from ..errors import LeanDojoError
+from .workers import ProofWorker, ResultCollector, TaskQueue, WorkerStartError
 
 if TYPE_CHECKING:
-    from .parallel import _Collector
-    from .result import SearchResult
     from .search import SearchConfig
 
 logger = logging.getLogger(__name__)
@@ -41,38 +40,13 @@ class RayNotInstalledError(LeanDojoError, ImportError):
     """``backend="ray"`` (``--parallel ray``) was asked for but Ray is not installed."""
 
 
-class ProverActor:
-    """The body of a Ray actor: an environment and a generator, built once; :meth:`prove` runs
-    one search. Wrapped with ``ray.remote`` by :func:`make_actor_class` (Ray is imported only
-    when it is used)."""
-
-    def __init__(
-        self,
-        make_env: Callable[[], Any],
-        make_generator: Callable[[], Any],
-        config: SearchConfig | None,
-    ) -> None:
-        self.env = make_env()
-        self.generator = make_generator()
-        self.config = config
-
-    def backend(self) -> str:
-        from .parallel import _backend_of
-
-        return _backend_of(self.env)
+class ProverActor(ProofWorker):
+    """The body of a Ray actor: a :class:`~.workers.ProofWorker` (environment and generator,
+    built once; :meth:`prove` runs one search) that also tells its process id. Wrapped with
+    ``ray.remote`` by :func:`make_actor_class` (Ray is imported only when it is used)."""
 
     def pid(self) -> int:
         return os.getpid()
-
-    def prove(self, theorem: Theorem) -> SearchResult:
-        from .parallel import search_one
-
-        return search_one(self.generator, self.env, theorem, self.config)
-
-    def close(self) -> None:
-        from .parallel import close_env
-
-        close_env(self.env)
 
 
 def _import_ray() -> Any:
@@ -114,7 +88,7 @@ def run_ray(
     make_generator: Callable[[], Any],
     config: SearchConfig | None,
     workers: int,
-    collector: _Collector,
+    collector: ResultCollector,
     *,
     retries: int = 1,
     address: str | None = None,
@@ -123,8 +97,6 @@ def run_ray(
 ) -> None:
     """Prove ``theorems`` on ``workers`` Ray actors, filling ``collector`` (see the module
     docstring)."""
-    from .parallel import TaskQueue
-
     ray = _import_ray()
     started = _ensure_ray(ray, address)
     actor_cls = make_actor_class(num_cpus, num_gpus)
@@ -190,8 +162,6 @@ def _first_line(exc: BaseException) -> str:
 def _start_error(exc: BaseException) -> BaseException:
     """The factory's own error when Ray carries it (``ActorDiedError`` wraps the
     ``__init__`` exception), else a :class:`WorkerStartError`."""
-    from .parallel import WorkerStartError
-
     cause = getattr(exc, "cause", None) or getattr(exc, "__cause__", None)
     inner = getattr(cause, "cause", cause)
     if isinstance(inner, LeanDojoError):

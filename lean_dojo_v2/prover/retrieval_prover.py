@@ -15,6 +15,14 @@ written by :func:`~lean_dojo_v2.models.premise_index.export_retriever` (loaded w
 :func:`~lean_dojo_v2.models.premise_index.load_retriever`). A premise is shown as
 :func:`~lean_dojo_v2.models.retrieval.premise_text` (its code when the corpus has it, else its
 full name).
+
+**The seed's constructor**, ``RetrievalProver(ret_ckpt_path=..., gen_ckpt_path=...,
+indexed_corpus_path=...)``, maps onto ours (:func:`seed_retriever`): ``gen_ckpt_path`` is
+``ckpt_path`` (the tactic generator); ``ret_ckpt_path`` is an exported retriever directory, or a
+premise encoder (a directory or a Hugging Face id) whose premise index is ``indexed_corpus_path``
+(a folder written by :meth:`~lean_dojo_v2.models.premise_index.PremiseIndex.save`). The seed's
+pickled ``IndexedCorpus`` files and Lightning ``.ckpt`` files are not read: each is refused with a
+one-line :class:`~lean_dojo_v2.errors.ModelNotFoundError` that says what to pass instead.
 """
 
 from __future__ import annotations
@@ -22,9 +30,10 @@ from __future__ import annotations
 import copy
 import os
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
-from ..errors import ModelError
+from ..errors import ModelError, ModelNotFoundError
 from ..models.generator import Candidate, check_generate_args
 from ..models.loading import LoadedModel
 from .hf_prover import HFProver
@@ -48,6 +57,64 @@ def _resolve_retriever(retriever: Any, device: str) -> Any:
     return retriever
 
 
+def _not_a_file(path: Path, what: str, instead: str) -> None:
+    if path.is_file():
+        raise ModelNotFoundError(
+            f"{what} {path} is a file (the seed's pickled/Lightning checkpoint?); this library "
+            f"reads {instead}"
+        )
+
+
+def seed_retriever(
+    ret_ckpt_path: str | os.PathLike[str],
+    indexed_corpus_path: str | os.PathLike[str] | None,
+    device: str,
+) -> Any:
+    """The retriever of the seed's ``RetrievalProver(ret_ckpt_path=..., indexed_corpus_path=...)``
+    (see the module docstring): an exported retriever directory as it is (with its own index,
+    or the index at ``indexed_corpus_path``), or the encoder at ``ret_ckpt_path`` over the index
+    at ``indexed_corpus_path``. A path that is not what it must be is a one-line
+    :class:`ModelNotFoundError`."""
+    from ..models.premise_index import (
+        INDEX_META,
+        DenseRetriever,
+        PremiseIndex,
+        is_retriever_dir,
+        load_retriever,
+    )
+
+    ret = Path(os.fspath(ret_ckpt_path)).expanduser()
+    index_dir = None if indexed_corpus_path is None else Path(os.fspath(indexed_corpus_path))
+    if index_dir is not None:
+        index_dir = index_dir.expanduser()
+        if is_retriever_dir(index_dir):
+            index_dir = index_dir / "index"
+        _not_a_file(index_dir, "indexed_corpus_path", "a premise index folder (PremiseIndex.save)")
+        if not (index_dir / INDEX_META).is_file():
+            raise ModelNotFoundError(
+                f"indexed_corpus_path {index_dir} is not a premise index folder ({INDEX_META} is "
+                "missing); build one with PremiseIndex.build(corpus, encoder).save(path), or "
+                "pass an exported retriever directory"
+            )
+    if is_retriever_dir(ret):
+        exported = load_retriever(ret, device=device)
+        if index_dir is None or index_dir.resolve() == (ret / "index").resolve():
+            return exported
+        return DenseRetriever(exported.encoder, PremiseIndex.load(index_dir))
+    _not_a_file(ret, "ret_ckpt_path", "an exported retriever directory (export_retriever)")
+    if index_dir is None:
+        raise ModelNotFoundError(
+            f"ret_ckpt_path {ret} is not an exported retriever directory (retriever.json is "
+            "missing) and no indexed_corpus_path was given; pass an export_retriever folder, or "
+            "an encoder with indexed_corpus_path= its premise index folder"
+        )
+    from ..models.retrieval import load_encoder
+
+    return DenseRetriever(
+        load_encoder(os.fspath(ret_ckpt_path), device=device), PremiseIndex.load(index_dir)
+    )
+
+
 class RetrievalProver(HFProver):
     """Retrieval-augmented prover (see the module docstring).
 
@@ -55,6 +122,8 @@ class RetrievalProver(HFProver):
     generator should have been trained with premises in its prompts). ``retriever``: a
     :class:`~lean_dojo_v2.models.retrieval.Retriever` or an exported retriever directory.
     ``num_premises``: premises per prompt (0: none, the prover then behaves as ``HFProver``).
+    ``ret_ckpt_path``/``gen_ckpt_path``/``indexed_corpus_path``: the seed's names (see the
+    module docstring), instead of ``retriever``/``ckpt_path``.
     """
 
     def __init__(
@@ -64,10 +133,27 @@ class RetrievalProver(HFProver):
         num_premises: int = 5,
         use_lora: bool = False,
         device: str = "auto",
+        *,
+        ret_ckpt_path: str | os.PathLike[str] | None = None,
+        gen_ckpt_path: str | os.PathLike[str] | None = None,
+        indexed_corpus_path: str | os.PathLike[str] | None = None,
         **kwargs: Any,
     ) -> None:
         if isinstance(num_premises, bool) or not isinstance(num_premises, int) or num_premises < 0:
             raise ModelError(f"num_premises must be a whole number >= 0, got {num_premises!r}")
+        if gen_ckpt_path is not None:
+            if ckpt_path is not None:
+                raise ModelError("pass ckpt_path or gen_ckpt_path (the seed's name), not both")
+            ckpt_path = gen_ckpt_path
+        if ret_ckpt_path is not None:
+            if retriever is not None:
+                raise ModelError("pass retriever or ret_ckpt_path (the seed's name), not both")
+            retriever = seed_retriever(ret_ckpt_path, indexed_corpus_path, device)
+        elif indexed_corpus_path is not None:
+            raise ModelError(
+                "indexed_corpus_path is the premise index of ret_ckpt_path; pass ret_ckpt_path "
+                "too (or retriever= an exported retriever directory)"
+            )
         self.retriever = _resolve_retriever(retriever, device)
         super().__init__(ckpt_path, use_lora, device, **kwargs)
         self.num_premises = num_premises

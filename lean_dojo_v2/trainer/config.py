@@ -1,383 +1,43 @@
-"""The config system of every trainer: documented dataclasses, YAML files, ``--set`` overrides.
+"""Layer 3 (trainer): the config system's old home, kept so that its import path keeps working.
 
-A trainer's config is a dataclass whose docstring documents every field, grouped by concern, in the
-style of TRL's configs::
-
-    Parameters:
-        > Parameters that control the model
-
-        model_name (`str` or `None`, *optional*, defaults to `None`):
-            What to train ...
-
-:func:`load_config` builds one from a YAML file (a mapping of field names to values), then
-``key=value`` overrides (the CLI's ``--set``), then keyword values, in that order. Every value is
-checked against the field's type (``bool``, ``int``, ``float``, ``str``, ``X | None``,
-``Literal[...]``, ``list[...]``, ``dict[str, ...]``); an unknown key raises
-:class:`~lean_dojo_v2.trainer.errors.UnknownConfigKeyError` naming the valid ones, a bad value
-:class:`~lean_dojo_v2.trainer.errors.ConfigValueError` naming the field and what it accepts.
-
-Only the standard library and PyYAML are used here (no torch).
+The config system (documented dataclasses, YAML files, ``--set`` overrides, field docs) is shared
+by the trainers, ``prove`` and ``serve``, so it lives in layer 0: :mod:`lean_dojo_v2.config.loading`.
+Every name below is the very same object as there.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import json
-import re
-import types
-import typing
-from collections.abc import Iterable, Mapping
-from pathlib import Path
-from typing import Any, Literal, TypeVar, Union
+from ..config.loading import (
+    check_keys,
+    coerce_value,
+    config_fields,
+    config_from_dict,
+    config_to_dict,
+    describe_config,
+    dump_config,
+    field_docs,
+    field_types,
+    load_config,
+    parse_overrides,
+    read_config_file,
+    replace_config,
+)
+from ..errors import ConfigValueError, UnknownConfigKeyError
 
-from .errors import ConfigValueError, UnknownConfigKeyError
-
-C = TypeVar("C")
-
-_NONE_WORDS = {"none", "null", "~", ""}
-_TRUE_WORDS = {"true", "yes", "on", "1"}
-_FALSE_WORDS = {"false", "no", "off", "0"}
-# A field entry in a TRL-style docstring: ``    name (`type`, ...):``
-_DOC_FIELD = re.compile(r"^(?P<indent>\s+)(?P<name>[A-Za-z_]\w*) \((?P<type>.*)\):\s*$")
-_DOC_GROUP = re.compile(r"^\s*>\s*(?P<title>\S.*?)\s*$")
-
-
-def config_fields(cls: type) -> dict[str, dataclasses.Field]:
-    """The init fields of config dataclass ``cls``, by name, in declaration order."""
-    if not dataclasses.is_dataclass(cls):
-        raise TypeError(f"{cls!r} is not a dataclass")
-    return {f.name: f for f in dataclasses.fields(cls) if f.init}
-
-
-def field_types(cls: type) -> dict[str, Any]:
-    """The resolved type hints of ``cls``'s fields (``from __future__ import annotations`` safe)."""
-    hints = typing.get_type_hints(cls)
-    return {name: hints[name] for name in config_fields(cls)}
-
-
-def field_docs(cls: type) -> dict[str, tuple[str, str, str]]:
-    """``{field: (group title, type text, description)}`` read from ``cls``'s docstring."""
-    doc = cls.__doc__ or ""
-    out: dict[str, tuple[str, str, str]] = {}
-    group = ""
-    current: str | None = None
-    indent = 0
-    for line in doc.splitlines():
-        g = _DOC_GROUP.match(line)
-        m = _DOC_FIELD.match(line)
-        if g and not m:
-            group, current = g["title"], None
-            continue
-        if m:
-            current, indent = m["name"], len(m["indent"])
-            out[current] = (group, m["type"], "")
-            continue
-        if current is not None:
-            stripped = line.strip()
-            if stripped and len(line) - len(line.lstrip()) <= indent:
-                current = None
-                continue
-            g_, t, text = out[current]
-            out[current] = (g_, t, f"{text} {stripped}".strip())
-    return out
-
-
-def describe_config(cls: type) -> str:
-    """A plain-text listing of every field of ``cls``: group, name, type, default and description
-    (what ``lean-dojo-v2 train sft --help-config`` prints)."""
-    docs = field_docs(cls)
-    lines: list[str] = []
-    last_group = None
-    for name, f in config_fields(cls).items():
-        group, type_text, text = docs.get(name, ("Other parameters", "", ""))
-        if group != last_group:
-            lines.append(f"{group}:" if not lines else f"\n{group}:")
-            last_group = group
-        lines.append(f"  {name} = {json.dumps(_default_of(f), default=str)}")
-        if text:
-            lines.append(f"      {text}")
-    return "\n".join(lines)
-
-
-def _default_of(f: dataclasses.Field) -> Any:
-    if f.default is not dataclasses.MISSING:
-        return f.default
-    if f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
-        return f.default_factory()  # type: ignore[misc]
-    return None
-
-
-def _type_name(tp: Any) -> str:
-    origin = typing.get_origin(tp)
-    if origin is Literal:
-        return " | ".join(repr(a) for a in typing.get_args(tp))
-    if origin in (Union, types.UnionType):
-        return " | ".join(_type_name(a) for a in typing.get_args(tp))
-    if origin is not None:
-        args = ", ".join(_type_name(a) for a in typing.get_args(tp))
-        return f"{getattr(origin, '__name__', str(origin))}[{args}]"
-    if tp is type(None):
-        return "None"
-    return getattr(tp, "__name__", str(tp))
-
-
-def _bad(key: str, value: Any, tp: Any, source: str, why: str = "") -> ConfigValueError:
-    where = f" (from {source})" if source else ""
-    extra = f": {why}" if why else ""
-    return ConfigValueError(
-        f"config key {key!r}{where} expects {_type_name(tp)}, got {value!r}{extra}"
-    )
-
-
-def coerce_value(
-    key: str, value: Any, tp: Any, *, source: str = "", from_text: bool = False
-) -> Any:
-    """``value`` checked (and where lossless, converted) against type ``tp`` of field ``key``.
-
-    ``from_text``: ``value`` is the raw text of a ``--set`` override, parsed by the field's type
-    (``"2e-5"`` is a float for a float field, the text itself for a ``str`` field, ``none`` is None
-    for an optional field, ``a,b`` or ``[a, b]`` is a list).
-    """
-    origin = typing.get_origin(tp)
-    if tp is Any:
-        return _yaml_scalar(value) if from_text else value
-    if origin in (Union, types.UnionType):
-        args = typing.get_args(tp)
-        if type(None) in args and (
-            value is None or (from_text and str(value).strip().lower() in _NONE_WORDS)
-        ):
-            return None
-        errors = []
-        # Try the non-text members first so "3" is an int for ``int | str``.
-        for arg in sorted((a for a in args if a is not type(None)), key=lambda a: a is str):
-            try:
-                return coerce_value(key, value, arg, source=source, from_text=from_text)
-            except ConfigValueError as exc:
-                errors.append(exc)
-        raise _bad(key, value, tp, source)
-    if tp is type(None):
-        if value is None or (from_text and str(value).strip().lower() in _NONE_WORDS):
-            return None
-        raise _bad(key, value, tp, source)
-    if origin is Literal:
-        choices = typing.get_args(tp)
-        for choice in choices:
-            if value == choice or (from_text and str(value) == str(choice)):
-                return choice
-        raise ConfigValueError(
-            f"config key {key!r}{f' (from {source})' if source else ''} must be one of "
-            f"{', '.join(repr(c) for c in choices)}; got {value!r}"
-        )
-    if tp is bool:
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, str):
-            word = value.strip().lower()
-            if word in _TRUE_WORDS:
-                return True
-            if word in _FALSE_WORDS:
-                return False
-        raise _bad(key, value, tp, source, "use true or false")
-    if tp is int:
-        if isinstance(value, bool):
-            raise _bad(key, value, tp, source)
-        if isinstance(value, int):
-            return value
-        if isinstance(value, float) and value.is_integer():
-            return int(value)
-        if isinstance(value, str):
-            try:
-                return int(value.strip().replace("_", ""))
-            except ValueError:
-                pass
-        raise _bad(key, value, tp, source, "a whole number")
-    if tp is float:
-        if isinstance(value, bool):
-            raise _bad(key, value, tp, source)
-        if isinstance(value, (int, float)):
-            return float(value)
-        if isinstance(value, str):  # YAML 1.1 reads 2e-5 as text; accept it
-            try:
-                return float(value.strip())
-            except ValueError:
-                pass
-        raise _bad(key, value, tp, source, "a number such as 2e-5")
-    if tp is str:
-        if isinstance(value, str):
-            return value
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and not from_text:
-            return str(value)
-        raise _bad(key, value, tp, source)
-    if tp is Path:
-        if isinstance(value, (str, Path)):
-            return Path(value)
-        raise _bad(key, value, tp, source)
-    if origin in (list, tuple, Iterable) or tp in (list, tuple):
-        (item_tp,) = typing.get_args(tp)[:1] or (Any,)
-        items = value
-        if from_text:
-            text = str(value).strip()
-            if text.startswith("["):
-                items = _yaml_load(key, text, source)
-            elif text.lower() in _NONE_WORDS:
-                items = []
-            else:
-                items = [part.strip() for part in text.split(",")]
-            return [
-                coerce_value(key, v, item_tp, source=source, from_text=isinstance(v, str))
-                for v in items
-            ]
-        if isinstance(items, str):
-            items = [items]
-        if not isinstance(items, (list, tuple)):
-            raise _bad(key, value, tp, source, "a list")
-        return [coerce_value(key, v, item_tp, source=source) for v in items]
-    if origin in (dict, Mapping) or tp is dict:
-        key_tp, val_tp = typing.get_args(tp) or (str, Any)
-        data = value
-        if from_text:
-            data = _yaml_load(key, str(value), source) if str(value).strip() else {}
-        if data is None:
-            data = {}
-        if not isinstance(data, Mapping):
-            raise _bad(key, value, tp, source, "a mapping such as {a: 1}")
-        return {
-            coerce_value(key, k, key_tp, source=source): coerce_value(key, v, val_tp, source=source)
-            for k, v in data.items()
-        }
-    if isinstance(value, tp):
-        return value
-    raise _bad(key, value, tp, source)
-
-
-def _yaml_load(key: str, text: str, source: str) -> Any:
-    import yaml
-
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ConfigValueError(
-            f"config key {key!r}{f' (from {source})' if source else ''}: cannot parse {text!r} "
-            f"({' '.join(str(exc).split())})"
-        ) from None
-
-
-def _yaml_scalar(text: Any) -> Any:
-    import yaml
-
-    try:
-        return yaml.safe_load(str(text))
-    except yaml.YAMLError:
-        return text
-
-
-def parse_overrides(items: Iterable[str]) -> list[tuple[str, str]]:
-    """``["a=1", "b.c=x"]`` → ``[("a", "1"), ("b.c", "x")]``; raises ConfigValueError on an item
-    without ``=``."""
-    out = []
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise ConfigValueError(f"--set expects key=value, got {item!r}")
-        out.append((key.strip(), value))
-    return out
-
-
-def read_config_file(path: str | Path) -> dict[str, Any]:
-    """The mapping in YAML (or JSON) file ``path``; an empty file is ``{}``."""
-    import yaml
-
-    path = Path(path)
-    try:
-        text = path.read_text("utf-8")
-    except FileNotFoundError:
-        raise ConfigValueError(f"config file {path} does not exist") from None
-    except OSError as exc:
-        raise ConfigValueError(f"cannot read config file {path}: {exc.strerror or exc}") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ConfigValueError(f"config file {path} is not valid YAML: {exc}") from None
-    if data is None:
-        return {}
-    if not isinstance(data, Mapping):
-        raise ConfigValueError(
-            f"config file {path} must hold a mapping of keys to values, got {type(data).__name__}"
-        )
-    return dict(data)
-
-
-def check_keys(cls: type, keys: Iterable[str], *, source: str = "") -> None:
-    """Raise :class:`UnknownConfigKeyError` for the first key that is not a field of ``cls``."""
-    valid = list(config_fields(cls))
-    for key in keys:
-        if key not in valid:
-            raise UnknownConfigKeyError(key, valid, source=source, config=cls.__name__)
-
-
-def config_from_dict(cls: type[C], values: Mapping[str, Any], *, source: str = "") -> C:
-    """Build ``cls`` from a mapping of field values (each checked against its type)."""
-    check_keys(cls, values, source=source)
-    tps = field_types(cls)
-    return cls(**{k: coerce_value(k, v, tps[k], source=source) for k, v in values.items()})
-
-
-def load_config(
-    cls: type[C],
-    path: str | Path | None = None,
-    overrides: Iterable[str] | Mapping[str, Any] = (),
-    **values: Any,
-) -> C:
-    """A ``cls`` config from YAML file ``path`` (optional), then ``overrides`` (``"key=value"``
-    texts, typed by each field, or a mapping of values), then keyword ``values``."""
-    merged: dict[str, Any] = {}
-    tps = field_types(cls)
-    if path is not None:
-        data = read_config_file(path)
-        check_keys(cls, data, source=str(path))
-        merged.update({k: coerce_value(k, v, tps[k], source=str(path)) for k, v in data.items()})
-    if isinstance(overrides, Mapping):
-        check_keys(cls, overrides, source="overrides")
-        merged.update(
-            {k: coerce_value(k, v, tps[k], source="overrides") for k, v in overrides.items()}
-        )
-    else:
-        pairs = parse_overrides(overrides)
-        check_keys(cls, (k for k, _ in pairs), source="--set")
-        for k, text in pairs:
-            merged[k] = coerce_value(k, text, tps[k], source="--set", from_text=True)
-    check_keys(cls, values, source="arguments")
-    merged.update({k: coerce_value(k, v, tps[k], source="arguments") for k, v in values.items()})
-    return cls(**merged)
-
-
-def replace_config(config: C, **values: Any) -> C:
-    """A copy of ``config`` with ``values`` set (checked like :func:`load_config`'s keywords)."""
-    cls = type(config)
-    check_keys(cls, values, source="arguments")
-    tps = field_types(cls)
-    return dataclasses.replace(
-        config, **{k: coerce_value(k, v, tps[k], source="arguments") for k, v in values.items()}
-    )
-
-
-def config_to_dict(config: Any) -> dict[str, Any]:
-    """The config's fields as plain JSON/YAML-ready values (paths as text)."""
-    out = {}
-    for name in config_fields(type(config)):
-        value = getattr(config, name)
-        out[name] = str(value) if isinstance(value, Path) else value
-    return json.loads(json.dumps(out, default=str))
-
-
-def dump_config(config: Any, path: str | Path) -> Path:
-    """Write ``config`` as YAML to ``path`` (loadable again with :func:`load_config`)."""
-    import yaml
-
-    path = Path(path)
-    path.write_text(
-        f"# {type(config).__name__} written by lean-dojo-v2\n"
-        + yaml.safe_dump(config_to_dict(config), sort_keys=False, allow_unicode=True),
-        "utf-8",
-    )
-    return path
+__all__ = [
+    "ConfigValueError",
+    "UnknownConfigKeyError",
+    "check_keys",
+    "coerce_value",
+    "config_fields",
+    "config_from_dict",
+    "config_to_dict",
+    "describe_config",
+    "dump_config",
+    "field_docs",
+    "field_types",
+    "load_config",
+    "parse_overrides",
+    "read_config_file",
+    "replace_config",
+]

@@ -1,4 +1,5 @@
-"""``lean-dojo-v2 train premise-selector``: LeanHammer's premise selector on ntp-toolkit data.
+"""Layer 3 (trainer): ``lean-dojo-v2 train premise-selector``, LeanHammer's premise selector on
+ntp-toolkit data.
 
 Registered by :func:`add_premise_selector_parser` from ``trainer/cli.py``. The flags are those of
 LeanHammer's ``train.py -h`` that apply here, under our names and the seed's (``--data_dir``,
@@ -14,7 +15,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .cli import add_config_options, config_from_args, print_config_help, print_summary
+from ..config.cli import add_config_options, print_config_help
+from .cli_options import print_summary, training_config_from_args
 
 
 def _ks(text: str) -> list[int]:
@@ -262,7 +264,7 @@ def cmd_train_premise_selector(args: argparse.Namespace) -> int:
         values["filter"] = False
     if args.quiet:
         values["progress_bar"] = False
-    config = config_from_args(args, PremiseSelectorConfig, **values)
+    config = training_config_from_args(args, PremiseSelectorConfig, **values)
     result = train_premise_selector(config)
 
     def text() -> list[str]:

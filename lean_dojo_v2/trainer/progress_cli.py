@@ -1,4 +1,4 @@
-"""``lean-dojo-v2 train progress``: train a LeanProgress steps-remaining model.
+"""Layer 3 (trainer): ``lean-dojo-v2 train progress``, train a LeanProgress steps-remaining model.
 
 ``train progress [--data FILE] [--config FILE] [--set key=value ...] [-o DIR] [--force] [--json]``
 (registered by :mod:`lean_dojo_v2.trainer.cli`). Nothing heavy is imported until it runs.
@@ -8,13 +8,8 @@ from __future__ import annotations
 
 import argparse
 
-from .cli import (
-    add_config_options,
-    add_run_options,
-    config_from_args,
-    print_config_help,
-    print_summary,
-)
+from ..config.cli import add_config_options, print_config_help
+from .cli_options import add_run_options, print_summary, training_config_from_args
 
 
 def add_progress_parser(train_sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -54,7 +49,7 @@ def cmd_train_progress(args: argparse.Namespace) -> int:
     if print_config_help(args, ProgressConfig):
         return 0
     values = {"data_path": args.data} if args.data else {}
-    config = config_from_args(args, ProgressConfig, **values)
+    config = training_config_from_args(args, ProgressConfig, **values)
     if not config.data_path:
         raise TrainerError(
             "train progress needs --data FILE (a LeanProgress JSONL file) or data_path in "

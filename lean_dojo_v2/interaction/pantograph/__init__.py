@@ -8,9 +8,11 @@
 Importing this package starts nothing.
 """
 
+from .async_env import AsyncPantographEnv, StateHandle
+from .blocking import PantographEnv
 from .client import AsyncPantographClient, ClientClosed, ClientClosedError
 from .config import PantographConfig
-from .env import AsyncPantographEnv, PantographEnv, StateHandle, proof_file, statement_from_source
+from .lean_text import proof_file, statement_from_source
 from .locate import (
     ENV_BINARY,
     ENV_CHECKOUT,

@@ -1,4 +1,5 @@
-"""``PantographConfig``: everything needed to launch and drive a Pantograph REPL."""
+"""Layer 1 (interaction): ``PantographConfig``, everything needed to launch and drive a Pantograph
+REPL."""
 
 from __future__ import annotations
 
@@ -19,35 +20,87 @@ _FORBIDDEN_OPTIONS = {
 
 @dataclass(frozen=True)
 class PantographConfig:
-    """How to launch and drive the REPL.
+    """How to launch and drive the Pantograph REPL (documented like the trainers' configs: each
+    field's doc below is what ``field_docs`` / ``describe_config`` read).
 
-    - ``command``: the REPL binary (a path, a command-line string, or an argv list); None: discover
-      it (see :mod:`lean_dojo_v2.interaction.pantograph.locate`).
-    - ``project_dir``: the Lean project (cwd of the REPL; ``LEAN_PATH`` comes from
-      ``lake env printenv LEAN_PATH`` there unless ``lean_path`` is given; its ``lean-toolchain``
-      is checked against the REPL's Lean version).
-    - ``imports``: modules imported at launch (every theorem you ``start`` must be in them).
-    - ``core_options``: Lean core options, ``"maxHeartbeats=400000"`` or ``{"maxHeartbeats": 400000}``.
-    - ``options``: Pantograph REPL options sent with ``options.set`` after every (re)start.
-    - ``ready_timeout``: seconds to wait for ``ready.`` (imports can take minutes).
-    - ``request_timeout``: client-side limit (s) of a request without its own timeout.
-    - ``tactic_timeout``: default limit (s) of one tactic: set as the REPL ``timeout`` option (the
-      REPL interrupts the tactic and stays usable); the client-side watchdog (kills and restarts
-      the REPL) waits :meth:`watchdog_limit` of it. None: no tactic limit beyond
-      ``request_timeout``.
-    - ``timeout_grace`` / ``timeout_grace_factor``: the watchdog waits the limit plus
-      ``max(timeout_grace, timeout_grace_factor * limit)`` seconds. Lean's cancellation is
-      cooperative and the REPL's timeout timers block a pool thread with ``IO.sleep``
-      (``goal.tactic`` runs two), so the REPL's own ``interrupt`` can come seconds late; killing
-      it earlier costs a relaunch and re-import (minutes with Mathlib) where waiting works.
-    - ``verify_timeout``: limit (s) of one ``verify``/``frontend.process``.
-    - ``max_requests`` / ``max_rss_mb``: memory guard; when exceeded the REPL is restarted at the next
-      ``start`` (between theorems, so live states are not lost mid-search).
-    - ``stderr_lines``: size of the stderr ring buffer; ``stderr_tail_lines`` go into messages.
-    - ``check_version``: compare ``repl --version`` with the project's ``lean-toolchain``.
-    - ``env``: extra environment variables for the REPL.
-    - ``auto_restart``: relaunch right after a crash/timeout kill (in the background).
-    - ``gc_batch``: dropped states are freed with one ``goal.delete`` once this many are pending.
+    Parameters:
+        > Parameters that control the REPL process
+
+        command (`str`, `PathLike`, `list[str]` or `None`, *optional*, defaults to `None`):
+            The REPL binary: a path, a command-line string, or an argv list. `None`: discover it
+            (see `lean_dojo_v2.interaction.pantograph.locate`).
+        project_dir (`str`, `PathLike` or `None`, *optional*, defaults to `None`):
+            The Lean project: the REPL's working directory. `LEAN_PATH` comes from
+            `lake env printenv LEAN_PATH` there unless `lean_path` is given, and its
+            `lean-toolchain` is checked against the REPL's Lean version.
+        imports (`list[str]`, *optional*, defaults to `("Init",)`):
+            Modules imported at launch; every theorem you `start` must be in them.
+        core_options (`list[str]` or `dict`, *optional*, defaults to `()`):
+            Lean core options, `"maxHeartbeats=400000"` or `{"maxHeartbeats": 400000}`.
+        options (`dict`, *optional*, defaults to `{}`):
+            Pantograph REPL options sent with `options.set` after every (re)start.
+        lean_path (`str` or `None`, *optional*, defaults to `None`):
+            `LEAN_PATH` for the REPL, given directly instead of asking `lake` in `project_dir`
+            (for a project whose `lake` cannot run here, or to save its start-up time).
+
+        > Parameters that control the time limits
+
+        ready_timeout (`float`, *optional*, defaults to `600.0`):
+            Seconds to wait for `ready.` after launch; imports can take minutes (Mathlib).
+        request_timeout (`float`, *optional*, defaults to `120.0`):
+            Client-side limit (s) of a request without its own timeout.
+        tactic_timeout (`float` or `None`, *optional*, defaults to `30.0`):
+            Default limit (s) of one tactic, set as the REPL `timeout` option: the REPL interrupts
+            the tactic and stays usable; the client-side watchdog (which kills and restarts the
+            REPL) waits `watchdog_limit` of it. `None`: no tactic limit beyond `request_timeout`.
+        verify_timeout (`float` or `None`, *optional*, defaults to `300.0`):
+            Limit (s) of one `verify` (`frontend.process` of the whole file).
+        timeout_grace (`float`, *optional*, defaults to `5.0`):
+            The watchdog waits the limit plus `max(timeout_grace, timeout_grace_factor * limit)`
+            seconds. Lean's cancellation is cooperative and the REPL's timeout timers block a pool
+            thread with `IO.sleep` (`goal.tactic` runs two), so the REPL's own interrupt can come
+            seconds late; killing it earlier costs a relaunch and re-import (minutes with Mathlib)
+            where waiting works.
+        timeout_grace_factor (`float`, *optional*, defaults to `0.5`):
+            The part of the watchdog's grace that grows with the limit (see `timeout_grace`).
+
+        > Parameters that control memory
+
+        max_requests (`int` or `None`, *optional*, defaults to `None`):
+            Memory guard: after this many requests the REPL is restarted at the next `start`
+            (between theorems, so live states are not lost mid-search). `None`: no limit.
+        max_rss_mb (`float` or `None`, *optional*, defaults to `None`):
+            Memory guard: when the REPL's resident memory exceeds this many MB it is restarted at
+            the next `start`, as for `max_requests`. `None`: no limit.
+
+        > Parameters that control error messages
+
+        stderr_lines (`int`, *optional*, defaults to `500`):
+            Size of the ring buffer of the REPL's stderr lines kept in memory.
+        stderr_tail_lines (`int`, *optional*, defaults to `40`):
+            How many of the last stderr lines go into an error's message.
+
+        > Parameters that control the start-up
+
+        check_version (`bool`, *optional*, defaults to `True`):
+            Compare `repl --version` with the project's `lean-toolchain` before launching: a REPL
+            built for another Lean fails later in ways much harder to read.
+        version_timeout (`float`, *optional*, defaults to `60.0`):
+            Seconds `repl --version` may take (never more than `ready_timeout`).
+        lake_timeout (`float`, *optional*, defaults to `300.0`):
+            Seconds `lake env printenv LEAN_PATH` may take (lake may fetch or configure first).
+        env (`dict[str, str]` or `None`, *optional*, defaults to `None`):
+            Extra environment variables for the REPL (applied last, so they win over
+            `LEAN_PATH` above; e.g. `LEAN_SYSROOT`).
+
+        > Parameters that control restarts and clean-up
+
+        auto_restart (`bool`, *optional*, defaults to `True`):
+            Relaunch the REPL right after a crash or a timeout kill (in the background), so the
+            next call does not wait for the imports.
+        gc_batch (`int`, *optional*, defaults to `64`):
+            Dropped proof states are freed with one `goal.delete` once this many are pending
+            (one request per state would double the traffic of a search).
     """
 
     command: str | os.PathLike[str] | Sequence[str] | None = None

@@ -19,8 +19,8 @@ from typing import Any
 from ...data.model import Theorem
 from ..base import AsyncProofEnv
 from ..types import ProofFinished, ProofState, StaleStateError, TacticResult, Verdict
+from .async_env import BACKEND, AsyncPantographEnv, StateHandle
 from .config import PantographConfig
-from .env import BACKEND, AsyncPantographEnv, StateHandle
 
 logger = logging.getLogger("lean_dojo_v2.interaction.pantograph")
 _pool_ids = itertools.count(1)

@@ -1,8 +1,20 @@
-"""Settings, read from the environment when first used (never at import).
+"""Layer 0 (config): settings read from the environment, and the config system of every command.
 
-``get_settings()`` builds a :class:`Settings` from the environment on first call and caches it;
-``reset_settings()`` forgets the cache (tests and notebooks that change variables use it).
-Nothing here creates directories: callers ask for a path and create it when they write.
+Settings are read from the environment when first used (never at import): ``get_settings()``
+builds a :class:`Settings` on first call and caches it; ``reset_settings()`` forgets the cache
+(tests and notebooks that change variables use it). Nothing here creates directories: callers ask
+for a path and create it when they write. They live in this ``__init__`` itself, not in a
+submodule, because the cache is this module's global ``_settings`` (callers and tests read it as
+``lean_dojo_v2.config._settings``) and importing the settings must load nothing else.
+
+The config system, for the trainers, ``prove`` and ``serve`` alike, is in two submodules, loaded
+only when used:
+
+- :mod:`~lean_dojo_v2.config.loading`: documented config dataclasses, YAML files, ``--set``
+  overrides, field docs read from TRL-style docstrings (``load_config``, ``describe_config``,
+  ``field_docs``, ...; also importable from here);
+- :mod:`~lean_dojo_v2.config.cli`: the argparse side (``--config FILE``, ``--set key=value``,
+  ``--help-config``).
 """
 
 from __future__ import annotations
@@ -11,7 +23,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import ConfigError
+from .._lazy import reexport
+from ..errors import ConfigError
 
 _ENV_PREFIX = "LEAN_DOJO_V2_"
 
@@ -89,3 +102,27 @@ def reset_settings() -> None:
     """Forget cached settings so the next :func:`get_settings` re-reads the environment."""
     global _settings
     _settings = None
+
+
+# The config system, imported on first use (``from lean_dojo_v2.config import load_config``).
+_LOADING_NAMES = (
+    "check_keys",
+    "coerce_value",
+    "config_fields",
+    "config_from_dict",
+    "config_to_dict",
+    "describe_config",
+    "dump_config",
+    "field_docs",
+    "field_types",
+    "load_config",
+    "parse_overrides",
+    "read_config_file",
+    "replace_config",
+)
+
+__getattr__, __dir__ = reexport(
+    globals(),
+    {name: ".loading" for name in _LOADING_NAMES},
+    submodules=("cli", "loading"),
+)

@@ -1,0 +1,119 @@
+"""Layer 3 (prover): :class:`SearchConfig`, the settings of one proof search (no torch here)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..errors import ConfigError
+
+
+@dataclass
+class SearchConfig:
+    r"""Settings of one proof search (per theorem), for
+    :class:`~lean_dojo_v2.prover.search.BestFirstSearch` and
+    :class:`~lean_dojo_v2.prover.search.WholeProofSearch`.
+
+    ``prove --config FILE --set max_expansions=20`` loads it like a trainer's config;
+    ``prove --help-config`` prints the fields below.
+
+    Parameters:
+        > Parameters that control generation
+
+        num_samples (`int`, *optional*, defaults to `8`):
+            Tactics asked of the generator per expanded state (whole-proof mode: proofs per
+            generator request).
+        frontier_batch (`int`, *optional*, defaults to `4`):
+            Open states expanded per generator call (one batched `generate` over all of them); 1 is
+            plain best-first, larger batches keep a model busy.
+
+        > Parameters that control the budgets
+
+        max_expansions (`int`, *optional*, defaults to `100`):
+            States expanded (one generator request each) before giving up (`status="failed"`,
+            `stats["stop_reason"] == "max_expansions"`).
+        timeout (`float`, *optional*, defaults to `600.0`):
+            Wall-clock seconds per theorem (`status="timeout"`): the generator call is abandoned and
+            no tactic is started past it.
+        tactic_timeout (`float`, *optional*, defaults to `30.0`):
+            Seconds each `run_tactic` may take (the environment returns a `TacticTimeout` past it);
+            cut to the time left of `timeout`.
+        max_depth (`int` or `None`, *optional*, defaults to `None`):
+            States this many tactics deep are not expanded. `None`: no limit.
+
+        > Parameters that control the priority
+
+        progress_weight (`float`, *optional*, defaults to `0.0`):
+            Weight λ of the progress model's predicted steps remaining; the priority is
+            `logprob + λ·(−steps)`. 0 uses log-probs only and loads no model; > 0 needs a model
+            (the search's `progress_model` argument, or `LEANPROGRESS_MODEL`).
+
+        > Parameters that control the mode
+
+        whole_proof (`bool`, *optional*, defaults to `False`):
+            Sample whole proofs (`generator.generate_proofs`) and verify each instead of searching
+            tactic by tactic (`WholeProofSearch`).
+        whole_proof_rounds (`int`, *optional*, defaults to `1`):
+            Generator requests in whole-proof mode (`num_samples` proofs each); each counts as one
+            expansion.
+
+        > Parameters that control failure handling
+
+        rebuild_stale (`bool`, *optional*, defaults to `True`):
+            Re-create a state lost to an environment restart (start the theorem and replay the
+            node's tactics) instead of dropping the node.
+        max_rebuilds (`int`, *optional*, defaults to `50`):
+            At most this many such re-creations per theorem.
+        verify_retries (`int`, *optional*, defaults to `1`):
+            Extra attempts of a whole-proof re-check whose environment failed (each on the next
+            environment), before the proof counts as not checked.
+        generator_in_thread (`bool`, *optional*, defaults to `True`):
+            Run the (blocking) generator in a worker thread, so that the wall-clock limit holds
+            during a slow generation and the environments stay responsive.
+    """
+
+    num_samples: int = 8
+    max_expansions: int = 100
+    timeout: float = 600.0
+    tactic_timeout: float = 30.0
+    frontier_batch: int = 4
+    progress_weight: float = 0.0
+    whole_proof: bool = False
+    whole_proof_rounds: int = 1
+    max_depth: int | None = None
+    rebuild_stale: bool = True
+    max_rebuilds: int = 50
+    verify_retries: int = 1
+    generator_in_thread: bool = True
+
+    def __post_init__(self) -> None:
+        for name in ("num_samples", "max_expansions", "frontier_batch", "whole_proof_rounds"):
+            _check_int(name, getattr(self, name), 1)
+        for name in ("max_rebuilds", "verify_retries"):
+            _check_int(name, getattr(self, name), 0)
+        if self.max_depth is not None:
+            _check_int("max_depth", self.max_depth, 1)
+        for name in ("timeout", "tactic_timeout"):
+            value = getattr(self, name)
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or not math.isfinite(value)
+                or value <= 0
+            ):
+                raise ConfigError(
+                    f"SearchConfig.{name} must be a finite number of seconds > 0, got {value!r}"
+                )
+        w = self.progress_weight
+        if isinstance(w, bool) or not isinstance(w, (int, float)) or not math.isfinite(w) or w < 0:
+            raise ConfigError(
+                f"SearchConfig.progress_weight must be a finite number >= 0, got {w!r}"
+            )
+
+
+def _check_int(name: str, value: object, low: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise ConfigError(f"SearchConfig.{name} must be a whole number >= {low}, got {value!r}")
+
+
+__all__ = ["SearchConfig"]

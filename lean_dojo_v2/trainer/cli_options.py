@@ -1,0 +1,103 @@
+"""Layer 3 (trainer): options and steps shared by every training command (``train sft``,
+``retrieval``, ``progress``, ``premise-selector``, ``python -m lean_dojo_v2.lean_agent``).
+
+The config options themselves (``--config``, ``--set``, ``-o``, ``--help-config``) are the config
+system's (:mod:`lean_dojo_v2.config.cli`); what is added here is what only a training run has:
+``--repo`` (a database's repositories), ``--force`` (replace ``output_dir``: the config's
+``overwrite_output_dir``), ``--json`` and the summary that ends a run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar
+
+from ..config.cli import HELP_CONFIG_HELP, config_from_args
+
+C = TypeVar("C")
+
+__all__ = [
+    "add_repo_option",
+    "add_run_options",
+    "print_summary",
+    "repo_arg",
+    "repos_from_args",
+    "training_config_from_args",
+]
+
+
+def repo_arg(text: str) -> str | tuple[str, str]:
+    """``--repo URL[@COMMIT]``: the URL, or ``(url, commit)`` when a commit is given."""
+    url, sep, commit = text.rpartition("@")
+    if sep and url and "/" not in commit and ":" not in commit:
+        return (url, commit)
+    return text
+
+
+def add_run_options(
+    parser: argparse.ArgumentParser,
+    *,
+    force_help: str,
+    help_config: str | None = HELP_CONFIG_HELP,
+) -> None:
+    """Add ``--force``, ``--json`` and (unless ``help_config`` is None) ``--help-config`` to
+    ``parser``; see :func:`print_summary` and
+    :func:`~lean_dojo_v2.config.cli.print_config_help`."""
+    parser.add_argument("--force", action="store_true", help=force_help)
+    parser.add_argument("--json", action="store_true", help="end with a one-line JSON summary")
+    if help_config is not None:
+        parser.add_argument("--help-config", action="store_true", help=help_config)
+
+
+def add_repo_option(parser: argparse.ArgumentParser) -> None:
+    """Add ``--repo URL[@COMMIT]`` (repeatable, into ``args.repos``); see
+    :func:`repos_from_args`."""
+    parser.add_argument(
+        "--repo",
+        dest="repos",
+        metavar="URL[@COMMIT]",
+        action="append",
+        help="with --db: train on these repositories only (repeatable; default: all)",
+    )
+
+
+def repos_from_args(args: argparse.Namespace) -> list[str | tuple[str, str]] | None:
+    """The ``--repo`` values (:func:`repo_arg` each), None when none is given; an error when
+    they come without ``--db``."""
+    if not args.repos:
+        return None
+    if not args.db:
+        from ..errors import TrainerError
+
+        raise TrainerError("--repo selects repositories of --db; it cannot be used with --data")
+    return [repo_arg(r) for r in args.repos]
+
+
+def training_config_from_args(
+    args: argparse.Namespace,
+    config_cls: type[C],
+    *,
+    defaults: Mapping[str, Any] | None = None,
+    **values: Any,
+) -> C:
+    """:func:`~lean_dojo_v2.config.cli.config_from_args`, with ``--force`` as
+    ``overwrite_output_dir=True`` (the flag wins over the same key in ``values``)."""
+    if args.force:
+        values = {**values, "overwrite_output_dir": True}
+    return config_from_args(args, config_cls, defaults=defaults, **values)
+
+
+def print_summary(
+    summary: Mapping[str, Any], as_json: bool, text: Callable[[], Iterable[str]]
+) -> None:
+    """End a command: with ``as_json`` one line of JSON ``summary`` (after flushing whatever
+    was printed before), otherwise the lines of ``text()``."""
+    if as_json:
+        sys.stdout.flush()
+        print(json.dumps(summary))
+    else:
+        for line in text():
+            print(line)
