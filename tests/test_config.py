@@ -61,6 +61,10 @@ def test_importing_every_module_has_no_side_effects(tmp_path):
     )
     env = {k: v for k, v in os.environ.items() if "TOKEN" not in k}
     env["HOME"] = str(tmp_path / "home")
+    # trainer/retrieval_module.py subclasses a LightningModule, so importing it imports Lightning,
+    # which imports matplotlib, which writes its own font cache on first import: a third-party
+    # cache, not a file of ours, so it goes to a folder outside the one checked here.
+    env["MPLCONFIGDIR"] = str(tmp_path.parent / f"{tmp_path.name}-matplotlib")
     env["PYTHONPATH"] = str(Path(lean_dojo_v2.__file__).resolve().parents[1])
     proc = subprocess.run(
         [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True

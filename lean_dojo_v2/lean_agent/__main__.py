@@ -19,7 +19,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..trainer.cli import add_config_options, add_run_options, config_from_args, print_summary
+from ..config.cli import add_config_options
+from ..trainer.cli_options import add_run_options, print_summary
+from ..trainer.cli_options import training_config_from_args as config_from_args
 
 # The offline default run: small enough for a CPU in about a minute.
 QUICK_DEFAULTS = {"max_epochs": 2, "batch_size": 16, "lr": 5e-5, "output_dir": "outputs-lean-agent"}
@@ -50,20 +52,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> dict:
     from ..trainer.retrieval_config import TrainingConfig
-    from ..trainer.retrieval_trainer import DATA, RetrievalTrainer
+    from ..trainer.retrieval_trainer import RetrievalTrainer
+    from ..trainer.run_dir import DATA
 
     # Quick defaults (no --config) apply only to keys --set does not give.
     defaults = {} if args.config else QUICK_DEFAULTS
     config = config_from_args(args, TrainingConfig, defaults=defaults)
-    trainer = RetrievalTrainer(config)
+    trainer = RetrievalTrainer.from_config(config)
     if args.db:
-        summary = trainer.train(database=args.db)
+        result = trainer.train(database=args.db)
         datasets = sorted((Path(config.output_dir) / DATA).glob("pass-*"))
     else:
         from ..data import sample_dataset_path
 
         data = Path(args.data) if args.data else sample_dataset_path()
-        summary = trainer.train(data_path=data)
+        result = trainer.train(data_path=data)
         datasets = [data]
     evaluations = {}
     from ..errors import LeanDojoError
@@ -74,12 +77,12 @@ def run(args: argparse.Namespace) -> dict:
         except LeanDojoError as exc:  # e.g. a repository whose test split has no premise use
             evaluations[str(d)] = {"error": str(exc)}
     return {
-        "output_dir": summary["output_dir"],
-        "encoder_dir": summary["encoder_dir"],
-        "passes": [p["label"] for p in summary["passes"]],
-        "steps": summary["steps"],
-        "ewc_tasks": summary["ewc_tasks"],
-        "seconds": summary["seconds"],
+        "output_dir": result.output_dir,
+        "encoder_dir": result.encoder_dir,
+        "passes": [p["label"] for p in result.passes],
+        "steps": result.steps,
+        "ewc_tasks": result.ewc_tasks,
+        "seconds": result.seconds,
         "test": evaluations,
     }
 

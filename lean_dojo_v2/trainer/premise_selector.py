@@ -42,7 +42,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..config.loading import check_finite_floats
 from .errors import ConfigValueError, EmptyDatasetError
+from .retrieval_trainer import RetrievalTrainer
 
 if TYPE_CHECKING:
     from ..data.ntp_toolkit import ModuleSplit, NtpState, NtpToolkitData
@@ -206,6 +208,9 @@ class PremiseSelectorConfig:
     overwrite_output_dir: bool = False
 
     def __post_init__(self) -> None:
+        # inf passes every range check below (lr > 0) and trains NaN weights.
+        check_finite_floats(self)
+
         def need(ok: bool, key: str, what: str) -> None:
             if not ok:
                 raise ConfigValueError(
@@ -510,53 +515,45 @@ def declarations_of(states: Sequence[NtpState]) -> dict[tuple[str, str, Any], fr
     return {k: frozenset(v) for k, v in out.items()}
 
 
-_TRAINER_CLASS: Any = None
-
-
-def premise_selector_trainer_class() -> Any:
+class PremiseSelectorTrainer(RetrievalTrainer):
     """:class:`~lean_dojo_v2.trainer.retrieval_trainer.RetrievalTrainer` with the seed options:
     the encoder loaded with the chosen pooling, the training batches masked per
-    ``retrieval_mask_mode``. Built on first use (keeps this module light)."""
-    global _TRAINER_CLASS
-    if _TRAINER_CLASS is not None:
-        return _TRAINER_CLASS
-    from .retrieval_trainer import RetrievalTrainer
+    ``retrieval_mask_mode``."""
 
-    class PremiseSelectorTrainer(RetrievalTrainer):
-        def __init__(
-            self,
-            config: Any,
-            *,
-            pooling: str | None,
-            mask_mode: str,
-            decls: dict[tuple[str, str, Any], frozenset[str]],
-        ) -> None:
-            super().__init__(config)
-            self.pooling = pooling
-            self.mask_mode = mask_mode
-            self.decls = decls
+    def __init__(
+        self,
+        config: Any,
+        *,
+        pooling: str | None,
+        mask_mode: str,
+        decls: dict[tuple[str, str, Any], frozenset[str]],
+    ) -> None:
+        super().__init__(config)
+        self.pooling = pooling
+        self.mask_mode = mask_mode
+        self.decls = decls
 
-        def _load_encoder(self, from_dir: Path | None):
-            if from_dir is not None:  # a saved encoder remembers its pooling
-                return super()._load_encoder(from_dir)
-            from ..models.retrieval import load_encoder
+    def _load_encoder(self, from_dir: Path | None):
+        if from_dir is not None:  # a saved encoder remembers its pooling
+            return super()._load_encoder(from_dir)
+        from ..models.retrieval import load_encoder
 
-            return load_encoder(
-                self.config.model_name,
-                device="cpu",
-                max_length=self.config.max_seq_len,
-                pooling=self.pooling,
-            )
+        return load_encoder(
+            self.config.model_name,
+            device="cpu",
+            max_length=self.config.max_seq_len,
+            pooling=self.pooling,
+        )
 
-        def _loader(self, train: Sequence[Any], corpus: Any, *, shuffle: bool = True):
-            loader = super()._loader(train, corpus, shuffle=shuffle)
-            loader.collate_fn = MaskModeCollator(
-                loader.collate_fn, self.mask_mode, corpus, self.decls
-            )
-            return loader
+    def _loader(self, train: Sequence[Any], corpus: Any, *, shuffle: bool = True):
+        loader = super()._loader(train, corpus, shuffle=shuffle)
+        loader.collate_fn = MaskModeCollator(loader.collate_fn, self.mask_mode, corpus, self.decls)
+        return loader
 
-    _TRAINER_CLASS = PremiseSelectorTrainer
-    return _TRAINER_CLASS
+
+def premise_selector_trainer_class() -> type[PremiseSelectorTrainer]:
+    """:class:`PremiseSelectorTrainer` (kept for callers of the time it was built on first use)."""
+    return PremiseSelectorTrainer
 
 
 # --------------------------------------------------------------------------- the run
@@ -668,7 +665,7 @@ def train_premise_selector(config: PremiseSelectorConfig) -> PremiseSelectorResu
     with staged_output_dir(
         out, force=config.overwrite_output_dir, sources=[config.data_dir]
     ) as stage:
-        trainer = premise_selector_trainer_class()(
+        trainer = PremiseSelectorTrainer(
             _training_config(config, stage / "training"),
             pooling=pooling,
             mask_mode=config.retrieval_mask_mode,
@@ -708,9 +705,7 @@ def train_premise_selector(config: PremiseSelectorConfig) -> PremiseSelectorResu
             metrics=metrics,
             split=split.to_dict(),
             queries=queries,
-            train_summary=_relocated(
-                train_summary if isinstance(train_summary, dict) else {}, str(stage), str(out)
-            ),
+            train_summary=_relocated(train_summary.to_dict(), str(stage), str(out)),
             data_report=data.report.to_dict(),
             seconds=seconds,
             encoder={

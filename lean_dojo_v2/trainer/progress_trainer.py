@@ -31,7 +31,7 @@ import logging
 import random
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +40,7 @@ from ..errors import OutputExistsError
 from .config import config_fields, config_to_dict, dump_config, load_config
 from .errors import ConfigValueError, EmptyDatasetError, TrainerError
 from .progress_config import ProgressConfig
+from .result import DictResult
 from .run_dir import write_json
 
 log = logging.getLogger(__name__)
@@ -49,7 +50,7 @@ CONFIG_FILE = "progress_config.yaml"
 
 
 @dataclass
-class ProgressResult:
+class ProgressResult(DictResult):
     """What a progress training run did (``summary.json``; the CLI's ``--json``).
 
     ``mae``/``mse``: error of the clamped predictions on the evaluation rows; ``exact`` /
@@ -75,9 +76,6 @@ class ProgressResult:
     base_model: str
     base_model_note: str | None
     tactic_mode: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def split_rows(rows: Sequence[Any], eval_ratio: float, seed: int) -> tuple[list[Any], list[Any]]:

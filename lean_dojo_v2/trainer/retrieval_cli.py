@@ -1,4 +1,5 @@
-"""``lean-dojo-v2 train retrieval``: train a premise retriever (registered by ``trainer/cli.py``).
+"""Layer 3 (trainer): ``lean-dojo-v2 train retrieval``, train a premise retriever (registered
+by ``trainer/cli.py``).
 
 ``train retrieval [--data DIR | --db FILE] [--config FILE] [--set key=value ...] [--json]``;
 without ``--data`` or ``--db`` it trains on the bundled sample. After training it evaluates the
@@ -11,14 +12,13 @@ from __future__ import annotations
 
 import argparse
 
-from .cli import (
-    add_config_options,
+from ..config.cli import add_config_options, print_config_help
+from .cli_options import (
     add_repo_option,
     add_run_options,
-    config_from_args,
-    print_config_help,
     print_summary,
     repos_from_args,
+    training_config_from_args,
 )
 
 
@@ -72,7 +72,7 @@ def cmd_train_retrieval(args: argparse.Namespace) -> int:
     if print_config_help(args, TrainingConfig):
         return 0
     repos = repos_from_args(args)
-    config = config_from_args(args, TrainingConfig)
+    config = training_config_from_args(args, TrainingConfig)
     data = args.data
     if data is None and args.db is None:
         from ..data import sample_dataset_path
@@ -81,8 +81,8 @@ def cmd_train_retrieval(args: argparse.Namespace) -> int:
 
     from .retrieval_trainer import RetrievalTrainer
 
-    trainer = RetrievalTrainer(config)
-    summary = trainer.train(repos=repos, database=args.db, data_path=data)
+    trainer = RetrievalTrainer.from_config(config)
+    result = trainer.train(repos=repos, database=args.db, data_path=data)
     test: dict | None = None
     test_error = None
     if not args.no_eval:
@@ -98,17 +98,17 @@ def cmd_train_retrieval(args: argparse.Namespace) -> int:
     if args.export:
         exported = str(trainer.export(args.export, force=args.force))
     out = {
-        "output_dir": summary["output_dir"],
-        "encoder_dir": summary["encoder_dir"],
-        "steps": summary["steps"],
-        "examples": summary["examples"],
-        "passes": len(summary["passes"]),
-        "seconds": summary["seconds"],
-        "val": summary["val"],
+        "output_dir": result.output_dir,
+        "encoder_dir": result.encoder_dir,
+        "steps": result.steps,
+        "examples": result.examples,
+        "passes": len(result.passes),
+        "seconds": result.seconds,
+        "val": result.val,
         "metrics": test,
-        "ewc_tasks": summary["ewc_tasks"],
-        "run_id": summary["run_id"],
-        "resumed_from": summary["resumed_from"],
+        "ewc_tasks": result.ewc_tasks,
+        "run_id": result.run_id,
+        "resumed_from": result.resumed_from,
         "export": exported,
     }
     if test_error:
@@ -116,9 +116,9 @@ def cmd_train_retrieval(args: argparse.Namespace) -> int:
 
     def text() -> list[str]:
         lines = [
-            f"trained {summary['steps']} steps on {summary['examples']} examples in "
-            f"{len(summary['passes'])} pass(es), {summary['seconds']:.1f} s; encoder in "
-            f"{summary['encoder_dir']}"
+            f"trained {result.steps} steps on {result.examples} examples in "
+            f"{len(result.passes)} pass(es), {result.seconds:.1f} s; encoder in "
+            f"{result.encoder_dir}"
         ]
         if test:
             lines.append(

@@ -22,6 +22,10 @@ weights the previous pass ended with (v2 restarted every pass from the first che
 each pass the diagonal Fisher information of the training loss on that repository is computed and
 consolidated (:mod:`.ewc`); from the second pass on the loss carries λ · Σ F (θ − θ*)².
 
+The loop around the passes (plan, resume, the database's run record, ``training_state.json``,
+``summary.json``) is :class:`~lean_dojo_v2.trainer.pass_loop.CurriculumTrainer`'s, shared with
+the SFT trainer; the LightningModule is :class:`~lean_dojo_v2.trainer.retrieval_module.RetrievalModule`.
+
 Layout of ``output_dir`` (written by this library, marked as ours)::
 
     encoder/                the encoder after the last finished pass (load_encoder loads it)
@@ -40,7 +44,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import shutil
 import time
 import warnings
 from collections.abc import Iterable, Sequence
@@ -50,24 +53,10 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import DatasetNotFoundError
 from .errors import EmptyDatasetError, TrainerError
+from .pass_loop import CurriculumTrainer, Pass, PassDataset, PassRun
+from .result import DictResult
 from .retrieval_config import TrainingConfig
-from .run_dir import (
-    CHECKPOINTS,
-    DATA,
-    LOGS,
-    STATE_FILE,
-    SUMMARY_FILE,
-    TrainingRunRecord,
-    config_fingerprint,
-    curriculum,
-    dataset_source,
-    is_main_process,
-    open_database,
-    pass_label,
-    pass_name,
-    resume_or_start,
-    write_json,
-)
+from .run_dir import CHECKPOINTS, LOGS, is_main_process, pass_name
 
 if TYPE_CHECKING:
     from ..data.corpus import Corpus
@@ -97,13 +86,39 @@ _NOT_FINGERPRINTED = {
 
 
 @dataclass
-class _Pass:
-    """One fit: a label and where its examples come from (repositories of the curriculum, a
-    dataset directory, or queries given in memory)."""
+class RetrievalResult(DictResult):
+    """What a retrieval training run did (``summary.json``; ``train retrieval --json`` prints a
+    selection). Readable by key too (``result["steps"]``), as the dict it once was.
 
-    label: str
-    repositories: list[Any] = field(default_factory=list)
-    queries: tuple[Sequence[Any], Any, Sequence[Any] | None] | None = None  # (train, corpus, val)
+    ``passes``: each pass's entry of ``training_state.json`` (label, examples, queries,
+    val_queries, steps, epochs, seconds, val metrics, best_R@10_val, train_loss; ``fisher`` in a
+    lifelong run); ``steps``/``examples``: summed over the passes; ``seconds``: the wall time of
+    this call; ``encoder_dir``: the trained encoder (``load_encoder`` loads it); ``val``: the last
+    pass's validation metrics (``R@10_val``, ...; empty without validation); ``ewc_tasks``: passes
+    consolidated into the EWC penalty; ``resumed_from``: the checkpoint or encoder a resumed run
+    started from; ``run_id``: the database's training-run id (database runs).
+    """
+
+    passes: list[dict[str, Any]]
+    steps: int
+    examples: int
+    seconds: float
+    output_dir: str
+    encoder_dir: str
+    val: dict[str, float] = field(default_factory=dict)
+    ewc_tasks: int = 0
+    resumed_from: str | None = None
+    run_id: int | None = None
+
+
+@dataclass
+class _PassData:
+    """What one pass trains and validates on."""
+
+    train: list[Any]
+    corpus: Any
+    val: list[Any]
+    dataset_dir: Path | None
 
 
 def resolve_precision(precision: str, accelerator: str = "auto") -> str:
@@ -133,171 +148,36 @@ def _devices_arg(devices: str) -> Any:
         ) from None
 
 
-def _make_module_class():
-    """The LightningModule class (built on first use: Lightning is a heavy import)."""
-    import pytorch_lightning as pl
-    import torch
-
-    from ..models.premise_index import PremiseIndex
-    from ..models.retrieval_eval import ranking_metrics
-    from .retrieval_loss import cached_contrastive_backward, plain_contrastive_backward
-
-    class RetrievalModule(pl.LightningModule):
-        """Trains ``encoder.module`` with the masked contrastive loss (+ EWC); validates R@k on
-        the val queries against a premise index rebuilt at each validation."""
-
-        def __init__(
-            self,
-            encoder: PremiseEncoder,
-            config: TrainingConfig,
-            *,
-            corpus: Corpus | None = None,
-            ewc: Any = None,
-            total_steps: int = 1,
-        ) -> None:
-            super().__init__()
-            self.encoder = encoder
-            self.net = encoder.module  # registered: what the optimizer and checkpoints hold
-            self.config = config
-            self.corpus = corpus
-            self.ewc = ewc
-            self.total_steps = max(1, int(total_steps))
-            self.automatic_optimization = False  # GradCache backprops chunk by chunk
-            self.net.train()  # from_pretrained gives an eval-mode model; Lightning keeps modes
-            self._index: Any = None
-
-        # -------------------------------------------------------------- optimisation
-
-        def configure_optimizers(self):
-            from transformers import get_scheduler
-
-            cfg = self.config
-            decay, no_decay = [], []
-            for name, p in self.net.named_parameters():
-                if not p.requires_grad:
-                    continue
-                lname = name.lower()
-                (no_decay if p.ndim < 2 or "norm" in lname or "bias" in lname else decay).append(p)
-            groups = [
-                {"params": decay, "weight_decay": cfg.weight_decay},
-                {"params": no_decay, "weight_decay": 0.0},
-            ]
-            opt = torch.optim.AdamW([g for g in groups if g["params"]], lr=cfg.lr)
-            sched = get_scheduler(
-                cfg.lr_scheduler_type,
-                opt,
-                num_warmup_steps=cfg.warmup_steps,
-                num_training_steps=self.total_steps,
-            )
-            return [opt], [{"scheduler": sched, "interval": "step"}]
-
-        def transfer_batch_to_device(self, batch, device, dataloader_idx):
-            if isinstance(batch, list):  # validation: RetrievalQuery objects, encoded later
-                return batch
-            return batch.to(device)
-
-        def on_train_start(self) -> None:
-            self.net.train()  # from_pretrained gives an eval-mode model; Lightning keeps modes
-
-        def training_step(self, batch, batch_idx):
-            cfg = self.config
-            opt = self.optimizers()
-            sched = self.lr_schedulers()
-            scale = 1.0 / cfg.accumulate_grad_batches
-            extra = None
-            if self.ewc is not None and self.ewc.active:
-                extra = lambda: self.ewc.penalty(self.net)  # noqa: E731
-            common = dict(
-                temperature=cfg.temperature,
-                scale=scale,
-                backward=self.manual_backward,
-                extra_loss=extra,
-            )
-            if cfg.grad_cache:
-                loss = cached_contrastive_backward(
-                    self.encoder.embed,
-                    batch.queries,
-                    batch.candidates,
-                    batch.targets,
-                    batch.positive_mask,
-                    chunk_size=cfg.grad_cache_chunk_size,
-                    **common,
-                )
-            else:
-                loss = plain_contrastive_backward(
-                    self.encoder.embed,
-                    batch.queries,
-                    batch.candidates,
-                    batch.targets,
-                    batch.positive_mask,
-                    **common,
-                )
-            if (batch_idx + 1) % cfg.accumulate_grad_batches == 0 or self.trainer.is_last_batch:
-                if cfg.gradient_clip_val is not None:
-                    self.clip_gradients(
-                        opt,
-                        gradient_clip_val=cfg.gradient_clip_val,
-                        gradient_clip_algorithm="norm",
-                    )
-                opt.step()
-                opt.zero_grad(set_to_none=True)
-                sched.step()
-            n = len(batch)
-            # Kept here too: trainer.callback_metrics loses it when validate() runs afterwards.
-            self.last_train_loss = float(loss.detach())
-            self.log("train_loss", loss, prog_bar=True, batch_size=n)
-            if extra is not None:
-                self.log("ewc_penalty", extra().detach(), batch_size=n)
-            self.log("lr", sched.get_last_lr()[0], batch_size=n)
-            return loss
-
-        # -------------------------------------------------------------- validation
-
-        def on_validation_epoch_start(self) -> None:
-            self._index = PremiseIndex.build(
-                self.corpus,
-                self.encoder,
-                batch_size=self.config.eval_batch_size,
-                show_progress=False,
-            )
-
-        def validation_step(self, batch, batch_idx):
-            queries = list(batch)
-            emb = self.encoder.encode(
-                [q.state for q in queries], batch_size=self.config.eval_batch_size
-            )
-            masks = [self._index.mask(q.file_path, q.pos) for q in queries]
-            hits = self._index.search(emb, self.config.num_retrieved, masks=masks)
-            rankings = [[self._index.premises[i].full_name for i, _ in row] for row in hits]
-            m = ranking_metrics(rankings, [q.positives for q in queries], ks=(1, 10))
-            self.log_dict(
-                {f"{k}_val": float(m[k]) for k in ("R@1", "R@10", "MRR", "FullRecall@10")},
-                batch_size=len(queries),
-                on_epoch=True,
-                sync_dist=True,
-                prog_bar=False,
-            )
-
-        def on_validation_epoch_end(self) -> None:
-            self._index = None
+def retrieval_module_class():
+    """The ``RetrievalModule`` LightningModule class (for custom Lightning loops); importing it
+    loads torch and Lightning, hence this function. Same as
+    ``from lean_dojo_v2.trainer.retrieval_module import RetrievalModule``."""
+    from .retrieval_module import RetrievalModule
 
     return RetrievalModule
 
 
-_MODULE_CLASS: Any = None
-
-
-def retrieval_module_class():
-    """The ``RetrievalModule`` LightningModule class (for custom Lightning loops)."""
-    global _MODULE_CLASS
-    if _MODULE_CLASS is None:
-        _MODULE_CLASS = _make_module_class()
-    return _MODULE_CLASS
-
-
-class RetrievalTrainer:
+class RetrievalTrainer(CurriculumTrainer[RetrievalResult]):
     """Train a premise retriever (see the module docstring). ``callbacks`` are extra Lightning
-    callbacks added to every fit."""
+    callbacks added to every fit.
+
+    ``train(repos=None, database=None, data_path=None) -> RetrievalResult`` (the loop of
+    :class:`~lean_dojo_v2.trainer.pass_loop.CurriculumTrainer`; also ``output_dir/summary.json``):
+    with ``database`` (a :class:`~lean_dojo_v2.database.DynamicDatabase` or its file), one pass per
+    repository of ``repos`` (default: all) in curriculum order, each on the repository's export
+    (``cumulative``: on the merged export of all so far), each continuing from the previous pass's
+    weights, EWC between passes; the run is recorded in the database's training runs. Without:
+    one pass on the LeanDojo dataset directory ``data_path`` (train split; val for ``R@10_val``).
+    """
+
+    run_kind = "retrieval"
+    default_model = "all-MiniLM-L6-v2"
+    config_file = CONFIG_FILE
+    run_what = "retrieval training"
+    not_fingerprinted = frozenset(_NOT_FINGERPRINTED)
+    # Lightning starts the other ranks itself, inside fit(): there is nobody to wait for before.
+    sync_processes = False
+    export_per_pass = True
 
     def __init__(
         self, config: TrainingConfig | None = None, *, callbacks: Sequence[Any] = ()
@@ -313,7 +193,15 @@ class RetrievalTrainer:
         self.ewc: Any = None
         self.last_data_path: Path | None = None
         self.last_corpus: Corpus | None = None
-        self.result: dict[str, Any] | None = None
+        self.result: RetrievalResult | None = None
+
+    @classmethod
+    def from_config(
+        cls, config: TrainingConfig, *, callbacks: Sequence[Any] = ()
+    ) -> RetrievalTrainer:
+        """A trainer for ``config`` (e.g. from :func:`~lean_dojo_v2.trainer.config.load_config`);
+        the same as ``RetrievalTrainer(config)``, named like the other trainers' constructor."""
+        return cls(config, callbacks=callbacks)
 
     # ------------------------------------------------------------------ encoder
 
@@ -347,35 +235,12 @@ class RetrievalTrainer:
 
     # ------------------------------------------------------------------ public API
 
-    def train(
-        self,
-        repos: Iterable[Any] | None = None,
-        database: Any = None,
-        data_path: str | os.PathLike[str] | None = None,
-    ) -> dict[str, Any]:
-        """Train and return a summary (also ``output_dir/summary.json``).
-
-        With ``database`` (a :class:`~lean_dojo_v2.database.DynamicDatabase` or its file): one
-        pass per repository of ``repos`` (default: all) in curriculum order, each on the
-        repository's export (``cumulative``: on the merged export of all so far), each continuing
-        from the previous pass's weights, EWC between passes; the run is recorded in the
-        database's training runs. Without: one pass on the LeanDojo dataset directory
-        ``data_path`` (train split; val for ``R@10_val``).
-        """
-        db, own_db = open_database(database)
-        try:
-            plan, sources, plan_id = self._plan(repos, db, data_path)
-            return self._train_plan(plan, sources, plan_id, db, data_path)
-        finally:
-            if own_db and db is not None:
-                db.close()
-
     def fit_examples(
         self,
         train: Sequence[RetrievalQuery],
         corpus: Corpus,
         val: Sequence[RetrievalQuery] | None = None,
-    ) -> dict[str, Any]:
+    ) -> RetrievalResult:
         """One pass on queries from any source (e.g. ntp-toolkit data) over ``corpus``; the same
         outputs, checkpoints and resume as :meth:`train`."""
         if not train:
@@ -384,8 +249,8 @@ class RetrievalTrainer:
         for q in list(train) + list(val or []):
             digest.update(repr((q.state, tuple(q.positives), q.file_path, q.pos)).encode())
         digest.update(str(len(corpus)).encode())
-        plan = [_Pass(label="examples", queries=(list(train), corpus, list(val) if val else None))]
-        return self._train_plan(plan, [], {"examples": digest.hexdigest()}, None, None)
+        plan = [Pass(label="examples", data=(list(train), corpus, list(val) if val else None))]
+        return self._run_plan(plan, [], {"examples": digest.hexdigest()}, None, None)
 
     def evaluate(
         self, data_path: str | os.PathLike[str] | None = None, split: str = "test"
@@ -448,27 +313,17 @@ class RetrievalTrainer:
         )
         return export_retriever(path, encoder, index, force=force)
 
-    # ------------------------------------------------------------------ plan and output dir
+    # ------------------------------------------------------------------ the pass loop's hooks
 
-    def _plan(
-        self, repos: Iterable[Any] | None, db: Any, data_path: str | os.PathLike[str] | None
-    ) -> tuple[list[_Pass], list[Path], dict[str, Any]]:
-        cfg = self.config
-        if db is not None:
-            order, sources, plan_id = curriculum(db, repos)
-            plan = [
-                _Pass(
-                    label=pass_label(info),
-                    repositories=order[: k + 1] if cfg.cumulative else [info],
-                )
-                for k, info in enumerate(order)
-            ]
-            return plan, sources, plan_id
-        path = dataset_source(repos, data_path)
+    def _pass_repositories(self, order: list[Any], k: int) -> list[Any]:
+        return order[: k + 1] if self.config.cumulative else [order[k]]
+
+    def _dataset_files(self, path: Path) -> list[Path]:
         from ..data.dataset import DatasetDir
 
+        strategy = self.config.split_strategy
         d = DatasetDir(path, partial=True)  # DatasetNotFoundError when it is not one
-        train_file = d.split_path(cfg.split_strategy, "train")
+        train_file = d.split_path(strategy, "train")
         if not train_file.is_file():
             raise DatasetNotFoundError(
                 f"dataset {path} has no {train_file.relative_to(path)} (set split_strategy)"
@@ -478,78 +333,70 @@ class RetrievalTrainer:
                 f"dataset {path} has no corpus.jsonl: the retriever trains on premises of the "
                 "corpus (trace the repository with its corpus, or export it from the database)"
             )
-        digest = hashlib.sha256()
-        for f in (train_file, d.split_path(cfg.split_strategy, "val"), path / "corpus.jsonl"):
-            if f.is_file():
-                digest.update(f.read_bytes())
-        plan_id = {"data": str(path.resolve()), "sha256": digest.hexdigest()}
-        return [_Pass(label=path.name)], [path], plan_id
+        return [train_file, d.split_path(strategy, "val"), path / "corpus.jsonl"]
 
-    def _fingerprint(self, plan_id: dict[str, Any]) -> str:
-        return config_fingerprint(self.config, plan_id, _NOT_FINGERPRINTED)
+    def _pass_checkpoint(self, out: Path, k: int) -> Path | None:
+        return _last_checkpoint(out, k)
 
-    def _prepare_output(
-        self, out: Path, sources: list[Path], plan_id: dict[str, Any]
-    ) -> tuple[dict[str, Any], int]:
-        return resume_or_start(
-            out,
-            self.config,
-            fingerprint=self._fingerprint(plan_id),
-            plan_id=plan_id,
-            sources=sources,
-            config_file=CONFIG_FILE,
-            has_checkpoint=lambda o, k: _last_checkpoint(o, k) is not None,
-            what="retrieval training",
+    def _model_dir(self, out: Path) -> Path:
+        return out / ENCODER_DIR
+
+    def _begin(self, run: PassRun) -> None:
+        from .ewc import EWC
+
+        lam, out = self.config.lambda_value, run.out
+        self._encoder = self._load_encoder(out / ENCODER_DIR if run.first > 0 else None)
+        self.ewc = EWC(lam)
+        if run.first > 0 and (out / EWC_FILE).is_file():
+            self.ewc = EWC.load(out / EWC_FILE, lam)
+
+    def _run_pass(self, k: int, p: Pass, dataset: PassDataset, out: Path) -> dict[str, Any]:
+        data = self._read_pass(p, dataset)
+        info = self._fit_pass(k, p.label, data.train, data.corpus, data.val, out)
+        # Lifelong learning (EWC) is for a curriculum of repositories: a database run.
+        if p.repositories and self.config.lambda_value > 0:
+            fisher = self._fisher(data.train, data.corpus)
+            self.ewc.consolidate(self.encoder.module, fisher)
+            if is_main_process():
+                self.ewc.save(out / EWC_FILE)
+            info["fisher"] = self.ewc.fisher_stats()
+        self.last_data_path = data.dataset_dir
+        self.last_corpus = data.corpus
+        return info
+
+    def _save_pass(self, out: Path) -> None:
+        self.encoder.save(out / ENCODER_DIR, force=True)
+
+    def _summarise(self, run: PassRun) -> RetrievalResult:
+        if self.last_corpus is None and run.plan:  # resumed after every pass was done
+            k = len(run.plan) - 1
+            data = self._read_pass(run.plan[k], self._pass_dataset(run, k))
+            self.last_corpus, self.last_data_path = data.corpus, data.dataset_dir
+        passes = run.state["passes"]
+        return RetrievalResult(
+            passes=passes,
+            steps=sum(p["steps"] for p in passes),
+            examples=sum(p["examples"] for p in passes),
+            seconds=run.seconds(),
+            output_dir=str(run.out),
+            encoder_dir=str(run.out / ENCODER_DIR),
+            val=next((p["val"] for p in reversed(passes) if p.get("val")), {}),
+            ewc_tasks=self.ewc.tasks if self.ewc is not None else 0,
+            resumed_from=run.resumed_from,
         )
 
-    # ------------------------------------------------------------------ the passes
+    # ------------------------------------------------------------------ one pass
 
-    def _train_plan(
-        self,
-        plan: list[_Pass],
-        sources: list[Path],
-        plan_id: dict[str, Any],
-        db: Any,
-        data_path: str | os.PathLike[str] | None,
-    ) -> dict[str, Any]:
-        start = time.perf_counter()
-        cfg = self.config
-        out = Path(cfg.output_dir)
-        state, first = self._prepare_output(out, sources, plan_id)
-        with TrainingRunRecord(
-            db,
-            "retrieval",
-            model=cfg.model_name or "all-MiniLM-L6-v2",
-            config=cfg,
-            plan=plan,
-        ) as record:
-            summary = self._run(plan, db, data_path, out, state, first, start)
-        summary["run_id"] = record.id
-        record.finish(summary, (out / ENCODER_DIR).resolve())
-        if is_main_process():
-            write_json(out / SUMMARY_FILE, summary)
-        self.result = summary
-        return summary
-
-    def _pass_data(
-        self, k: int, p: _Pass, db: Any, data_path: Any, out: Path
-    ) -> tuple[list[Any], Any, list[Any], Path | None]:
-        """(train queries, corpus, val queries, dataset dir) of pass ``k``."""
-        if p.queries is not None:
-            train, corpus, val = p.queries
-            return list(train), corpus, list(val or []), None
+    def _read_pass(self, p: Pass, dataset: PassDataset) -> _PassData:
+        """The train and val queries and the corpus of pass ``p``."""
+        if p.data is not None:
+            train, corpus, val = p.data
+            return _PassData(list(train), corpus, list(val or []), None)
         from ..data.dataset import DatasetDir
         from ..models.retrieval_eval import retrieval_queries
 
-        if db is not None:
-            dataset_dir = out / DATA / pass_name(k)
-            if is_main_process() and not (dataset_dir / "corpus.jsonl").is_file():
-                db.export_merged_data(p.repositories, dataset_dir)
-            source = f"the export of {p.label} at {dataset_dir}"
-        else:
-            dataset_dir = Path(data_path)
-            source = str(dataset_dir)
-        d = DatasetDir(dataset_dir, partial=True)
+        assert dataset.path is not None
+        d = DatasetDir(dataset.path, partial=True)
         corpus = d.corpus()
         strategy = self.config.split_strategy
         train = retrieval_queries(d.theorems(strategy, "train"), corpus)
@@ -557,76 +404,11 @@ class RetrievalTrainer:
         val = retrieval_queries(d.theorems(strategy, "val"), corpus) if val_file.is_file() else []
         if not train:
             raise EmptyDatasetError(
-                f"no training examples in {source}: no traced tactic of its train split uses a "
-                "premise of its corpus (term-mode proofs, or a corpus without those premises)"
+                f"no training examples in {dataset.source}: no traced tactic of its train split "
+                "uses a premise of its corpus (term-mode proofs, or a corpus without those "
+                "premises)"
             )
-        return train, corpus, val, dataset_dir
-
-    def _run(
-        self,
-        plan: list[_Pass],
-        db: Any,
-        data_path: Any,
-        out: Path,
-        state: dict[str, Any],
-        first: int,
-        start: float,
-    ) -> dict[str, Any]:
-        from .ewc import EWC
-
-        cfg = self.config
-        resumed_from = None
-        if first > 0 or _last_checkpoint(out, first) is not None:
-            resumed_from = str(_last_checkpoint(out, first) or out / ENCODER_DIR)
-        if first > 0:
-            self._encoder = self._load_encoder(out / ENCODER_DIR)
-        else:
-            self._encoder = self._load_encoder(None)
-        self.ewc = EWC(cfg.lambda_value)
-        if first > 0 and (out / EWC_FILE).is_file():
-            self.ewc = EWC.load(out / EWC_FILE, cfg.lambda_value)
-        lifelong = db is not None and cfg.lambda_value > 0
-
-        for k in range(first, len(plan)):
-            p = plan[k]
-            train, corpus, val, dataset_dir = self._pass_data(k, p, db, data_path, out)
-            info = self._fit_pass(k, p.label, train, corpus, val, out)
-            if lifelong:
-                fisher = self._fisher(train, corpus)
-                self.ewc.consolidate(self.encoder.module, fisher)
-                if is_main_process():
-                    self.ewc.save(out / EWC_FILE)
-                info["fisher"] = self.ewc.fisher_stats()
-            if is_main_process():
-                self.encoder.save(out / ENCODER_DIR, force=True)
-                state["passes"].append(info)
-                state["passes_done"] = k + 1
-                write_json(out / STATE_FILE, state)
-                shutil.rmtree(out / CHECKPOINTS / pass_name(k), ignore_errors=True)
-            self.last_data_path = dataset_dir
-            self.last_corpus = corpus
-
-        if self.last_corpus is None and plan:  # resumed after every pass was done
-            last = plan[-1]
-            _, self.last_corpus, _, self.last_data_path = self._pass_data(
-                len(plan) - 1, last, db, data_path, out
-            )
-        if is_main_process():
-            state["finished"] = True
-            write_json(out / STATE_FILE, state)
-        passes = state["passes"]
-        last_val = next((p["val"] for p in reversed(passes) if p.get("val")), {})
-        return {
-            "passes": passes,
-            "steps": sum(p["steps"] for p in passes),
-            "examples": sum(p["examples"] for p in passes),
-            "seconds": round(time.perf_counter() - start, 3),
-            "output_dir": str(out),
-            "encoder_dir": str(out / ENCODER_DIR),
-            "val": last_val,
-            "ewc_tasks": self.ewc.tasks if self.ewc is not None else 0,
-            "resumed_from": resumed_from,
-        }
+        return _PassData(train, corpus, val, dataset.path)
 
     def _loader(self, train: Sequence[Any], corpus: Corpus, *, shuffle: bool = True):
         from torch.utils.data import DataLoader
@@ -675,6 +457,8 @@ class RetrievalTrainer:
         import pytorch_lightning as pl
         from torch.utils.data import DataLoader
 
+        from .retrieval_module import RetrievalModule
+
         cfg = self.config
         if cfg.grad_cache and (self._world_size() > 1 or "ddp" in cfg.strategy):
             from .errors import ConfigValueError
@@ -700,9 +484,7 @@ class RetrievalTrainer:
         total = steps_per_epoch * cfg.max_epochs
         if cfg.max_steps > 0:
             total = min(total, cfg.max_steps)
-        module = retrieval_module_class()(
-            self.encoder, cfg, corpus=corpus, ewc=self.ewc, total_steps=total
-        )
+        module = RetrievalModule(self.encoder, cfg, corpus=corpus, ewc=self.ewc, total_steps=total)
         trainer = self._lightning_trainer(k, out, do_val)
         ckpt = "last" if _last_checkpoint(out, k) is not None else None
         if ckpt:
@@ -866,9 +648,16 @@ def train_retrieval(
     config: TrainingConfig | None = None,
     database: Any = None,
     repos: Iterable[Any] | None = None,
-) -> dict[str, Any]:
+) -> RetrievalResult:
     """``RetrievalTrainer(config).train(repos, database, data_path)`` (the CLI's call)."""
     return RetrievalTrainer(config).train(repos=repos, database=database, data_path=data_path)
 
 
-__all__ = ["RetrievalTrainer", "TrainingConfig", "resolve_precision", "train_retrieval"]
+__all__ = [
+    "RetrievalResult",
+    "RetrievalTrainer",
+    "TrainingConfig",
+    "resolve_precision",
+    "retrieval_module_class",
+    "train_retrieval",
+]

@@ -30,39 +30,22 @@ Layout of ``output_dir`` (all written by this library, marked as ours)::
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import math
 import os
-import shutil
-import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..errors import DatasetNotFoundError
 from .config import config_fields, config_to_dict, load_config
 from .errors import ConfigValueError, UnknownConfigKeyError
-from .run_dir import (
-    CHECKPOINTS,
-    DATA,
-    LOGS,
-    STATE_FILE,
-    SUMMARY_FILE,
-    TrainingRunRecord,
-    config_fingerprint,
-    curriculum,
-    dataset_source,
-    is_main_process,
-    open_database,
-    pass_label,
-    pass_name,
-    resume_or_start,
-    wait_for_everyone,
-    write_json,
-)
+from .pass_loop import CurriculumTrainer, Pass, PassDataset, PassRun
+from .result import DictResult
+from .run_dir import CHECKPOINTS, LOGS, is_main_process, pass_name, write_json
+from .run_dir import STATE_FILE as STATE_FILE  # read from here by callers of the seed's module
 from .sft_config import SFTConfig
 from .sft_data import check_usable
 
@@ -89,7 +72,7 @@ _NOT_FINGERPRINTED = {
 
 
 @dataclass
-class TrainResult:
+class TrainResult(DictResult):
     """What a training run did (``summary.json``; the CLI prints it with ``--json``).
 
     ``steps`` counts optimizer steps over all passes; ``first_loss``/``last_loss`` are the first
@@ -112,19 +95,8 @@ class TrainResult:
     run_id: int | None = None
     loss_curve: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
-
-@dataclass
-class _Pass:
-    """One pass of the plan: a label and where its theorems come from."""
-
-    label: str
-    repositories: list[Any] = field(default_factory=list)  # RepositoryInfo (curriculum)
-
-
-class SFTTrainer:
+class SFTTrainer(CurriculumTrainer[TrainResult]):
     """Fine-tune a causal LM to write the next tactic for a goal state.
 
     The positional/keyword arguments are the seed's; any other field of :class:`SFTConfig` may be
@@ -132,7 +104,23 @@ class SFTTrainer:
     from a config with :meth:`from_config`. ``lora_config`` is a ``peft.LoraConfig``, a mapping of
     its arguments, ``True`` (LoRA with the config's ``lora_*`` fields) or ``None`` (full
     fine-tuning). ``callbacks`` are extra ``transformers.TrainerCallback`` objects.
+
+    ``train(repos=None, database=None, data_path=None) -> TrainResult`` (the loop of
+    :class:`~lean_dojo_v2.trainer.pass_loop.CurriculumTrainer`): with ``database`` (a
+    :class:`~lean_dojo_v2.database.DynamicDatabase` or its file), one pass per repository of
+    ``repos`` (default: all in the database) in curriculum order (most Easy theorems first); pass
+    *k* trains on the merged export of the first *k* repositories (written under ``data_path``,
+    default ``output_dir/data``), and the run is recorded in the database's training runs.
+    Without a database: one pass on the LeanDojo dataset directory (or split file) ``data_path``.
+    An unfinished run of the same config and data in ``output_dir`` is resumed from its last
+    checkpoint (``resume=False`` starts afresh); ``output_dir`` must otherwise be new, empty or a
+    finished run of this library, unless ``overwrite_output_dir``.
     """
+
+    run_kind = "sft"
+    default_model = "smollm2"
+    config_file = CONFIG_FILE
+    not_fingerprinted = frozenset(_NOT_FINGERPRINTED)
 
     def __init__(
         self,
@@ -237,190 +225,95 @@ class SFTTrainer:
             f"lora={self.config.lora})"
         )
 
-    # ------------------------------------------------------------------ train
+    # ------------------------------------------------------------------ the pass loop's hooks
 
-    def train(
-        self,
-        repos: Iterable[Any] | None = None,
-        database: Any = None,
-        data_path: str | os.PathLike[str] | None = None,
-    ) -> TrainResult:
-        """Train, and return what happened.
-
-        With ``database`` (a :class:`~lean_dojo_v2.database.DynamicDatabase` or its file): one
-        pass per repository of ``repos`` (default: all in the database) in curriculum order
-        (most Easy theorems first); pass *k* trains on the merged export of the first *k*
-        repositories (written under ``data_path``, default ``output_dir/data``), and the run is
-        recorded in the database's training runs. Without a database: one pass on the LeanDojo
-        dataset directory (or split file) ``data_path``.
-
-        An unfinished run of the same config and data in ``output_dir`` is resumed from its last
-        checkpoint (``resume=False`` starts afresh); ``output_dir`` must otherwise be new, empty
-        or a finished run of this library, unless ``overwrite_output_dir``.
-        """
-        start = time.perf_counter()
-        cfg = self.config
-        out = Path(cfg.output_dir)
-        db, own_db = open_database(database)
-        try:
-            plan, sources, plan_id = self._plan(repos, db, data_path)
-            state, resume_pass = self._prepare_output(out, sources, plan_id)
-            with TrainingRunRecord(
-                db,
-                "sft",
-                model=cfg.model_name or "smollm2",
-                config=cfg,
-                plan=plan,
-            ) as record:
-                result = self._run(plan, db, data_path, out, state, resume_pass, start)
-            result.run_id = record.id
-            record.finish(
-                {k: v for k, v in result.to_dict().items() if k != "passes"}, out.resolve()
-            )
-            if is_main_process():
-                write_json(out / SUMMARY_FILE, result.to_dict())
-            self.result = result
-            return result
-        finally:
-            if own_db and db is not None:
-                db.close()
-
-    # ------------------------------------------------------------------ plan and output dir
-
-    def _plan(
-        self, repos: Iterable[Any] | None, db: Any, data_path: str | os.PathLike[str] | None
-    ) -> tuple[list[_Pass], list[Path], dict[str, Any]]:
-        if db is not None:
-            order, sources, plan_id = curriculum(db, repos)
-            plan = [
-                _Pass(label=pass_label(info), repositories=order[: k + 1])
-                for k, info in enumerate(order)
-            ]
-            return plan, sources, plan_id
-        path = dataset_source(repos, data_path)
+    def _dataset_files(self, path: Path) -> list[Path]:
         if not path.exists():
             raise DatasetNotFoundError(
                 f"no dataset at {path}: pass a LeanDojo dataset directory (with random/train.json) "
                 "or a split file"
             )
-        files = _split_files(path, self.config)
-        digest = hashlib.sha256()
-        for f in files:
-            digest.update(f.read_bytes())
-        plan_id = {"data": str(path.resolve()), "sha256": digest.hexdigest()}
-        return [_Pass(label=path.name)], [path], plan_id
+        return _split_files(path, self.config)
 
-    def _fingerprint(self, plan_id: Mapping[str, Any]) -> str:
-        extra = {}
-        if self._peft_object is not None:
-            extra["peft"] = _peft_config_dict(self._peft_object)
-        return config_fingerprint(self.config, plan_id, _NOT_FINGERPRINTED, **extra)
+    def _fingerprint_extra(self) -> dict[str, Any]:
+        if self._peft_object is None:
+            return {}
+        return {"peft": _peft_config_dict(self._peft_object)}
 
-    def _prepare_output(
-        self, out: Path, sources: list[Path], plan_id: Mapping[str, Any]
-    ) -> tuple[dict[str, Any], int]:
-        """Check ``out``; resume an unfinished run of the same fingerprint or start afresh."""
-        return resume_or_start(
-            out,
-            self.config,
-            fingerprint=self._fingerprint(plan_id),
-            plan_id=plan_id,
-            sources=sources,
-            config_file=CONFIG_FILE,
-            has_checkpoint=lambda o, k: _pass_checkpoint(o, k) is not None,
-            barrier=wait_for_everyone,
+    def _pass_checkpoint(self, out: Path, k: int) -> Path | None:
+        return _pass_checkpoint(out, k)
+
+    def _model_dir(self, out: Path) -> Path:
+        return out
+
+    def _begin(self, run: PassRun) -> None:
+        # The model is loaded in the first pass, once its data is known to be usable.
+        self._loaded = False
+        self._resume_dir = run.out if run.first > 0 else None
+        self._plan_length = len(run.plan)
+
+    def _run_pass(self, k: int, p: Pass, dataset: PassDataset, out: Path) -> dict[str, Any]:
+        assert dataset.path is not None
+        theorems = self._read_theorems(dataset.path)
+        if not self._loaded:  # bad data fails before a (possibly large) model is loaded
+            check_usable(theorems, source=dataset.source)
+            self._load(self._resume_dir)
+            self._loaded = True
+        rows, stats = self._dataset_rows(theorems, dataset.source)
+        log.info(
+            "pass %d/%d (%s): %d examples (%d sorry tactics and %d longer than %d tokens left out)",
+            k + 1,
+            self._plan_length,
+            p.label,
+            stats.examples,
+            stats.sorry_dropped,
+            stats.too_long_dropped,
+            self.config.max_seq_len,
         )
+        history, steps = self._train_pass(k, rows, out)
+        return {
+            "label": p.label,
+            "examples": stats.examples,
+            "steps": steps,
+            "stats": stats.to_dict(),
+            "history": history,
+        }
 
-    # ------------------------------------------------------------------ the passes
+    def _save_pass(self, out: Path) -> None:
+        self._save_model(out)
 
-    def _run(
-        self,
-        plan: list[_Pass],
-        db: Any,
-        data_path: str | os.PathLike[str] | None,
-        out: Path,
-        state: dict[str, Any],
-        first_pass: int,
-        start: float,
-    ) -> TrainResult:
+    def _summarise(self, run: PassRun) -> TrainResult:
+        out, passes = run.out, run.state["passes"]
         cfg = self.config
-        resumed_from: str | None = None
-        if first_pass > 0 or _pass_checkpoint(out, first_pass) is not None:
-            resumed_from = str(_pass_checkpoint(out, first_pass) or out)
-        loaded = False
-        examples_total = sum(p.get("examples", 0) for p in state.get("passes", []))
-        for k in range(first_pass, len(plan)):
-            p = plan[k]
-            if db is not None:
-                dataset_dir = Path(data_path) if data_path is not None else out / DATA
-                if is_main_process():
-                    db.export_merged_data(p.repositories, dataset_dir)
-                wait_for_everyone()
-                source = f"the merged export of {len(p.repositories)} repositories at {dataset_dir}"
-            else:
-                dataset_dir = Path(data_path)  # type: ignore[arg-type]
-                source = str(dataset_dir)
-            theorems = self._read_theorems(dataset_dir)
-            if not loaded:  # bad data fails before a (possibly large) model is loaded
-                check_usable(theorems, source=source)
-                self._load(out if first_pass > 0 else None)
-                loaded = True
-            rows, stats = self._dataset_rows(theorems, source)
-            log.info(
-                "pass %d/%d (%s): %d examples (%d sorry tactics and %d longer than %d tokens left out)",
-                k + 1,
-                len(plan),
-                p.label,
-                stats.examples,
-                stats.sorry_dropped,
-                stats.too_long_dropped,
-                cfg.max_seq_len,
-            )
-            history, steps = self._train_pass(k, rows, out)
-            examples_total += stats.examples
-            if is_main_process():
-                self._save_model(out)
-                state["passes"].append(
-                    {
-                        "label": p.label,
-                        "examples": stats.examples,
-                        "steps": steps,
-                        "stats": stats.to_dict(),
-                        "history": history,
-                    }
-                )
-                state["passes_done"] = k + 1
-                write_json(out / STATE_FILE, state)
-                shutil.rmtree(out / CHECKPOINTS / pass_name(k), ignore_errors=True)
-            wait_for_everyone()
-
-        if not loaded and cfg.lora and cfg.merge_lora:  # resumed after every pass was done
+        if not self._loaded and cfg.lora and cfg.merge_lora:  # resumed after every pass was done
             self._load(out)
         merged_dir = None
         if cfg.lora and cfg.merge_lora and is_main_process():
             merged_dir = str(self._save_merged(out / MERGED))
-        losses = [(e["step"], e["loss"]) for p in state["passes"] for e in p["history"]]
-        steps = sum(p["steps"] for p in state["passes"])
+        losses = [(e["step"], e["loss"]) for p in passes for e in p["history"]]
         curve = None
         if cfg.loss_curve and is_main_process() and losses:
-            curve = _plot_loss(state["passes"], out / LOSS_CURVE)
-        if is_main_process():
-            state["finished"] = True
-            write_json(out / STATE_FILE, state)
+            curve = _plot_loss(passes, out / LOSS_CURVE)
         return TrainResult(
-            steps=steps,
+            steps=sum(p["steps"] for p in passes),
             first_loss=losses[0][1] if losses else None,
             last_loss=losses[-1][1] if losses else None,
-            seconds=round(time.perf_counter() - start, 3),
+            seconds=run.seconds(),
             output_dir=str(out),
             model_dir=str(out),
             merged_dir=merged_dir,
             adapter=cfg.lora,
-            passes=[{k: v for k, v in p.items() if k != "history"} for p in state["passes"]],
-            examples=examples_total,
-            resumed_from=resumed_from,
+            passes=[{k: v for k, v in p.items() if k != "history"} for p in passes],
+            examples=sum(p.get("examples", 0) for p in passes),
+            resumed_from=run.resumed_from,
             loss_curve=str(curve) if curve else None,
         )
+
+    def _record_metrics(self, result: TrainResult) -> dict[str, Any]:
+        # The per-pass list stays in summary.json; the record keeps the totals.
+        return {k: v for k, v in result.to_dict().items() if k != "passes"}
+
+    # ------------------------------------------------------------------ one pass
 
     def _read_theorems(self, dataset_dir: Path) -> list[Any]:
         from ..data.dataset import load_theorems

@@ -1,0 +1,322 @@
+"""Layer 3 (trainer): the per-pass loop every curriculum trainer shares (:class:`CurriculumTrainer`).
+
+A run is a *plan* of passes: with a database, one pass per repository of its curriculum (easiest
+first); without, one pass on a LeanDojo dataset directory (or on examples held in memory). The
+loop around the passes is the same for every trainer and lives here once: open the database,
+plan, check the output directory and resume an unfinished run (:func:`.run_dir.resume_or_start`),
+record the run in the database (:class:`.run_dir.TrainingRunRecord`), export each pass's data,
+write ``training_state.json`` after every pass, then ``summary.json``. A concrete trainer fills in
+what is its own: how to train one pass, how to save the model, what its result is.
+
+Its users: :class:`~lean_dojo_v2.trainer.sft_trainer.SFTTrainer` and
+:class:`~lean_dojo_v2.trainer.retrieval_trainer.RetrievalTrainer` (GRPO's trainer is to come).
+``ProgressTrainer`` is not one: it trains once on one JSONL file and swaps a staged output in,
+with no passes to resume.
+
+Nothing here imports torch: the hooks load what they need.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Generic, TypeVar
+
+from .result import TrainingResult
+from .run_dir import (
+    CHECKPOINTS,
+    DATA,
+    STATE_FILE,
+    SUMMARY_FILE,
+    TrainingRunRecord,
+    config_fingerprint,
+    curriculum,
+    dataset_source,
+    is_main_process,
+    open_database,
+    pass_label,
+    pass_name,
+    resume_or_start,
+    wait_for_everyone,
+    write_json,
+)
+
+ResultT = TypeVar("ResultT", bound=TrainingResult)
+
+
+@dataclass
+class Pass:
+    """One pass of a plan: its label (``name@commit12`` of a curriculum repository, or the
+    dataset's folder name), the ``repositories`` whose export it trains on (database runs), and
+    ``data`` it was handed in memory instead (e.g. :meth:`RetrievalTrainer.fit_examples`)."""
+
+    label: str
+    repositories: list[Any] = field(default_factory=list)  # RepositoryInfo (curriculum)
+    data: Any = None
+
+
+@dataclass
+class PassDataset:
+    """Where pass data on disk is: ``path`` (None for data held in memory) and ``source``, the
+    words error messages use for it."""
+
+    path: Path | None
+    source: str
+
+
+@dataclass
+class PassRun:
+    """A run under way, as the hooks see it: the ``plan``, the database (or None), the dataset
+    ``data_path`` (or None), the run directory ``out``, its ``training_state.json`` content
+    (``state["passes"]``: every finished pass's entry, resumed ones included), the number of
+    passes ``first`` done before this call, and what a resumed run started from."""
+
+    plan: list[Pass]
+    db: Any
+    data_path: Path | None
+    out: Path
+    state: dict[str, Any]
+    first: int = 0
+    resumed_from: str | None = None
+    start: float = field(default_factory=time.perf_counter)
+
+    def seconds(self) -> float:
+        """Wall time of this call so far (a resumed run counts only its own time)."""
+        return round(time.perf_counter() - self.start, 3)
+
+
+class CurriculumTrainer(ABC, Generic[ResultT]):
+    """The pass loop of a trainer; subclasses set the class attributes and fill in the hooks.
+
+    Class attributes:
+
+    - ``run_kind``: the kind of the database's training-run record (``"sft"``, ``"retrieval"``).
+    - ``default_model``: the model recorded when ``config.model_name`` is None.
+    - ``config_file``: the config's file name in ``output_dir``.
+    - ``run_what``: how a refused resume names the run (``"retrieval training"``).
+    - ``not_fingerprinted``: config fields that do not change what is trained, so a run may
+      resume with other values of them.
+    - ``sync_processes``: wait for the other ranks at the loop's barriers (an ``accelerate
+      launch`` run starts every rank at once; Lightning starts its own inside ``fit``, so a
+      Lightning trainer leaves this False).
+    - ``export_per_pass``: a database run exports pass *k* to ``data/pass-NNN`` and reuses that
+      export on resume (True), or rewrites one folder (``data_path``, default ``data/``) before
+      each pass (False).
+
+    ``self.config`` must have ``output_dir``, ``model_name``, ``resume`` and
+    ``overwrite_output_dir``.
+
+    Hooks, in the order the loop calls them:
+
+    - :meth:`_dataset_files` (no database): check the dataset directory; the files that identify
+      it (their bytes are the plan's fingerprint).
+    - :meth:`_pass_repositories` (database): the repositories pass *k* trains on (default: the
+      first *k* + 1 of the curriculum).
+    - :meth:`_fingerprint_extra`: anything outside the config that changes what is trained.
+    - :meth:`_pass_checkpoint`: the checkpoint a pass under way resumes from, or None.
+    - :meth:`_model_dir`: where the model after the last finished pass is.
+    - :meth:`_begin`: before the first pass to run (load or restore state; ``run.first`` passes
+      are done already).
+    - :meth:`_run_pass`: train one pass on its data; returns the pass's entry of
+      ``training_state.json`` (a JSON-able dict with at least ``steps``).
+    - :meth:`_save_pass`: on the main process, save the model after a pass.
+    - :meth:`_summarise`: after the last pass, the result (``run.state["passes"]`` holds every
+      pass's entry, resumed ones included).
+    - :meth:`_record_metrics`: what the database's run record keeps of the result.
+    """
+
+    run_kind: ClassVar[str]
+    default_model: ClassVar[str]
+    config_file: ClassVar[str]
+    run_what: ClassVar[str] = "training"
+    not_fingerprinted: ClassVar[frozenset[str]] = frozenset()
+    sync_processes: ClassVar[bool] = True
+    export_per_pass: ClassVar[bool] = False
+
+    config: Any
+    result: ResultT | None
+
+    # ------------------------------------------------------------------ the loop
+
+    def train(
+        self,
+        repos: Iterable[Any] | None = None,
+        database: Any = None,
+        data_path: str | os.PathLike[str] | None = None,
+    ) -> ResultT:
+        """With ``database`` (a DynamicDatabase or its file): one pass per repository of
+        ``repos`` (default: all) in curriculum order, recorded in the database's training runs.
+        Without: one pass on the LeanDojo dataset ``data_path``. Returns the result (also
+        ``output_dir/summary.json``)."""
+        start = time.perf_counter()
+        db, own_db = open_database(database)
+        try:
+            plan, sources, plan_id = self._plan(repos, db, data_path)
+            return self._run_plan(plan, sources, plan_id, db, data_path, start=start)
+        finally:
+            if own_db and db is not None:
+                db.close()
+
+    def _plan(
+        self, repos: Iterable[Any] | None, db: Any, data_path: str | os.PathLike[str] | None
+    ) -> tuple[list[Pass], list[Path], dict[str, Any]]:
+        """``(passes, files the run reads, the plan's identity)``."""
+        if db is not None:
+            order, sources, plan_id = curriculum(db, repos)
+            plan = [
+                Pass(label=pass_label(info), repositories=self._pass_repositories(order, k))
+                for k, info in enumerate(order)
+            ]
+            return plan, sources, plan_id
+        path = dataset_source(repos, data_path)
+        digest = hashlib.sha256()
+        for f in self._dataset_files(path):
+            if f.is_file():
+                digest.update(f.read_bytes())
+        plan_id = {"data": str(path.resolve()), "sha256": digest.hexdigest()}
+        return [Pass(label=path.name)], [path], plan_id
+
+    def _run_plan(
+        self,
+        plan: list[Pass],
+        sources: list[Path],
+        plan_id: dict[str, Any],
+        db: Any,
+        data_path: str | os.PathLike[str] | None,
+        *,
+        start: float | None = None,
+    ) -> ResultT:
+        """Run (or resume) ``plan`` in ``output_dir``, record it, write ``summary.json``."""
+        start = time.perf_counter() if start is None else start
+        cfg = self.config
+        out = Path(cfg.output_dir)
+        state, first = resume_or_start(
+            out,
+            cfg,
+            fingerprint=config_fingerprint(
+                cfg, plan_id, self.not_fingerprinted, **self._fingerprint_extra()
+            ),
+            plan_id=plan_id,
+            sources=sources,
+            config_file=self.config_file,
+            has_checkpoint=lambda o, k: self._pass_checkpoint(o, k) is not None,
+            what=self.run_what,
+            barrier=self._barrier if self.sync_processes else None,
+        )
+        run = PassRun(plan, db, None if data_path is None else Path(data_path), out, state, first)
+        run.start = start
+        with TrainingRunRecord(
+            db,
+            self.run_kind,
+            model=cfg.model_name or self.default_model,
+            config=cfg,
+            plan=plan,
+        ) as record:
+            result = self._run_passes(run)
+        result.run_id = record.id
+        record.finish(self._record_metrics(result), self._model_dir(out).resolve())
+        if is_main_process():
+            write_json(out / SUMMARY_FILE, result.to_dict())
+        self.result = result
+        return result
+
+    def _run_passes(self, run: PassRun) -> ResultT:
+        out, state = run.out, run.state
+        if run.first > 0 or self._pass_checkpoint(out, run.first) is not None:
+            run.resumed_from = str(self._pass_checkpoint(out, run.first) or self._model_dir(out))
+        self._begin(run)
+        for k in range(run.first, len(run.plan)):
+            info = self._run_pass(k, run.plan[k], self._pass_dataset(run, k), out)
+            if is_main_process():
+                self._save_pass(out)
+                state["passes"].append(info)
+                state["passes_done"] = k + 1
+                write_json(out / STATE_FILE, state)
+                # The next pass starts from the saved model, not from this pass's checkpoints.
+                shutil.rmtree(out / CHECKPOINTS / pass_name(k), ignore_errors=True)
+            self._barrier()
+        result = self._summarise(run)
+        if is_main_process():
+            state["finished"] = True
+            write_json(out / STATE_FILE, state)
+        return result
+
+    def _pass_dataset(self, run: PassRun, k: int) -> PassDataset:
+        """Where pass ``k`` reads its data: the database export of its repositories (written
+        here), the dataset ``data_path``, or nowhere (data in memory)."""
+        p = run.plan[k]
+        if p.data is not None:
+            return PassDataset(None, p.label)
+        if run.db is None:
+            assert run.data_path is not None  # the plan has checked it
+            return PassDataset(run.data_path, str(run.data_path))
+        if self.export_per_pass:
+            dataset_dir = run.out / DATA / pass_name(k)
+            # A resumed pass keeps the export it started on.
+            if is_main_process() and not (dataset_dir / "corpus.jsonl").is_file():
+                run.db.export_merged_data(p.repositories, dataset_dir)
+            source = f"the export of {p.label} at {dataset_dir}"
+        else:
+            dataset_dir = run.data_path if run.data_path is not None else run.out / DATA
+            if is_main_process():
+                run.db.export_merged_data(p.repositories, dataset_dir)
+            source = f"the merged export of {len(p.repositories)} repositories at {dataset_dir}"
+        self._barrier()
+        return PassDataset(dataset_dir, source)
+
+    def _barrier(self) -> None:
+        if self.sync_processes:
+            wait_for_everyone()
+
+    # ------------------------------------------------------------------ hooks
+
+    def _pass_repositories(self, order: list[Any], k: int) -> list[Any]:
+        """The repositories pass ``k`` of curriculum ``order`` trains on: all so far."""
+        return order[: k + 1]
+
+    def _fingerprint_extra(self) -> dict[str, Any]:
+        """What changes the training besides the config and the data (default: nothing)."""
+        return {}
+
+    def _record_metrics(self, result: ResultT) -> Mapping[str, Any]:
+        """What the database's training-run record keeps of ``result`` (default: all of it)."""
+        return result.to_dict()
+
+    @abstractmethod
+    def _dataset_files(self, path: Path) -> list[Path]:
+        """Check the dataset at ``path`` (typed errors naming what is missing); the files whose
+        contents identify it."""
+
+    @abstractmethod
+    def _pass_checkpoint(self, out: Path, k: int) -> Path | None:
+        """The checkpoint pass ``k`` in ``out`` would resume from, or None."""
+
+    @abstractmethod
+    def _model_dir(self, out: Path) -> Path:
+        """Where the model saved after the last finished pass is (the run record's checkpoint)."""
+
+    @abstractmethod
+    def _begin(self, run: PassRun) -> None:
+        """Get ready to run passes ``run.first`` … ``len(run.plan) - 1`` (the passes before
+        ``run.first`` are done: restore what they left in ``run.out``)."""
+
+    @abstractmethod
+    def _run_pass(self, k: int, p: Pass, dataset: PassDataset, out: Path) -> dict[str, Any]:
+        """Train pass ``k``; its entry of ``training_state.json``."""
+
+    @abstractmethod
+    def _save_pass(self, out: Path) -> None:
+        """Save the model after a pass (main process only)."""
+
+    @abstractmethod
+    def _summarise(self, run: PassRun) -> ResultT:
+        """The run's result, after its last pass."""
+
+
+__all__ = ["CurriculumTrainer", "Pass", "PassDataset", "PassRun"]

@@ -1,0 +1,165 @@
+"""Layer 3 (trainer): ``RetrievalModule``, the LightningModule that trains a premise retriever.
+
+Imports torch and Lightning at module level: import it only where training happens
+(:class:`~lean_dojo_v2.trainer.retrieval_trainer.RetrievalTrainer` does so inside ``_fit_pass``),
+so that ``import lean_dojo_v2.trainer`` stays light.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pytorch_lightning as pl
+import torch
+
+from ..models.premise_index import PremiseIndex
+from ..models.retrieval_eval import ranking_metrics
+from .retrieval_loss import cached_contrastive_backward, plain_contrastive_backward
+
+if TYPE_CHECKING:
+    from ..data.corpus import Corpus
+    from ..models.retrieval import PremiseEncoder
+    from .retrieval_config import TrainingConfig
+
+
+class RetrievalModule(pl.LightningModule):
+    """Trains ``encoder.module`` with the masked contrastive loss (+ EWC); validates R@k on
+    the val queries against a premise index rebuilt at each validation."""
+
+    def __init__(
+        self,
+        encoder: PremiseEncoder,
+        config: TrainingConfig,
+        *,
+        corpus: Corpus | None = None,
+        ewc: Any = None,
+        total_steps: int = 1,
+    ) -> None:
+        super().__init__()
+        self.encoder = encoder
+        self.net = encoder.module  # registered: what the optimizer and checkpoints hold
+        self.config = config
+        self.corpus = corpus
+        self.ewc = ewc
+        self.total_steps = max(1, int(total_steps))
+        self.automatic_optimization = False  # GradCache backprops chunk by chunk
+        self.net.train()  # from_pretrained gives an eval-mode model; Lightning keeps modes
+        self._index: Any = None
+
+    # -------------------------------------------------------------- optimisation
+
+    def configure_optimizers(self):
+        from transformers import get_scheduler
+
+        cfg = self.config
+        decay, no_decay = [], []
+        for name, p in self.net.named_parameters():
+            if not p.requires_grad:
+                continue
+            lname = name.lower()
+            (no_decay if p.ndim < 2 or "norm" in lname or "bias" in lname else decay).append(p)
+        groups = [
+            {"params": decay, "weight_decay": cfg.weight_decay},
+            {"params": no_decay, "weight_decay": 0.0},
+        ]
+        opt = torch.optim.AdamW([g for g in groups if g["params"]], lr=cfg.lr)
+        sched = get_scheduler(
+            cfg.lr_scheduler_type,
+            opt,
+            num_warmup_steps=cfg.warmup_steps,
+            num_training_steps=self.total_steps,
+        )
+        return [opt], [{"scheduler": sched, "interval": "step"}]
+
+    def transfer_batch_to_device(self, batch, device, dataloader_idx):
+        if isinstance(batch, list):  # validation: RetrievalQuery objects, encoded later
+            return batch
+        return batch.to(device)
+
+    def on_train_start(self) -> None:
+        self.net.train()  # from_pretrained gives an eval-mode model; Lightning keeps modes
+
+    def training_step(self, batch, batch_idx):
+        cfg = self.config
+        opt = self.optimizers()
+        sched = self.lr_schedulers()
+        scale = 1.0 / cfg.accumulate_grad_batches
+        extra = None
+        if self.ewc is not None and self.ewc.active:
+            extra = lambda: self.ewc.penalty(self.net)  # noqa: E731
+        common = dict(
+            temperature=cfg.temperature,
+            scale=scale,
+            backward=self.manual_backward,
+            extra_loss=extra,
+        )
+        if cfg.grad_cache:
+            loss = cached_contrastive_backward(
+                self.encoder.embed,
+                batch.queries,
+                batch.candidates,
+                batch.targets,
+                batch.positive_mask,
+                chunk_size=cfg.grad_cache_chunk_size,
+                **common,
+            )
+        else:
+            loss = plain_contrastive_backward(
+                self.encoder.embed,
+                batch.queries,
+                batch.candidates,
+                batch.targets,
+                batch.positive_mask,
+                **common,
+            )
+        if (batch_idx + 1) % cfg.accumulate_grad_batches == 0 or self.trainer.is_last_batch:
+            if cfg.gradient_clip_val is not None:
+                self.clip_gradients(
+                    opt,
+                    gradient_clip_val=cfg.gradient_clip_val,
+                    gradient_clip_algorithm="norm",
+                )
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+            sched.step()
+        n = len(batch)
+        # Kept here too: trainer.callback_metrics loses it when validate() runs afterwards.
+        self.last_train_loss = float(loss.detach())
+        self.log("train_loss", loss, prog_bar=True, batch_size=n)
+        if extra is not None:
+            self.log("ewc_penalty", extra().detach(), batch_size=n)
+        self.log("lr", sched.get_last_lr()[0], batch_size=n)
+        return loss
+
+    # -------------------------------------------------------------- validation
+
+    def on_validation_epoch_start(self) -> None:
+        self._index = PremiseIndex.build(
+            self.corpus,
+            self.encoder,
+            batch_size=self.config.eval_batch_size,
+            show_progress=False,
+        )
+
+    def validation_step(self, batch, batch_idx):
+        queries = list(batch)
+        emb = self.encoder.encode(
+            [q.state for q in queries], batch_size=self.config.eval_batch_size
+        )
+        masks = [self._index.mask(q.file_path, q.pos) for q in queries]
+        hits = self._index.search(emb, self.config.num_retrieved, masks=masks)
+        rankings = [[self._index.premises[i].full_name for i, _ in row] for row in hits]
+        m = ranking_metrics(rankings, [q.positives for q in queries], ks=(1, 10))
+        self.log_dict(
+            {f"{k}_val": float(m[k]) for k in ("R@1", "R@10", "MRR", "FullRecall@10")},
+            batch_size=len(queries),
+            on_epoch=True,
+            sync_dist=True,
+            prog_bar=False,
+        )
+
+    def on_validation_epoch_end(self) -> None:
+        self._index = None
+
+
+__all__ = ["RetrievalModule"]
