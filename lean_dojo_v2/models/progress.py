@@ -166,6 +166,53 @@ def _read_metadata(path: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
+_WEIGHT_FILES = (
+    "model.safetensors",
+    "pytorch_model.bin",
+    "model.safetensors.index.json",
+    "pytorch_model.bin.index.json",
+)
+
+
+def check_progress_model(path: str | os.PathLike[str]) -> Path:
+    """Check, without loading it, that directory ``path`` holds a progress model: a
+    ``config.json`` with one output (a steps-remaining regressor) and a weights file. Returns the
+    folder; raises :class:`ModelNotFoundError` (nothing there, not a model) or
+    :class:`ModelError` (a model, but not a progress model) with what to do. Cheap (no torch), so
+    ``prove`` checks ``LEANPROGRESS_MODEL`` before any search starts."""
+    hint = "give a directory written by `lean-dojo-v2 train progress` (ProgressTrainer)"
+    folder = Path(os.fspath(path)).expanduser()
+    if not folder.exists():
+        raise ModelNotFoundError(f"progress model {folder} does not exist; {hint}")
+    if not folder.is_dir():
+        raise ModelNotFoundError(
+            f"progress model {folder} is a file, not a model directory; {hint}"
+        )
+    try:
+        config = json.loads((folder / "config.json").read_text("utf-8"))
+    except FileNotFoundError:
+        raise ModelNotFoundError(f"progress model {folder} has no config.json; {hint}") from None
+    except (OSError, ValueError) as exc:
+        raise ModelNotFoundError(
+            f"progress model {folder}: config.json is unreadable ({exc}); {hint}"
+        ) from None
+    if not isinstance(config, dict):
+        raise ModelNotFoundError(f"progress model {folder}: config.json is not an object; {hint}")
+    labels = config.get("id2label")
+    # transformers' rule: id2label decides the number of outputs; without it, the default is 2.
+    outputs = len(labels) if isinstance(labels, dict) else config.get("num_labels", 2)
+    if outputs != 1:
+        raise ModelError(
+            f"{folder} is not a steps-remaining regressor (it has {outputs} outputs, a progress "
+            "model has 1); train one with `lean-dojo-v2 train progress`"
+        )
+    if not any((folder / name).is_file() for name in _WEIGHT_FILES):
+        raise ModelNotFoundError(
+            f"progress model {folder} has no weights ({', '.join(_WEIGHT_FILES[:2])}); {hint}"
+        )
+    return folder
+
+
 class ProgressModel:
     """A trained steps-remaining regressor with its tokenizer.
 
@@ -212,13 +259,7 @@ class ProgressModel:
                     f"no progress model: pass a path, or set {ENV_MODEL} to a directory written "
                     "by `lean-dojo-v2 train progress` (ProgressTrainer)"
                 )
-        folder = Path(os.fspath(path)).expanduser()
-        if not folder.is_dir() or not (folder / "config.json").is_file():
-            what = "does not exist" if not folder.exists() else "has no config.json"
-            raise ModelNotFoundError(
-                f"progress model {folder} {what}; give a directory written by "
-                "`lean-dojo-v2 train progress` (ProgressTrainer)"
-            )
+        folder = check_progress_model(path)
         if device == "auto" and os.environ.get(ENV_DEVICE, "").strip():
             device = os.environ[ENV_DEVICE].strip()
         dev = resolve_device(device)
@@ -319,7 +360,8 @@ def load_progress_model(
     path: str | os.PathLike[str] | None = None, *, device: str = "auto"
 ) -> ProgressModel | None:
     """:meth:`ProgressModel.load` of ``path`` or ``$LEANPROGRESS_MODEL``; ``None`` when neither
-    is given (search then runs without progress scores)."""
+    is given (search then runs without progress scores). A path given that holds no progress
+    model raises (:func:`check_progress_model`), it is never ignored."""
     if path is None and not os.environ.get(ENV_MODEL, "").strip():
         return None
     return ProgressModel.load(path, device=device)

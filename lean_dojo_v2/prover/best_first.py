@@ -5,6 +5,9 @@
     priority(state) = cumulative log-prob of the tactic path to it
                       + progress_weight * (- predicted steps remaining)      (when weight > 0)
 
+with the progress model given, or the one ``SearchConfig.progress_model_path`` or
+``LEANPROGRESS_MODEL`` names (``progress_weight`` None applies ``DEFAULT_PROGRESS_WEIGHT`` then).
+
 and repeatedly takes the ``frontier_batch`` best open states, asks the generator for
 ``num_samples`` tactics for all of them in **one** ``generate`` call, and runs every
 (state, tactic) pair. Tactics of one batch run concurrently across the environments given
@@ -39,6 +42,7 @@ What both search modes share (clock, counters, generator call, re-check, result)
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -66,24 +70,39 @@ from .search_run import BlockingSearch, SearchRun, SearchStop, check_theorem, ow
 from .search_tree import DROPPED, EXPANDED, OPEN, TOO_DEEP, Node, SearchTree
 from .threads import in_daemon_thread
 
+_LOADED_PROGRESS: dict[tuple[str, str], Any] = {}
+_LOADING = threading.Lock()
 
-def load_progress_model() -> Any:
-    """The model named by ``LEANPROGRESS_MODEL`` (imported only when a weight asks for it)."""
+
+def load_progress_model(path: str | None = None, *, device: str = "auto") -> Any:
+    """The progress model in directory ``path`` (None: ``$LEANPROGRESS_MODEL``), loaded once per
+    process and device: a proving worker builds one search per theorem, and reloading a model for
+    each would cost more than most searches. A path that holds no progress model raises
+    :class:`~lean_dojo_v2.errors.ModelNotFoundError` / :class:`~lean_dojo_v2.errors.ModelError`
+    (never ignored); nothing given raises :class:`ConfigError`."""
+    import os
+
     try:
-        from ..models.progress import load_progress_model
+        from ..models.progress import ENV_MODEL, ProgressModel
     except ImportError as exc:
         raise ConfigError(
             "SearchConfig.progress_weight > 0 needs a progress model, but "
             f"lean_dojo_v2.models.progress cannot be imported ({exc}); pass progress_model= or "
             "set progress_weight=0"
         ) from exc
-    model = load_progress_model()
-    if model is None:
+    if path is None:
+        path = os.environ.get(ENV_MODEL, "").strip() or None
+    if path is None:
         raise ConfigError(
             "SearchConfig.progress_weight > 0 needs a progress model: pass progress_model= to "
-            "the search or set LEANPROGRESS_MODEL to a trained model's directory "
-            "(or set progress_weight=0)"
+            "the search, set progress_model_path, or set LEANPROGRESS_MODEL to a trained model's "
+            "directory (or set progress_weight=0)"
         )
+    key = (os.path.realpath(os.path.expanduser(path)), device)
+    with _LOADING:
+        model = _LOADED_PROGRESS.get(key)
+        if model is None:
+            model = _LOADED_PROGRESS[key] = ProgressModel.load(path, device=device)
     return model
 
 
@@ -116,8 +135,15 @@ class BestFirstSearch(BlockingSearch):
                 f"{type(generator).__name__} is not a TacticGenerator: it has no generate()"
             )
         self.progress_model = progress_model
-        if self.config.progress_weight > 0 and progress_model is None:
-            self.progress_model = load_progress_model()
+        if progress_model is None and self.config.progress_weight != 0:
+            # LEANPROGRESS_MODEL (or progress_model_path) set means "use it" (the seed's
+            # promise); a weight > 0 without any model is an error, not a silent 0.
+            source = self.config.progress_model_source()
+            if source is not None or self.config.progress_weight is not None:
+                self.progress_model = load_progress_model(source)
+        self.progress_weight = self.config.effective_progress_weight(
+            self.progress_model is not None
+        )
         self.last_tree: SearchTree | None = None
 
     async def search_async(
@@ -381,7 +407,7 @@ class _BestFirstRun(SearchRun):
                 raise SearchStop("proved", "proved")
 
     def _priority(self, node: Node) -> float:
-        w = self.cfg.progress_weight
+        w = self.owner.progress_weight
         if w > 0 and node.progress is not None:
             return node.logprob - w * node.progress
         return node.logprob
@@ -390,7 +416,7 @@ class _BestFirstRun(SearchRun):
         if not nodes:
             return
         model = self.owner.progress_model
-        if self.cfg.progress_weight > 0 and model is not None:
+        if self.owner.progress_weight > 0 and model is not None:
             goals = [n.key for n in nodes]
             prefixes = ["\n".join(self.tree.path(n)) for n in nodes]
             t = time.perf_counter()
@@ -424,6 +450,7 @@ class _BestFirstRun(SearchRun):
         stats.update(self.tree.stats())
         stats.update(self.c.as_dict())
         stats["envs"] = len(self.envs)
+        stats["progress_weight"] = self.owner.progress_weight
         stats["shared_states"] = self.shared
         stats["env_restarts"] = self._env_restarts()
         stats["engine_seconds"] = round(

@@ -124,6 +124,21 @@ def add_prove_parser(sub: Any) -> argparse.ArgumentParser:
     search.add_argument(
         "--whole-proof", action="store_true", help="sample whole proofs and verify each"
     )
+    search.add_argument(
+        "--progress-model",
+        default=None,
+        metavar="DIR",
+        help="a progress model (from `train progress`) to rank states by predicted steps "
+        "remaining (default: $LEANPROGRESS_MODEL when set)",
+    )
+    search.add_argument(
+        "--progress-weight",
+        type=float,
+        default=None,
+        metavar="W",
+        help="weight of the progress model's predicted steps in the priority (default 0.5 with "
+        "a progress model, 0 without; 0 turns $LEANPROGRESS_MODEL off)",
+    )
     par = p.add_argument_group("parallelism")
     par.add_argument("--workers", type=int, default=1, help="parallel workers (default 1)")
     par.add_argument(
@@ -136,7 +151,11 @@ def add_prove_parser(sub: Any) -> argparse.ArgumentParser:
         "--ray-address", default=None, help="ray: the cluster to join (auto, ray://head:10001)"
     )
     out = p.add_argument_group("output")
-    out.add_argument("--db", default=None, help="record proofs in this DynamicDatabase file")
+    out.add_argument(
+        "--db",
+        default=None,
+        help="record proofs in this existing DynamicDatabase file (create it with `db add`)",
+    )
     out.add_argument(
         "--write-back",
         default=None,
@@ -307,13 +326,19 @@ def cmd_prove(args: argparse.Namespace) -> int:
             raise ConfigError(f"--{name.replace('_', '-')} must be at least 1")
     if args.write_back is None and (args.branch or args.in_place or args.out):
         raise ConfigError("--branch, --out and --in-place go with --write-back REPO_DIR")
+    # Everything that can be refused is refused here, before a search whose proofs would be lost.
+    target = _check_write_back(args)
+    if args.db:
+        _check_db(args.db)
     theorems, left_out = _select_theorems(args)
     if left_out:
         logger.info(
             "%d theorem(s) without a recorded tactic proof left out (replay cannot start them)",
             left_out,
         )
-    config = config_from_args(args, SearchConfig, **_search_flags(args))
+    if target is not None:
+        _check_write_back_files(target, theorems)
+    config = _with_progress_model(config_from_args(args, SearchConfig, **_search_flags(args)))
     make_generator = _generator_spec(args)
     make_env = _env_spec(args, config.tactic_timeout)
     db = _open_db(args.db) if args.db else None
@@ -327,7 +352,7 @@ def cmd_prove(args: argparse.Namespace) -> int:
             model_name = str(args.model or "smollm2")
 
             def on_result(result: Any) -> None:
-                part = record_results(db, [result], theorems, model=model_name)
+                part = record_results(db, [result], theorems, model=model_name, warn=False)
                 _merge(recorded, part)
 
         start = time.perf_counter()
@@ -346,15 +371,109 @@ def cmd_prove(args: argparse.Namespace) -> int:
     finally:
         if db is not None:
             db.close()
-    written = None
+    if recorded is not None:
+        from .recording import warn_not_recorded
+
+        warn_not_recorded(recorded)  # once, with the count (results were recorded one by one)
+    written = failure = None
     if args.write_back is not None:
-        written = _write_back(args, results, theorems)
-    summary = _summary(args, results, seconds, left_out, recorded, written)
+        try:
+            written = _write_back(args, results, theorems)
+        except (LeanDojoError, OSError) as exc:
+            failure = exc
+            written = _write_back_failed(args, results, exc)
+    summary = _summary(args, results, seconds, left_out, recorded, written, config)
     if args.json:
         print(json.dumps(summary))
     else:
         _print_summary(summary)
+    sys.stdout.flush()
+    if failure is not None:
+        from .writeback import WriteBackError
+
+        # The proofs are printed (and recorded) above; only now does the write-back fail.
+        where = " and recorded in the database" if recorded is not None else ""
+        raise WriteBackError(
+            f"write-back failed after the search: {written['error']}; "
+            f"{written['what_was_written']} (the {summary['proved']} proof(s) found are "
+            f"printed above{where})"
+        ) from failure
     return 0
+
+
+def _check_write_back(args: argparse.Namespace) -> Any:
+    """The checked write-back target (None without ``--write-back``): every argument is checked
+    before any search (:func:`~.writeback.check_write_back`)."""
+    if args.write_back is None:
+        return None
+    from .writeback import check_write_back
+
+    return check_write_back(
+        args.write_back,
+        out=args.out,
+        in_place=args.in_place,
+        branch=args.branch,
+        force=args.force,
+    )
+
+
+def _check_write_back_files(target: Any, theorems: list[Any]) -> None:
+    """Refuse a repository holding none of the theorems' files (the wrong repository, or the
+    wrong commit); warn about the files it lacks when it holds some."""
+    from .writeback import WriteBackError, missing_files
+
+    files = {t.file_path for t in theorems}
+    missing = missing_files(target, files)
+    if missing and len(missing) == len(files):
+        raise WriteBackError(
+            f"none of the {len(files)} file(s) of the theorems to prove is in {target.repo} "
+            f"(e.g. {missing[0]}): pass the repository the dataset was traced from to "
+            "--write-back"
+        )
+    if missing:
+        logger.warning(
+            "%d of the %d file(s) of the theorems to prove are not in %s (%s): proofs found in "
+            "them will not be written back",
+            len(missing),
+            len(files),
+            target.repo,
+            ", ".join(missing[:3]) + (", ..." if len(missing) > 3 else ""),
+        )
+
+
+def _check_db(path: str) -> None:
+    """``--db`` names an existing database: it is opened for writing proofs only after the
+    search, and ``prove`` never creates one (``db add`` / ``db import-json`` do)."""
+    from ..database import DynamicDatabase
+
+    DynamicDatabase(path, create=False).close()  # DatabaseNotFoundError, in one line
+
+
+def _with_progress_model(config: Any) -> Any:
+    """``config`` with the progress model it asks for (``--progress-model``, else
+    ``$LEANPROGRESS_MODEL``) checked and given as an absolute ``progress_model_path``, so that
+    every worker (processes, Ray actors) loads the same one. A path that holds no progress model
+    is refused here, before any search; a weight > 0 without a model likewise."""
+    import dataclasses
+
+    from ..errors import ConfigError
+
+    source = config.progress_model_source()
+    if source is None:
+        if config.progress_weight:
+            raise ConfigError(
+                f"--progress-weight {config.progress_weight} needs a progress model: pass "
+                "--progress-model DIR or set LEANPROGRESS_MODEL (or use --progress-weight 0)"
+            )
+        return config
+    from ..models.progress import check_progress_model
+
+    folder = check_progress_model(source)
+    if config.whole_proof:
+        logger.warning(
+            "whole-proof search ranks no states: the progress model %s is not used", source
+        )
+    return dataclasses.replace(config, progress_model_path=str(folder.resolve()))
 
 
 def _search_flags(args: argparse.Namespace) -> dict[str, Any]:
@@ -366,13 +485,17 @@ def _search_flags(args: argparse.Namespace) -> dict[str, Any]:
     }
     if args.whole_proof:  # a store_true flag: absent leaves the config's whole_proof alone
         flags["whole_proof"] = True
+    if args.progress_model is not None:
+        flags["progress_model_path"] = args.progress_model
+    if args.progress_weight is not None:
+        flags["progress_weight"] = args.progress_weight
     return flags
 
 
 def _open_db(path: str) -> Any:
     from ..database import DynamicDatabase
 
-    return DynamicDatabase(path)
+    return DynamicDatabase(path, create=False)
 
 
 def _merge(total: Any, part: Any) -> None:
@@ -411,6 +534,30 @@ def _write_back(
     return info
 
 
+def _write_back_failed(
+    args: argparse.Namespace, results: list[Any], exc: BaseException
+) -> dict[str, Any]:
+    """The summary's ``write_back`` entry when write-back raised after the search: the error,
+    and what was and was not written."""
+    proved = sorted(r.theorem for r in results if r.status == "proved")
+    if args.in_place and isinstance(exc, OSError):
+        what = "files of the checkout may be partly edited: check `git status` there"
+    elif args.in_place:
+        what = "no file of the checkout was changed"
+    else:
+        what = "nothing was written (no working copy made)"
+    message = str(exc) if not isinstance(exc, OSError) else f"{type(exc).__name__}: {exc}"
+    return {
+        "error": message,
+        "what_was_written": what,
+        "written": [],
+        "not_written": proved,
+        "skipped": {},
+        "files": [],
+        "diff_file": None,
+    }
+
+
 def _summary(
     args: argparse.Namespace,
     results: list[Any],
@@ -418,6 +565,7 @@ def _summary(
     left_out: int,
     recorded: Any,
     written: dict[str, Any] | None,
+    config: Any = None,
 ) -> dict[str, Any]:
     counts = Counter(r.status for r in results)
     backends = sorted({r.backend for r in results if r.backend != "unknown"})
@@ -441,6 +589,10 @@ def _summary(
         "parallel": args.parallel,
         "errors": {r.theorem: r.error for r in results if r.status == "error"},
     }
+    if config is not None and not config.whole_proof:
+        model = config.progress_model_path if config.progress_weight != 0 else None
+        out["progress_model"] = model
+        out["progress_weight"] = config.effective_progress_weight(model is not None)
     if recorded is not None:
         out["db"] = recorded.to_dict()
     if written is not None:
@@ -467,7 +619,10 @@ def _print_summary(s: dict[str, Any]) -> None:
         d = s["db"]
         p(f"recorded {d['recorded']} proof(s) in the database")
         p(f" ({len(d['not_in_db'])} theorem(s) not in it)\n" if d["not_in_db"] else "\n")
-    if "write_back" in s:
+    if "write_back" in s and "error" in s["write_back"]:
+        w = s["write_back"]
+        p(f"not written back ({w['what_was_written']}): {w['error']}\n")
+    elif "write_back" in s:
         w = s["write_back"]
         p(f"wrote {len(w['written'])} proof(s) into {w.get('workdir', '-')}")
         p(f" on branch {w['branch']}" if w.get("branch") else "")

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["RecordingSummary", "record_results"]
+__all__ = ["RecordingSummary", "record_results", "warn_not_recorded"]
 
 
 @dataclass
@@ -88,6 +88,7 @@ def record_results(
     *,
     model: str | None = None,
     training_run: int | None = None,
+    warn: bool = True,
 ) -> RecordingSummary:
     """Record the proved ``results`` in ``db`` (see the module docstring).
 
@@ -121,6 +122,15 @@ def record_results(
         )
         summary.recorded += 1
         summary.proof_ids.append(record.id)
+    if warn:
+        warn_not_recorded(summary)
+    return summary
+
+
+def warn_not_recorded(summary: RecordingSummary) -> None:
+    """Log, once, how many proved theorems were not recorded and why (not in the database, or
+    ambiguous in it). :func:`record_results` calls it unless ``warn=False``; a caller recording
+    one result at a time (``prove --db``) passes that and calls this once at the end."""
     if summary.not_in_db:
         shown = ", ".join(summary.not_in_db[:3]) + (", ..." if len(summary.not_in_db) > 3 else "")
         logger.warning(
@@ -136,4 +146,3 @@ def record_results(
             len(summary.ambiguous),
             ", ".join(summary.ambiguous[:3]),
         )
-    return summary

@@ -3,9 +3,19 @@
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 
 from ..errors import ConfigError
+
+ENV_PROGRESS_MODEL = "LEANPROGRESS_MODEL"
+"""The seed's variable naming a progress model (the same name as ``models.progress.ENV_MODEL``;
+repeated here so that this module stays free of model imports)."""
+
+DEFAULT_PROGRESS_WEIGHT = 0.5
+"""λ when a progress model is configured and ``progress_weight`` is None. Log-probs of single
+tactics are typically a few tenths to a few nats apart; at 0.5 one predicted step fewer weighs half
+a nat, enough to reorder near-equal candidates without overruling a generator that is sure."""
 
 
 @dataclass
@@ -43,10 +53,16 @@ class SearchConfig:
 
         > Parameters that control the priority
 
-        progress_weight (`float`, *optional*, defaults to `0.0`):
+        progress_weight (`float` or `None`, *optional*, defaults to `None`):
             Weight λ of the progress model's predicted steps remaining; the priority is
-            `logprob + λ·(−steps)`. 0 uses log-probs only and loads no model; > 0 needs a model
-            (the search's `progress_model` argument, or `LEANPROGRESS_MODEL`).
+            `logprob + λ·(−steps)`. `None`: `DEFAULT_PROGRESS_WEIGHT` (0.5) when a progress model
+            is configured (`progress_model_path`, `LEANPROGRESS_MODEL`, or the search's
+            `progress_model` argument), else 0. 0 uses log-probs only and loads no model, even
+            with `LEANPROGRESS_MODEL` set; > 0 needs a model.
+        progress_model_path (`str` or `None`, *optional*, defaults to `None`):
+            Directory of the progress model (written by `lean-dojo-v2 train progress`); `None`:
+            `LEANPROGRESS_MODEL`, when set. A path that holds no progress model is an error
+            before the search starts, never ignored.
 
         > Parameters that control the mode
 
@@ -77,7 +93,8 @@ class SearchConfig:
     timeout: float = 600.0
     tactic_timeout: float = 30.0
     frontier_batch: int = 4
-    progress_weight: float = 0.0
+    progress_weight: float | None = None
+    progress_model_path: str | None = None
     whole_proof: bool = False
     whole_proof_rounds: int = 1
     max_depth: int | None = None
@@ -105,10 +122,34 @@ class SearchConfig:
                     f"SearchConfig.{name} must be a finite number of seconds > 0, got {value!r}"
                 )
         w = self.progress_weight
-        if isinstance(w, bool) or not isinstance(w, (int, float)) or not math.isfinite(w) or w < 0:
+        if w is not None and (
+            isinstance(w, bool) or not isinstance(w, (int, float)) or not math.isfinite(w) or w < 0
+        ):
             raise ConfigError(
-                f"SearchConfig.progress_weight must be a finite number >= 0, got {w!r}"
+                f"SearchConfig.progress_weight must be a finite number >= 0 or None, got {w!r}"
             )
+        path = self.progress_model_path
+        if path is not None and (not isinstance(path, str) or not path.strip()):
+            raise ConfigError(
+                f"SearchConfig.progress_model_path must be a directory path or None, got {path!r}"
+            )
+
+    def progress_model_source(self) -> str | None:
+        """The progress model directory this config asks for: ``progress_model_path``, else
+        ``$LEANPROGRESS_MODEL`` when set; None when neither is, or when ``progress_weight`` is 0
+        (turned off)."""
+        if self.progress_weight == 0:
+            return None
+        if self.progress_model_path is not None:
+            return self.progress_model_path
+        return os.environ.get(ENV_PROGRESS_MODEL, "").strip() or None
+
+    def effective_progress_weight(self, has_model: bool) -> float:
+        """λ as the search applies it: ``progress_weight``, or when that is None
+        :data:`DEFAULT_PROGRESS_WEIGHT` with a progress model and 0 without."""
+        if self.progress_weight is not None:
+            return float(self.progress_weight)
+        return DEFAULT_PROGRESS_WEIGHT if has_model else 0.0
 
 
 def _check_int(name: str, value: object, low: int) -> None:
@@ -116,4 +157,4 @@ def _check_int(name: str, value: object, low: int) -> None:
         raise ConfigError(f"SearchConfig.{name} must be a whole number >= {low}, got {value!r}")
 
 
-__all__ = ["SearchConfig"]
+__all__ = ["DEFAULT_PROGRESS_WEIGHT", "ENV_PROGRESS_MODEL", "SearchConfig"]

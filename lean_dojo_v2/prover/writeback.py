@@ -49,10 +49,13 @@ __all__ = [
     "SorryNotFoundError",
     "WriteBackError",
     "WriteBackResult",
+    "WriteBackTarget",
+    "check_write_back",
     "edits_from_results",
     "insert_proof",
     "insert_proofs",
     "locate_sorry",
+    "missing_files",
     "unified_diff",
     "write_back",
 ]
@@ -388,9 +391,17 @@ def _plan(
     written: list[str] = []
     skipped: dict[str, str] = {}
     for rel, file_edits in by_file.items():
-        if Path(rel).is_absolute() or ".." in Path(rel).parts:
-            raise WriteBackError(f"{rel!r} is not a path inside the repository")
-        old = _read_text(root / rel, rel)
+        try:
+            if Path(rel).is_absolute() or ".." in Path(rel).parts:
+                raise WriteBackError(f"{rel!r} is not a path inside the repository")
+            old = _read_text(root / rel, rel)
+        except WriteBackError as exc:
+            if missing != "skip":
+                raise
+            for edit in file_edits:
+                skipped[edit.full_name] = str(exc)
+            logger.warning("not written back: %s", exc)
+            continue
         keep = []
         for edit in file_edits:
             try:
@@ -444,6 +455,126 @@ def _clone(repo: Path, dst: Path, commit: str | None) -> str:
     return sha
 
 
+@dataclass(frozen=True)
+class WriteBackTarget:
+    """Where :func:`write_back` will write, checked by :func:`check_write_back`: the repository
+    (resolved), whether it is a git repository, and the working copy's directory (None with
+    ``in_place``: the repository itself is edited)."""
+
+    repo: Path
+    is_git: bool
+    out: Path | None
+    in_place: bool = False
+    commit: str | None = None
+
+
+def check_write_back(
+    repo_dir: str | os.PathLike[str],
+    *,
+    out: str | os.PathLike[str] | None = None,
+    in_place: bool = False,
+    branch: str | None = None,
+    commit: str | None = None,
+    force: bool = False,
+) -> WriteBackTarget:
+    """Check every argument of :func:`write_back` without writing anything, so that a caller
+    (``prove --write-back``) can refuse them before a long search rather than after it.
+
+    Raises :class:`WriteBackError` (no repository directory, ``branch`` with ``in_place`` or
+    without git, a branch name git refuses, ``out`` with ``in_place``, a commit that is not in the
+    repository, an output directory that cannot be created) or
+    :class:`~lean_dojo_v2.errors.OutputExistsError` (``out`` is the repository, lies inside it,
+    or holds files this library did not write, without ``force``)."""
+    from ..data.output_dir import check_output_dir
+
+    repo = Path(repo_dir).expanduser()
+    if not repo.is_dir():
+        raise WriteBackError(f"no repository directory at {repo}; pass the repository's root")
+    repo = repo.resolve()
+    is_git = _is_git_root(repo)
+    if branch is not None and in_place:
+        raise WriteBackError(
+            "--branch makes a commit in a working copy; it cannot be combined with --in-place "
+            "(commit the edited files yourself)"
+        )
+    if branch is not None and not is_git:
+        raise WriteBackError(f"{repo} is not the root of a git repository: --branch needs one")
+    if in_place:
+        if commit is not None:
+            raise WriteBackError(
+                "commit cannot be chosen with in_place (the checkout is used as is)"
+            )
+        if out is not None:
+            raise WriteBackError(
+                "--out names a working copy, --in-place edits the repository itself: pass one "
+                "of them"
+            )
+        return WriteBackTarget(repo, is_git, None, in_place=True)
+    if commit is not None and not is_git:
+        raise WriteBackError(f"{repo} is not a git repository: no commit to check out")
+    if is_git:
+        rev = commit or "HEAD"
+        from ..system.commands import run_command
+
+        found = run_command(
+            ["git", "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"],
+            cwd=repo,
+            check=False,
+            timeout=60,
+        )
+        if not found.ok:
+            what = f"commit {commit!r}" if commit else "a commit (HEAD)"
+            raise WriteBackError(
+                f"{repo} has no {what} to copy; commit the sources first, or pass --in-place"
+            )
+        if branch is not None:
+            ok = run_command(
+                ["git", "check-ref-format", "--branch", branch], cwd=repo, check=False, timeout=60
+            )
+            if not ok.ok:
+                raise WriteBackError(f"{branch!r} is not a valid git branch name; choose another")
+            taken = run_command(
+                ["git", "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}"],
+                cwd=repo,
+                check=False,
+                timeout=60,
+            )
+            if taken.ok:
+                # The working copy is a clone: its default branch exists there too, and a new
+                # branch of an existing name could not be fetched back without clobbering.
+                raise WriteBackError(
+                    f"branch {branch!r} exists in {repo} already; choose a new branch name"
+                )
+    if out is None:
+        from ..config import get_settings
+
+        out = get_settings().raid_dir / "writeback" / repo.name
+    out_path = Path(out).expanduser()
+    check_output_dir(out_path, force=force, sources=[repo])
+    parent = out_path.resolve().parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        raise WriteBackError(
+            f"cannot create the working copy {out_path}: {parent} is not a writable directory; "
+            "choose another --out"
+        )
+    return WriteBackTarget(repo, is_git, out_path, commit=commit)
+
+
+def missing_files(target: WriteBackTarget, paths: Iterable[str]) -> list[str]:
+    """The paths among ``paths`` (relative to the repository root) that the copy to be edited
+    will not hold: files absent from the commit a git working copy is made from (``HEAD`` by
+    default), or from the directory itself with ``in_place`` or without git. Reads only."""
+    wanted = sorted(set(paths))
+    unsafe = [p for p in wanted if Path(p).is_absolute() or ".." in Path(p).parts]
+    if target.is_git and not target.in_place:
+        listing = _git(["ls-tree", "-r", "-z", "--name-only", target.commit or "HEAD"], target.repo)
+        present = set(listing.split("\0"))
+        return [p for p in wanted if p in unsafe or Path(p).as_posix() not in present]
+    return [p for p in wanted if p in unsafe or not (target.repo / p).is_file()]
+
+
 def write_back(
     repo_dir: str | os.PathLike[str],
     edits: Iterable[ProofEdit | tuple[Theorem, str | Sequence[str]]],
@@ -468,47 +599,31 @@ def write_back(
     - ``commit``: the commit to check out in the working copy (default: the repository's
       ``HEAD``).
     - ``missing``: ``"error"`` (default) raises :class:`SorryNotFoundError` for a theorem whose
-      ``sorry`` is not found before anything is written; ``"skip"`` writes the others and lists
-      it in ``skipped``.
+      ``sorry`` is not found (:class:`WriteBackError` for one whose file is missing or not UTF-8)
+      before anything is written; ``"skip"`` writes the others and lists it in ``skipped``.
+
+    Every argument is checked (:func:`check_write_back`) before anything is read or written.
     """
     from ..data.output_dir import staged_output_dir
 
     if missing not in ("error", "skip"):
         raise ValueError(f"missing must be 'error' or 'skip', not {missing!r}")
-    repo = Path(repo_dir).expanduser()
-    if not repo.is_dir():
-        raise WriteBackError(f"no repository directory at {repo}; pass the repository's root")
-    repo = repo.resolve()
+    target = check_write_back(
+        repo_dir, out=out, in_place=in_place, branch=branch, commit=commit, force=force
+    )
+    repo, is_git = target.repo, target.is_git
     items = [e if isinstance(e, ProofEdit) else ProofEdit.of(*e) for e in edits]
-    is_git = _is_git_root(repo)
-    if branch is not None and in_place:
-        raise WriteBackError(
-            "--branch makes a commit in a working copy; it cannot be combined with --in-place "
-            "(commit the edited files yourself)"
-        )
-    if branch is not None and not is_git:
-        raise WriteBackError(f"{repo} is not the root of a git repository: --branch needs one")
     if in_place:
-        if commit is not None:
-            raise WriteBackError(
-                "commit cannot be chosen with in_place (the checkout is used as is)"
-            )
         changes, written, skipped = _plan(repo, items, missing)
         diff = _apply(repo, changes)
         return WriteBackResult(repo, diff, sorted(changes), written, skipped, in_place=True)
-
-    if out is None:
-        from ..config import get_settings
-
-        out = get_settings().raid_dir / "writeback" / repo.name
-    out = Path(out).expanduser()
+    assert target.out is not None  # check_write_back sets it whenever not in_place
+    out = target.out
     made_branch = made_commit = None
     with staged_output_dir(out, force=force, sources=[repo]) as stage:
         if is_git:
             _clone(repo, stage, commit)
         else:
-            if commit is not None:
-                raise WriteBackError(f"{repo} is not a git repository: no commit to check out")
             shutil.copytree(
                 repo,
                 stage,
