@@ -114,9 +114,10 @@ def cmd_quickstart(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     from . import __version__
+    from .config.cli import CommandParser
     from .data.splits import add_split_options
 
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="lean-dojo-v2",
         description="Trace Lean 4 repositories, build datasets, train provers and search for proofs.",
     )
@@ -211,8 +212,13 @@ def _help(parser: argparse.ArgumentParser) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from .config.cli import UsageExit
+
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except UsageExit as exc:  # its one line is printed; --help and --version still exit 0
+        return int(exc.code or 1)
     logging.basicConfig(
         level=logging.DEBUG if args.verbose or args.debug else logging.INFO,
         format="%(levelname)s %(name)s: %(message)s",

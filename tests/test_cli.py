@@ -429,3 +429,65 @@ def test_split_options_are_the_same_for_data_split_and_db_export():
             ]
         )
     assert len(seen[0]) == 3 and seen[0] == seen[1]
+
+
+@pytest.mark.parametrize(
+    ("argv", "prog", "says"),
+    [
+        (["generate", "x", "--strategy", "foo"], "lean-dojo-v2 generate", "invalid choice: 'foo'"),
+        (["generate", "x", "-n", "abc"], "lean-dojo-v2 generate", "-n/--num-samples"),
+        (["nosuch"], "lean-dojo-v2", "invalid choice: 'nosuch'"),
+        (["generate"], "lean-dojo-v2 generate", "required: state"),
+        (["train", "sft", "--set"], "lean-dojo-v2 train sft", "expected one argument"),
+        (["data", "stats", "x", "--strategy", "y"], "lean-dojo-v2 data stats", "'y'"),
+        (["db", "stats", "--bogus"], "lean-dojo-v2", "unrecognized arguments: --bogus"),
+    ],
+)
+def test_argparse_errors_are_one_line_with_status_1(capsys, argv, prog, says):
+    # argparse's own errors print the whole usage block and exit 2; every other error of the
+    # command is one line with status 1, and so are these, pointing to --help.
+    code, out, err = _run(capsys, *argv)
+    assert code == 1 and out == "", (code, out)
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "usage:" not in err, err
+    assert lines[0].startswith(f"{prog}: error: ") and says in lines[0], err
+    assert lines[0].endswith(f"see '{prog} --help'"), err
+
+
+def test_every_subparser_has_the_one_line_errors():
+    import argparse
+
+    from lean_dojo_v2.cli import build_parser
+    from lean_dojo_v2.config.cli import CommandParser
+
+    def walk(parser):
+        yield parser
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for child in action.choices.values():
+                    yield from walk(child)
+
+    parsers = list(walk(build_parser()))
+    assert len(parsers) > 20
+    assert all(isinstance(p, CommandParser) for p in parsers), [
+        p.prog for p in parsers if not isinstance(p, CommandParser)
+    ]
+
+
+def test_help_and_version_still_exit_0(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["generate", "--help"])
+    assert exit_.value.code in (0, None) and "--num-samples" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as exit_:
+        main(["--version"])
+    assert exit_.value.code in (0, None)
+
+
+def test_usage_error_exits_1_from_the_installed_command():
+    proc = subprocess.run(
+        [sys.executable, "-m", "lean_dojo_v2.cli", "generate", "x", "--strategy", "foo"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 1 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr

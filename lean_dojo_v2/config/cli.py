@@ -9,7 +9,11 @@ reads a config dataclass (``train ...``, ``prove``, the coming ``serve``).
   dataclass's docstring. Two forms: :func:`print_config_help` for a ``--help-config`` flag the
   command checks itself (the trainers, whose every other argument is optional), and
   :func:`add_help_config_option` for a command with required arguments (``prove --data``): it acts
-  like ``--help``, printing and exiting before argparse asks for them.
+  like ``--help``, printing and exiting before argparse asks for them;
+- :class:`CommandParser`: the ``ArgumentParser`` of the ``lean-dojo-v2`` command and (through
+  ``add_subparsers``, which makes each subparser of its parent's class) of every subcommand:
+  argparse's own errors (unknown choice, bad number, missing argument) are one line pointing to
+  ``--help``, with exit status 1 like every other error.
 
 Only argparse here; the config class is imported when ``--help-config`` is given.
 """
@@ -18,20 +22,43 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import sys
 from collections.abc import Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 C = TypeVar("C")
 
 HELP_CONFIG_HELP = "list every config key with its default and meaning"
 
 __all__ = [
+    "CommandParser",
     "HELP_CONFIG_HELP",
+    "UsageExit",
     "add_config_options",
     "add_help_config_option",
     "config_from_args",
     "print_config_help",
 ]
+
+
+class UsageExit(SystemExit):
+    """What :meth:`CommandParser.error` raises after printing its one line: a ``SystemExit``
+    (status 1), so that code driving a parser directly sees argparse's usual exit, and the
+    command's ``main`` can tell a usage error from ``--help``."""
+
+
+class CommandParser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose errors are one line and exit status 1.
+
+    argparse prints the whole usage block and exits 2; every other error of the command is one
+    ``PROG: error: ...`` line with status 1, so these are too. The line ends by pointing to
+    ``PROG --help``, where the valid choices and forms are listed. Subparsers made with
+    ``add_subparsers`` inherit the class (argparse's default ``parser_class`` is the parent's)."""
+
+    def error(self, message: str) -> NoReturn:
+        text = " ".join(message.split())
+        sys.stderr.write(f"{self.prog}: error: {text}; see '{self.prog} --help'\n")
+        raise UsageExit(1)
 
 
 def add_config_options(

@@ -14,7 +14,9 @@ style of TRL's configs::
 :func:`load_config` builds one from a YAML file (a mapping of field names to values), then
 ``key=value`` overrides (the CLI's ``--set``), then keyword values, in that order. Every value is
 checked against the field's type (``bool``, ``int``, ``float``, ``str``, ``X | None``,
-``Literal[...]``, ``list[...]``, ``dict[str, ...]``); an unknown key raises
+``Literal[...]``, ``list[...]``, ``dict[str, ...]``); a float must be finite (``nan`` and ``inf``
+are refused up front: ``lr=inf`` would otherwise train NaN weights), unless its field's metadata
+says ``{"allow_inf": True}`` (then ``±inf`` is accepted, ``nan`` still not). An unknown key raises
 :class:`~lean_dojo_v2.errors.UnknownConfigKeyError` naming the valid ones, a bad value
 :class:`~lean_dojo_v2.errors.ConfigValueError` naming the field and what it accepts.
 
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import re
 import types
 import typing
@@ -41,6 +44,7 @@ _TRUE_WORDS = {"true", "yes", "on", "1"}
 _FALSE_WORDS = {"false", "no", "off", "0"}
 # A field entry in a TRL-style docstring: ``    name (`type`, ...):``
 _DOC_FIELD = re.compile(r"^(?P<indent>\s+)(?P<name>[A-Za-z_]\w*) \((?P<type>.*)\):\s*$")
+_NOT_FINITE = "a finite number (nan and inf are refused)"
 _DOC_GROUP = re.compile(r"^\s*>\s*(?P<title>\S.*?)\s*$")
 
 
@@ -130,14 +134,50 @@ def _bad(key: str, value: Any, tp: Any, source: str, why: str = "") -> ConfigVal
     )
 
 
+def allows_inf(f: dataclasses.Field) -> bool:
+    """Whether config field ``f`` accepts ``±inf`` (``field(metadata={"allow_inf": True})``)."""
+    return bool(f.metadata.get("allow_inf", False))
+
+
+def check_finite_floats(config: Any) -> None:
+    """Raise :class:`ConfigValueError` for the first float field of ``config`` (also a float in a
+    list or a mapping field) that is ``nan`` or ``±inf`` (``±inf`` passes where the field
+    :func:`allows_inf`). For ``__post_init__``: a config built in Python, not through
+    :func:`load_config`, gets the same check."""
+    for name, f in config_fields(type(config)).items():
+        value = getattr(config, name, None)
+        if isinstance(value, Mapping):
+            items = list(value.values())
+        elif isinstance(value, (list, tuple)):
+            items = list(value)
+        else:
+            items = [value]
+        for item in items:
+            if not isinstance(item, float) or math.isfinite(item):
+                continue
+            if allows_inf(f) and math.isinf(item):
+                continue
+            raise ConfigValueError(
+                f"config key {name!r} must be a finite number (nan and inf are refused), "
+                f"got {value!r}"
+            )
+
+
 def coerce_value(
-    key: str, value: Any, tp: Any, *, source: str = "", from_text: bool = False
+    key: str,
+    value: Any,
+    tp: Any,
+    *,
+    source: str = "",
+    from_text: bool = False,
+    allow_inf: bool = False,
 ) -> Any:
     """``value`` checked (and where lossless, converted) against type ``tp`` of field ``key``.
 
     ``from_text``: ``value`` is the raw text of a ``--set`` override, parsed by the field's type
     (``"2e-5"`` is a float for a float field, the text itself for a ``str`` field, ``none`` is None
-    for an optional field, ``a,b`` or ``[a, b]`` is a list).
+    for an optional field, ``a,b`` or ``[a, b]`` is a list). A float (also inside a list or a
+    mapping) must be finite; ``allow_inf`` accepts ``±inf`` (never ``nan``).
     """
     origin = typing.get_origin(tp)
     if tp is Any:
@@ -152,10 +192,14 @@ def coerce_value(
         # Try the non-text members first so "3" is an int for ``int | str``.
         for arg in sorted((a for a in args if a is not type(None)), key=lambda a: a is str):
             try:
-                return coerce_value(key, value, arg, source=source, from_text=from_text)
+                return coerce_value(
+                    key, value, arg, source=source, from_text=from_text, allow_inf=allow_inf
+                )
             except ConfigValueError as exc:
-                errors.append(exc)
-        raise _bad(key, value, tp, source)
+                errors.append(str(exc))
+        # Keep the one reason worth repeating: a number that is not finite.
+        why = _NOT_FINITE if any(e.endswith(_NOT_FINITE) for e in errors) else ""
+        raise _bad(key, value, tp, source, why)
     if tp is type(None):
         if value is None or (from_text and str(value).strip().lower() in _NONE_WORDS):
             return None
@@ -195,14 +239,19 @@ def coerce_value(
     if tp is float:
         if isinstance(value, bool):
             raise _bad(key, value, tp, source)
+        number: float | None = None
         if isinstance(value, (int, float)):
-            return float(value)
-        if isinstance(value, str):  # YAML 1.1 reads 2e-5 as text; accept it
+            number = float(value)
+        elif isinstance(value, str):  # YAML 1.1 reads 2e-5 as text; accept it
             try:
-                return float(value.strip())
+                number = float(value.strip())
             except ValueError:
                 pass
-        raise _bad(key, value, tp, source, "a number such as 2e-5")
+        if number is None:
+            raise _bad(key, value, tp, source, "a number such as 2e-5")
+        if not math.isfinite(number) and not (allow_inf and math.isinf(number)):
+            raise _bad(key, value, tp, source, _NOT_FINITE)
+        return number
     if tp is str:
         if isinstance(value, str):
             return value
@@ -225,14 +274,21 @@ def coerce_value(
             else:
                 items = [part.strip() for part in text.split(",")]
             return [
-                coerce_value(key, v, item_tp, source=source, from_text=isinstance(v, str))
+                coerce_value(
+                    key,
+                    v,
+                    item_tp,
+                    source=source,
+                    from_text=isinstance(v, str),
+                    allow_inf=allow_inf,
+                )
                 for v in items
             ]
         if isinstance(items, str):
             items = [items]
         if not isinstance(items, (list, tuple)):
             raise _bad(key, value, tp, source, "a list")
-        return [coerce_value(key, v, item_tp, source=source) for v in items]
+        return [coerce_value(key, v, item_tp, source=source, allow_inf=allow_inf) for v in items]
     if origin in (dict, Mapping) or tp is dict:
         key_tp, val_tp = typing.get_args(tp) or (str, Any)
         data = value
@@ -243,7 +299,9 @@ def coerce_value(
         if not isinstance(data, Mapping):
             raise _bad(key, value, tp, source, "a mapping such as {a: 1}")
         return {
-            coerce_value(key, k, key_tp, source=source): coerce_value(key, v, val_tp, source=source)
+            coerce_value(key, k, key_tp, source=source): coerce_value(
+                key, v, val_tp, source=source, allow_inf=allow_inf
+            )
             for k, v in data.items()
         }
     if isinstance(value, tp):
@@ -293,12 +351,20 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
         text = path.read_text("utf-8")
     except FileNotFoundError:
         raise ConfigValueError(f"config file {path} does not exist") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigValueError(
+            f"config file {path} is not UTF-8 text (byte {exc.object[exc.start : exc.start + 1]!r} "
+            f"at offset {exc.start}); save it as UTF-8 YAML"
+        ) from None
     except OSError as exc:
         raise ConfigValueError(f"cannot read config file {path}: {exc.strerror or exc}") from None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise ConfigValueError(f"config file {path} is not valid YAML: {exc}") from None
+        # PyYAML's message spans several lines (with a caret under the spot): one line here.
+        raise ConfigValueError(
+            f"config file {path} is not valid YAML: {' '.join(str(exc).split())}"
+        ) from None
     if data is None:
         return {}
     if not isinstance(data, Mapping):
@@ -316,11 +382,30 @@ def check_keys(cls: type, keys: Iterable[str], *, source: str = "") -> None:
             raise UnknownConfigKeyError(key, valid, source=source, config=cls.__name__)
 
 
+def _coercer(cls: type):
+    """``coerce(key, value, source, from_text=False)`` for the fields of ``cls``: each value
+    checked against its field's type, ``±inf`` only where the field allows it."""
+    tps = field_types(cls)
+    fields = config_fields(cls)
+
+    def coerce(key: str, value: Any, source: str, from_text: bool = False) -> Any:
+        return coerce_value(
+            key,
+            value,
+            tps[key],
+            source=source,
+            from_text=from_text,
+            allow_inf=allows_inf(fields[key]),
+        )
+
+    return coerce
+
+
 def config_from_dict(cls: type[C], values: Mapping[str, Any], *, source: str = "") -> C:
     """Build ``cls`` from a mapping of field values (each checked against its type)."""
     check_keys(cls, values, source=source)
-    tps = field_types(cls)
-    return cls(**{k: coerce_value(k, v, tps[k], source=source) for k, v in values.items()})
+    coerce = _coercer(cls)
+    return cls(**{k: coerce(k, v, source) for k, v in values.items()})
 
 
 def load_config(
@@ -332,23 +417,21 @@ def load_config(
     """A ``cls`` config from YAML file ``path`` (optional), then ``overrides`` (``"key=value"``
     texts, typed by each field, or a mapping of values), then keyword ``values``."""
     merged: dict[str, Any] = {}
-    tps = field_types(cls)
+    coerce = _coercer(cls)
     if path is not None:
         data = read_config_file(path)
         check_keys(cls, data, source=str(path))
-        merged.update({k: coerce_value(k, v, tps[k], source=str(path)) for k, v in data.items()})
+        merged.update({k: coerce(k, v, str(path)) for k, v in data.items()})
     if isinstance(overrides, Mapping):
         check_keys(cls, overrides, source="overrides")
-        merged.update(
-            {k: coerce_value(k, v, tps[k], source="overrides") for k, v in overrides.items()}
-        )
+        merged.update({k: coerce(k, v, "overrides") for k, v in overrides.items()})
     else:
         pairs = parse_overrides(overrides)
         check_keys(cls, (k for k, _ in pairs), source="--set")
         for k, text in pairs:
-            merged[k] = coerce_value(k, text, tps[k], source="--set", from_text=True)
+            merged[k] = coerce(k, text, "--set", from_text=True)
     check_keys(cls, values, source="arguments")
-    merged.update({k: coerce_value(k, v, tps[k], source="arguments") for k, v in values.items()})
+    merged.update({k: coerce(k, v, "arguments") for k, v in values.items()})
     return cls(**merged)
 
 
@@ -356,10 +439,8 @@ def replace_config(config: C, **values: Any) -> C:
     """A copy of ``config`` with ``values`` set (checked like :func:`load_config`'s keywords)."""
     cls = type(config)
     check_keys(cls, values, source="arguments")
-    tps = field_types(cls)
-    return dataclasses.replace(
-        config, **{k: coerce_value(k, v, tps[k], source="arguments") for k, v in values.items()}
-    )
+    coerce = _coercer(cls)
+    return dataclasses.replace(config, **{k: coerce(k, v, "arguments") for k, v in values.items()})
 
 
 def config_to_dict(config: Any) -> dict[str, Any]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ..config.loading import check_finite_floats
 from .errors import ConfigValueError
 
 TACTIC_MODES = ("both", "with", "without")
@@ -113,6 +114,9 @@ class ProgressConfig:
     trainer_args: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        # inf passes every range check below (lr > 0) and trains NaN weights.
+        check_finite_floats(self)
+
         def need(ok: bool, key: str, what: str) -> None:
             if not ok:
                 raise ConfigValueError(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..config.loading import check_finite_floats
 from .errors import ConfigValueError
 
 PRECISIONS = (
@@ -247,6 +248,9 @@ class TrainingConfig:
     strategy: str = "auto"
 
     def __post_init__(self) -> None:
+        # inf passes every range check below (lr > 0) and trains NaN weights.
+        check_finite_floats(self)
+
         def need(ok: bool, key: str, what: str) -> None:
             if not ok:
                 raise ConfigValueError(

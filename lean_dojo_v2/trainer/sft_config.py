@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ..config.loading import check_finite_floats
 from .errors import ConfigValueError
 
 REPORT_TO_CHOICES = ("tensorboard", "wandb", "none")
@@ -83,9 +84,10 @@ class SFTConfig:
         warmup_steps (`int`, *optional*, defaults to `0`):
             Optimizer steps of linear warm-up from 0 to `lr`.
         weight_decay (`float`, *optional*, defaults to `0.0`):
-            AdamW weight decay (decoupled L2 penalty on the weights).
+            AdamW weight decay (decoupled L2 penalty on the weights); 0 or more.
         max_grad_norm (`float`, *optional*, defaults to `1.0`):
-            Gradients are clipped to this global L2 norm before each optimizer step.
+            Gradients are clipped to this global L2 norm before each optimizer step; 0 turns
+            clipping off (a negative value is refused).
         max_steps (`int`, *optional*, defaults to `-1`):
             Stop each pass after this many optimizer steps (smoke runs); `-1`: run the epochs.
         gradient_checkpointing (`bool`, *optional*, defaults to `False`):
@@ -189,6 +191,9 @@ class SFTConfig:
     trl_args: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        # inf passes every range check below (lr > 0) and trains NaN weights.
+        check_finite_floats(self)
+
         def need(ok: bool, key: str, what: str) -> None:
             if not ok:
                 raise ConfigValueError(
@@ -198,6 +203,9 @@ class SFTConfig:
         need(self.batch_size >= 1, "batch_size", "at least 1")
         need(self.gradient_accumulation_steps >= 1, "gradient_accumulation_steps", "at least 1")
         need(self.lr > 0, "lr", "positive")
+        need(self.weight_decay >= 0, "weight_decay", "0 or more")
+        # 0 turns clipping off in transformers; a negative value would do so silently.
+        need(self.max_grad_norm >= 0, "max_grad_norm", "0 (no clipping) or more")
         need(self.epochs_per_repo > 0, "epochs_per_repo", "positive")
         need(self.warmup_steps >= 0, "warmup_steps", "0 or more")
         need(self.max_seq_len >= 8, "max_seq_len", "at least 8")

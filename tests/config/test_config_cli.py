@@ -106,3 +106,24 @@ def test_help_config_option_prints_and_exits_before_required_arguments(config, c
     assert exit_.value.code == 2
     assert "--data" in capsys.readouterr().err
     assert not hasattr(p.parse_args(["--data", "d"]), "help_config")
+
+
+def test_command_parser_errors_are_one_line_status_1_in_every_subparser(capsys):
+    from lean_dojo_v2.config.cli import CommandParser, UsageExit
+
+    top = CommandParser(prog="tool")
+    sub = top.add_subparsers(dest="cmd").add_parser("run")
+    sub.add_argument("-n", type=int)
+    sub.add_argument("--mode", choices=["a", "b"])
+    assert isinstance(sub, CommandParser)
+    for argv, says in (
+        (["run", "-n", "x"], "tool run: error: argument -n: invalid int value: 'x'"),
+        (["run", "--mode", "c"], "tool run: error: argument --mode: invalid choice: 'c'"),
+        (["walk"], "tool: error: argument cmd: invalid choice: 'walk'"),
+    ):
+        with pytest.raises(SystemExit) as exit_:
+            top.parse_args(argv)
+        assert isinstance(exit_.value, UsageExit) and exit_.value.code == 1
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith(says), err
+        assert err.rstrip().endswith("--help'"), err
