@@ -153,6 +153,36 @@ def staged_output_dir(
         raise
 
 
+def set_aside(dst: str | Path) -> Path | None:
+    """Move directory ``dst`` out of the way (to a staging sibling ``.<name>.ldv2-<pid>-*.old``)
+    so a new output can be built in its place; returns where it went (None if ``dst`` is absent).
+
+    The caller then either :func:`put_back` the old one (the new output came to nothing) or
+    removes it (the new output has something to put there). One left behind by a killed process
+    is removed by :func:`remove_stale_staging`, like a staging directory.
+    """
+    dst = Path(dst)
+    if not dst.exists() and not dst.is_symlink():
+        return None
+    remove_stale_staging(dst)
+    old = Path(
+        tempfile.mkdtemp(prefix=f".{dst.name}.ldv2-{os.getpid()}-", suffix=".old", dir=dst.parent)
+    )
+    old.rmdir()  # only the unique name is wanted: rename() needs the target absent
+    dst.rename(old)
+    return old
+
+
+def put_back(old: Path, dst: str | Path) -> None:
+    """Undo :func:`set_aside`: whatever was built at ``dst`` since is removed."""
+    dst = Path(dst)
+    if dst.is_dir() and not dst.is_symlink():
+        shutil.rmtree(dst)
+    elif dst.exists() or dst.is_symlink():
+        dst.unlink()
+    old.rename(dst)
+
+
 def _swap(new: Path, dst: Path) -> None:
     if not dst.exists() and not dst.is_symlink():
         new.rename(dst)

@@ -15,19 +15,23 @@ if TYPE_CHECKING:
     from .errors import (
         ConfigValueError,
         EmptyDatasetError,
+        NonFiniteLossError,
         TrainerError,
         TrainingStateError,
         UnknownConfigKeyError,
     )
+    from .pass_loop import CurriculumTrainer
     from .progress_config import ProgressConfig
-    from .progress_trainer import ProgressTrainer
+    from .progress_trainer import ProgressResult, ProgressTrainer
     from .retrieval_config import TrainingConfig
-    from .retrieval_trainer import RetrievalTrainer
+    from .retrieval_trainer import RetrievalResult, RetrievalTrainer
     from .sft_config import SFTConfig
-    from .sft_trainer import SFTTrainer
+    from .sft_trainer import SFTTrainer, TrainResult
 
 _LAZY = {
+    "CurriculumTrainer": ".pass_loop",
     "SFTTrainer": ".sft_trainer",
+    "TrainResult": ".sft_trainer",
     "SFTConfig": ".sft_config",
     "load_config": ".config",
     "describe_config": ".config",
@@ -36,20 +40,28 @@ _LAZY = {
     "ConfigValueError": ".errors",
     "EmptyDatasetError": ".errors",
     "TrainingStateError": ".errors",
+    "NonFiniteLossError": ".errors",
     "ProgressTrainer": ".progress_trainer",
+    "ProgressResult": ".progress_trainer",
     "ProgressConfig": ".progress_config",
     "RetrievalTrainer": ".retrieval_trainer",
+    "RetrievalResult": ".retrieval_trainer",
     "TrainingConfig": ".retrieval_config",
 }
 
 __all__ = [
     "ConfigValueError",
+    "CurriculumTrainer",
     "EmptyDatasetError",
+    "NonFiniteLossError",
     "ProgressConfig",
+    "ProgressResult",
     "ProgressTrainer",
+    "RetrievalResult",
     "RetrievalTrainer",
     "SFTConfig",
     "SFTTrainer",
+    "TrainResult",
     "TrainerError",
     "TrainingConfig",
     "TrainingStateError",

@@ -20,6 +20,7 @@ from ..errors import (
 __all__ = [
     "ConfigValueError",
     "EmptyDatasetError",
+    "NonFiniteLossError",
     "TrainerError",
     "TrainingStateError",
     "UnknownConfigKeyError",
@@ -29,3 +30,9 @@ __all__ = [
 class TrainingStateError(TrainerError):
     """An ``output_dir`` holds a run of this library that cannot be resumed as asked (its config or
     data differ). Choose another ``output_dir``, or set ``overwrite_output_dir`` / ``--force``."""
+
+
+class NonFiniteLossError(TrainerError):
+    """The training loss or the gradients became NaN or infinite: the run stops at that step,
+    before the optimizer applies them, and saves no model (the output directory keeps what it
+    held). Usually a learning rate far too high; the message names the step and the value."""

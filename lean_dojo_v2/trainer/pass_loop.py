@@ -3,7 +3,9 @@
 A run is a *plan* of passes: with a database, one pass per repository of its curriculum (easiest
 first); without, one pass on a LeanDojo dataset directory (or on examples held in memory). The
 loop around the passes is the same for every trainer and lives here once: open the database,
-plan, check the output directory and resume an unfinished run (:func:`.run_dir.resume_or_start`),
+plan, lock the output directory (one run at a time: :mod:`lean_dojo_v2.data.run_lock`), check it
+and resume an unfinished run (:func:`.run_dir.resume_or_start`; an old run there is set aside and
+put back if the new one fails before its first checkpoint),
 record the run in the database (:class:`.run_dir.TrainingRunRecord`), export each pass's data,
 write ``training_state.json`` after every pass, then ``summary.json``. A concrete trainer fills in
 what is its own: how to train one pass, how to save the model, what its result is.
@@ -24,10 +26,12 @@ import shutil
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar
 
+from ..data.run_lock import lock_output_dir
 from .result import TrainingResult
 from .run_dir import (
     CHECKPOINTS,
@@ -38,11 +42,13 @@ from .run_dir import (
     config_fingerprint,
     curriculum,
     dataset_source,
+    has_progress,
     is_main_process,
     open_database,
     pass_label,
     pass_name,
     resume_or_start,
+    settle_previous,
     wait_for_everyone,
     write_json,
 )
@@ -194,9 +200,27 @@ class CurriculumTrainer(ABC, Generic[ResultT]):
     ) -> ResultT:
         """Run (or resume) ``plan`` in ``output_dir``, record it, write ``summary.json``."""
         start = time.perf_counter() if start is None else start
+        out = Path(self.config.output_dir)
+        # One run per directory: the lock is taken before anything in ``out`` is looked at.
+        with lock_output_dir(out) if is_main_process() else nullcontext():
+            return self._run_locked(plan, sources, plan_id, db, data_path, out, start)
+
+    def _run_locked(
+        self,
+        plan: list[Pass],
+        sources: list[Path],
+        plan_id: dict[str, Any],
+        db: Any,
+        data_path: str | os.PathLike[str] | None,
+        out: Path,
+        start: float,
+    ) -> ResultT:
         cfg = self.config
-        out = Path(cfg.output_dir)
-        state, first = resume_or_start(
+
+        def has_checkpoint(o: Path, k: int) -> bool:
+            return self._pass_checkpoint(o, k) is not None
+
+        begun = resume_or_start(
             out,
             cfg,
             fingerprint=config_fingerprint(
@@ -205,20 +229,28 @@ class CurriculumTrainer(ABC, Generic[ResultT]):
             plan_id=plan_id,
             sources=sources,
             config_file=self.config_file,
-            has_checkpoint=lambda o, k: self._pass_checkpoint(o, k) is not None,
+            has_checkpoint=has_checkpoint,
             what=self.run_what,
             barrier=self._barrier if self.sync_processes else None,
         )
-        run = PassRun(plan, db, None if data_path is None else Path(data_path), out, state, first)
+        run = PassRun(
+            plan, db, None if data_path is None else Path(data_path), out, begun.state, begun.first
+        )
         run.start = start
-        with TrainingRunRecord(
-            db,
-            self.run_kind,
-            model=cfg.model_name or self.default_model,
-            config=cfg,
-            plan=plan,
-        ) as record:
-            result = self._run_passes(run)
+        try:
+            with TrainingRunRecord(
+                db,
+                self.run_kind,
+                model=cfg.model_name or self.default_model,
+                config=cfg,
+                plan=plan,
+            ) as record:
+                result = self._run_passes(run)
+        except BaseException:
+            # A run replaced only once the new one has something to resume (stage, then swap).
+            settle_previous(begun.previous, out, keep_new=has_progress(out, has_checkpoint))
+            raise
+        settle_previous(begun.previous, out, keep_new=True)
         result.run_id = record.id
         record.finish(self._record_metrics(result), self._model_dir(out).resolve())
         if is_main_process():

@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..config.loading import check_finite_floats
-from .errors import ConfigValueError, EmptyDatasetError
+from .errors import ConfigValueError, EmptyDatasetError, TrainingStateError
 from .retrieval_trainer import RetrievalTrainer
 
 if TYPE_CHECKING:
@@ -559,6 +559,19 @@ def premise_selector_trainer_class() -> type[PremiseSelectorTrainer]:
 # --------------------------------------------------------------------------- the run
 
 
+def _selector_trainer(
+    config: PremiseSelectorConfig, work: Path, pooling: str | None, states: Any, *, resume: bool
+) -> PremiseSelectorTrainer:
+    cfg = _training_config(config, work)
+    cfg.resume, cfg.overwrite_output_dir = resume, not resume
+    return PremiseSelectorTrainer(
+        cfg,
+        pooling=pooling,
+        mask_mode=config.retrieval_mask_mode,
+        decls=declarations_of(states["train"]),
+    )
+
+
 def _training_config(config: PremiseSelectorConfig, output_dir: Path):
     from .retrieval_config import TrainingConfig
 
@@ -609,11 +622,20 @@ def evaluate_states(
 
 
 def train_premise_selector(config: PremiseSelectorConfig) -> PremiseSelectorResult:
-    """Read, split, train, evaluate, write the static retrievals and export (module docstring)."""
+    """Read, split, train, evaluate, write the static retrievals and export (module docstring).
+    One run per ``output_dir`` at a time (:func:`~lean_dojo_v2.data.run_lock.lock_output_dir`)."""
+    from ..data.run_lock import lock_output_dir
+
+    with lock_output_dir(config.output_dir):
+        return _train_locked(config)
+
+
+def _train_locked(config: PremiseSelectorConfig) -> PremiseSelectorResult:
     from ..data.jsonio import atomic_write
     from ..data.ntp_toolkit import read_ntp_toolkit, split_modules
-    from ..data.output_dir import check_output_dir, staged_output_dir
+    from ..data.output_dir import staged_output_dir
     from .config import dump_config
+    from .run_dir import check_run_outputs
 
     t0 = time.perf_counter()
     if not config.data_dir:
@@ -623,7 +645,9 @@ def train_premise_selector(config: PremiseSelectorConfig) -> PremiseSelectorResu
     out = Path(config.output_dir)
     check_qlora(config)
     # Refuse a foreign output before reading or training anything.
-    check_output_dir(out, force=config.overwrite_output_dir, sources=[config.data_dir])
+    inputs = check_run_outputs(
+        out, config.model, [Path(config.data_dir)], force=config.overwrite_output_dir
+    )
     is_st, pooling = encoder_pooling(config)
     data = read_ntp_toolkit(
         config.data_dir,
@@ -662,18 +686,19 @@ def train_premise_selector(config: PremiseSelectorConfig) -> PremiseSelectorResu
     from ..models.premise_index import DenseRetriever, PremiseIndex, export_retriever
 
     label = config.model_label
-    with staged_output_dir(
-        out, force=config.overwrite_output_dir, sources=[config.data_dir]
-    ) as stage:
-        trainer = PremiseSelectorTrainer(
-            _training_config(config, stage / "training"),
-            pooling=pooling,
-            mask_mode=config.retrieval_mask_mode,
-            decls=declarations_of(states["train"]),
-        )
+    # The training run lives beside the output until it is done, not in the staging directory
+    # (which a killed run loses): a killed run's rerun resumes it like `train retrieval` does.
+    work = out.absolute().with_name(f".{out.absolute().name}.training")
+    with staged_output_dir(out, force=config.overwrite_output_dir, sources=inputs) as stage:
         train_q = [_query(s) for s in states["train"]]
         valid_q = [_query(s) for s in states["valid"]] or None
-        train_summary = trainer.fit_examples(train_q, data.corpus, valid_q)
+        try:
+            trainer = _selector_trainer(config, work, pooling, states, resume=True)
+            train_summary = trainer.fit_examples(train_q, data.corpus, valid_q)
+        except TrainingStateError:  # a leftover of another config or data: start afresh
+            trainer = _selector_trainer(config, work, pooling, states, resume=False)
+            train_summary = trainer.fit_examples(train_q, data.corpus, valid_q)
+        work.rename(stage / "training")
         encoder = trainer.encoder
         encoder.to(config.device)
         index = PremiseIndex.build(
@@ -705,7 +730,7 @@ def train_premise_selector(config: PremiseSelectorConfig) -> PremiseSelectorResu
             metrics=metrics,
             split=split.to_dict(),
             queries=queries,
-            train_summary=_relocated(train_summary.to_dict(), str(stage), str(out)),
+            train_summary=_relocated(train_summary.to_dict(), str(work), str(out / "training")),
             data_report=data.report.to_dict(),
             seconds=seconds,
             encoder={

@@ -11,6 +11,11 @@ import argparse
 from ..config.cli import add_config_options, print_config_help
 from .cli_options import add_run_options, print_summary, training_config_from_args
 
+RESTART_NOTE = (
+    "train progress does not resume: an interrupted run leaves output_dir as it was and the "
+    "same command trains again from the start (one short fine-tuning, staged and swapped in)"
+)
+
 
 def add_progress_parser(train_sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Add ``progress`` to the subcommands of ``train``."""
@@ -35,8 +40,8 @@ def add_progress_parser(train_sub: argparse._SubParsersAction) -> argparse.Argum
     add_run_options(
         p,
         force_help="replace output_dir even if it holds files lean-dojo-v2 did not write or "
-        "another kind of output (same as --set overwrite_output_dir=true; its contents are "
-        "deleted)",
+        "another kind of output (same as --set overwrite_output_dir=true; it is replaced when "
+        "the new model is complete); never the data or the model it loads",
     )
     p.set_defaults(func=cmd_train_progress)
     return p
@@ -60,8 +65,9 @@ def cmd_train_progress(args: argparse.Namespace) -> int:
     from .progress_trainer import ProgressTrainer
 
     result = ProgressTrainer.from_config(config).train()
+    summary = {**result.to_dict(), "resumed_from": None, "resume_note": RESTART_NOTE}
     print_summary(
-        result.to_dict(),
+        summary,
         args.json,
         lambda: [
             f"trained {result.steps} steps on {result.train_examples} examples in "

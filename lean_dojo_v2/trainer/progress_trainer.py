@@ -7,9 +7,10 @@ The seed's API works as written::
     result = trainer.train()        # ProgressResult: mae, exact, within_1, steps, output_dir, ...
 
 ``model_name="bert-base-uncased"`` (the seed's default) cannot be downloaded here: when it is not
-in the local Hugging Face cache and the hub is offline, the trainer logs a warning and trains the
-bundled all-MiniLM-L6-v2 instead (``model_name=None`` asks for MiniLM directly); any other HF id
-or directory is used by name. The head is ``AutoModelForSequenceClassification(num_labels=1,
+in the local Hugging Face cache and the hub is offline, the trainer trains the bundled
+all-MiniLM-L6-v2 instead, says so on stderr on every run and records it in the result
+(``model_fallback``, ``requested_model``, ``base_model_note``); ``model_name=None`` asks for
+MiniLM directly, and any other HF id or directory is used by name. The head is ``AutoModelForSequenceClassification(num_labels=1,
 problem_type="regression")`` trained with ``transformers.Trainer`` (MSE loss); the input of each
 row is :func:`lean_dojo_v2.models.progress.progress_text`, the function
 :meth:`~lean_dojo_v2.models.progress.ProgressModel.predict` uses too.
@@ -29,13 +30,14 @@ from __future__ import annotations
 
 import logging
 import random
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..data.output_dir import check_output_dir, is_ours
+from ..data.output_dir import is_ours
 from ..errors import OutputExistsError
 from .config import config_fields, config_to_dict, dump_config, load_config
 from .errors import ConfigValueError, EmptyDatasetError, TrainerError
@@ -57,7 +59,9 @@ class ProgressResult(DictResult):
     ``within_1``: fraction of rounded predictions equal to / within one step of the label;
     ``evaluated_on``: ``"eval"`` (held-out rows) or ``"train"`` (``eval_ratio`` 0, or too little
     data to hold any out). ``steps``: optimizer steps. ``base_model``: what was trained;
-    ``base_model_note``: why it is not the model asked for (the offline fallback), else None.
+    ``requested_model``: the ``model_name`` asked for; ``model_fallback``: True when
+    ``base_model`` is not it (the seed's ``bert-base-uncased`` offline: MiniLM is trained
+    instead, and a warning says so on stderr); ``base_model_note``: why, else None.
     """
 
     mae: float
@@ -76,6 +80,8 @@ class ProgressResult(DictResult):
     base_model: str
     base_model_note: str | None
     tactic_mode: str
+    requested_model: str | None = None
+    model_fallback: bool = False
 
 
 def split_rows(rows: Sequence[Any], eval_ratio: float, seed: int) -> tuple[list[Any], list[Any]]:
@@ -225,7 +231,9 @@ class ProgressTrainer:
         cfg = self.config
         out = Path(cfg.output_dir)
         sources = [cfg.data_path] if cfg.data_path else []
-        check_output_dir(out, force=cfg.overwrite_output_dir, sources=sources)
+        from .run_dir import check_run_outputs
+
+        check_run_outputs(out, cfg.model_name, sources, force=cfg.overwrite_output_dir)
         from ..models.progress import METADATA_FILE
 
         if (
@@ -246,7 +254,14 @@ class ProgressTrainer:
 
     def train(self) -> ProgressResult:
         """Train, evaluate, and save the model to ``output_dir``; returns the
-        :class:`ProgressResult` (also written as ``summary.json``)."""
+        :class:`ProgressResult` (also written as ``summary.json``). One run per ``output_dir``
+        at a time (:func:`~lean_dojo_v2.data.run_lock.lock_output_dir`)."""
+        from ..data.run_lock import lock_output_dir
+
+        with lock_output_dir(self.config.output_dir):
+            return self._train_locked()
+
+    def _train_locked(self) -> ProgressResult:
         cfg = self.config
         start = time.monotonic()
         out = self._check_output()
@@ -283,6 +298,10 @@ class ProgressTrainer:
         )
 
         base, note = resolve_progress_base(cfg.model_name)
+        if note is not None:
+            # Every run, on stderr: a log record or a warnings filter may hide it, and training
+            # another model than the one named is not something to learn about afterwards.
+            print(f"warning: {note}", file=sys.stderr, flush=True)
         device = resolve_device(cfg.device)
         transformers.set_seed(cfg.seed)
         try:
@@ -310,6 +329,10 @@ class ProgressTrainer:
         train_ds = encode(train_rows)
         eval_ds = encode(eval_rows)
 
+        from .nonfinite_callback import StopOnNonFinite
+        from .numerics import check_finite_weights
+
+        # Staged: a run that fails (a NaN loss included) leaves output_dir as it was.
         with staged_output_dir(out, force=True) as stage:
             work = stage / "_trainer"
             args = self._training_args(TrainingArguments, work, device)
@@ -319,8 +342,10 @@ class ProgressTrainer:
                 train_dataset=train_ds,
                 data_collator=DataCollatorWithPadding(tokenizer),
                 processing_class=tokenizer,
+                callbacks=[StopOnNonFinite()],
             )
             trainer.train()
+            check_finite_weights(trainer.model, str(out))
             losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
             prediction = trainer.predict(eval_ds)
             preds = [float(x) for x in prediction.predictions.reshape(-1).tolist()]
@@ -346,6 +371,8 @@ class ProgressTrainer:
                 base_model=base,
                 base_model_note=note,
                 tactic_mode=cfg.tactic_mode,
+                requested_model=cfg.model_name,
+                model_fallback=note is not None,
             )
             metadata = self._metadata(result, max_length, eval_ds.labels, TEXT_FORMAT)
             write_json(stage / METADATA_FILE, metadata, indent=1)
@@ -379,6 +406,8 @@ class ProgressTrainer:
             "logging_steps": cfg.logging_steps,
             # So a short run still reports its first loss (and a last one).
             "logging_first_step": True,
+            # A NaN step loss is logged as NaN (not replaced by the mean): StopOnNonFinite stops.
+            "logging_nan_inf_filter": False,
             "eval_strategy": "no",
             "save_strategy": "no",
             "report_to": "none",

@@ -60,7 +60,8 @@ def add_retrieval_parser(train_sub: argparse._SubParsersAction) -> argparse.Argu
     add_run_options(
         p,
         force_help="replace output_dir (and --export DIR) even if it holds files lean-dojo-v2 "
-        "did not write or another unfinished run (its contents are deleted)",
+        "did not write or another unfinished run (its contents are deleted); never the data, "
+        "the model it loads, or each other",
     )
     p.set_defaults(func=cmd_train_retrieval)
     return p
@@ -78,6 +79,13 @@ def cmd_train_retrieval(args: argparse.Namespace) -> int:
         from ..data import sample_dataset_path
 
         data = str(sample_dataset_path())
+
+    if args.export:
+        from .run_dir import check_export_dir, local_model_path
+
+        # Checked before training: a refused export must not cost a training run.
+        inputs = [p for p in (data, args.db, local_model_path(config.model_name)) if p]
+        check_export_dir(args.export, out=config.output_dir, inputs=inputs, force=args.force)
 
     from .retrieval_trainer import RetrievalTrainer
 
@@ -109,6 +117,8 @@ def cmd_train_retrieval(args: argparse.Namespace) -> int:
         "ewc_tasks": result.ewc_tasks,
         "run_id": result.run_id,
         "resumed_from": result.resumed_from,
+        "resume_exact": result.resume_exact,
+        "resume_note": result.resume_note,
         "export": exported,
     }
     if test_error:

@@ -14,6 +14,7 @@ import torch
 
 from ..models.premise_index import PremiseIndex
 from ..models.retrieval_eval import ranking_metrics
+from .numerics import check_finite_step
 from .retrieval_loss import cached_contrastive_backward, plain_contrastive_backward
 
 if TYPE_CHECKING:
@@ -112,7 +113,10 @@ class RetrievalModule(pl.LightningModule):
                 batch.positive_mask,
                 **common,
             )
+        # Kept here too: trainer.callback_metrics loses it when validate() runs afterwards.
+        self.last_train_loss = float(loss.detach())
         if (batch_idx + 1) % cfg.accumulate_grad_batches == 0 or self.trainer.is_last_batch:
+            self._check_finite(opt)
             if cfg.gradient_clip_val is not None:
                 self.clip_gradients(
                     opt,
@@ -123,13 +127,24 @@ class RetrievalModule(pl.LightningModule):
             opt.zero_grad(set_to_none=True)
             sched.step()
         n = len(batch)
-        # Kept here too: trainer.callback_metrics loses it when validate() runs afterwards.
-        self.last_train_loss = float(loss.detach())
         self.log("train_loss", loss, prog_bar=True, batch_size=n)
         if extra is not None:
             self.log("ewc_penalty", extra().detach(), batch_size=n)
         self.log("lr", sched.get_last_lr()[0], batch_size=n)
         return loss
+
+    def _check_finite(self, opt: Any) -> None:
+        """Before the optimizer step: a NaN/inf loss or gradient stops the run
+        (:class:`~lean_dojo_v2.trainer.errors.NonFiniteLossError`) instead of being written into
+        the weights. Under ``16-mixed`` the loss scaler skips overflowing steps by design, so
+        only the loss is checked there."""
+        scaled = str(self.trainer.precision) in ("16-mixed", "16")
+        check_finite_step(
+            self.last_train_loss,
+            None if scaled else self.net.parameters(),
+            self.global_step + 1,
+            lr=opt.param_groups[0]["lr"],
+        )
 
     # -------------------------------------------------------------- validation
 

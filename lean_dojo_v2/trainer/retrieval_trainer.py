@@ -96,7 +96,9 @@ class RetrievalResult(DictResult):
     this call; ``encoder_dir``: the trained encoder (``load_encoder`` loads it); ``val``: the last
     pass's validation metrics (``R@10_val``, ...; empty without validation); ``ewc_tasks``: passes
     consolidated into the EWC penalty; ``resumed_from``: the checkpoint or encoder a resumed run
-    started from; ``run_id``: the database's training-run id (database runs).
+    started from; ``resume_exact``: for a resumed run, whether it reproduces the uninterrupted
+    run's weights (single-process runs do; see ``trainer/exact_resume.py``), with
+    ``resume_note`` saying why not; ``run_id``: the database's training-run id (database runs).
     """
 
     passes: list[dict[str, Any]]
@@ -109,6 +111,9 @@ class RetrievalResult(DictResult):
     ewc_tasks: int = 0
     resumed_from: str | None = None
     run_id: int | None = None
+    # After run_id: the keys of summary.json keep the order they had before these were added.
+    resume_exact: bool | None = None
+    resume_note: str | None = None
 
 
 @dataclass
@@ -192,6 +197,7 @@ class RetrievalTrainer(CurriculumTrainer[RetrievalResult]):
         self._encoder: PremiseEncoder | None = None
         self.ewc: Any = None
         self.last_data_path: Path | None = None
+        self.resume_inexact_reason: str | None = None  # set by each pass (exact_resume.py)
         self.last_corpus: Corpus | None = None
         self.result: RetrievalResult | None = None
 
@@ -306,6 +312,10 @@ class RetrievalTrainer(CurriculumTrainer[RetrievalResult]):
 
         if self.last_corpus is None:
             raise TrainerError("export() needs a trained retriever: call train() first")
+        from .run_dir import check_export_dir, local_model_path
+
+        inputs = [p for p in (self.last_data_path, local_model_path(self.config.model_name)) if p]
+        check_export_dir(path, out=self.config.output_dir, inputs=inputs, force=force)
         encoder = self.encoder
         encoder.to(self.config.device)
         index = PremiseIndex.build(
@@ -365,6 +375,9 @@ class RetrievalTrainer(CurriculumTrainer[RetrievalResult]):
         return info
 
     def _save_pass(self, out: Path) -> None:
+        from .numerics import check_finite_weights
+
+        check_finite_weights(self.encoder.module, str(out / ENCODER_DIR))
         self.encoder.save(out / ENCODER_DIR, force=True)
 
     def _summarise(self, run: PassRun) -> RetrievalResult:
@@ -383,6 +396,8 @@ class RetrievalTrainer(CurriculumTrainer[RetrievalResult]):
             val=next((p["val"] for p in reversed(passes) if p.get("val")), {}),
             ewc_tasks=self.ewc.tasks if self.ewc is not None else 0,
             resumed_from=run.resumed_from,
+            resume_exact=None if run.resumed_from is None else self.resume_inexact_reason is None,
+            resume_note=None if run.resumed_from is None else self.resume_inexact_reason,
         )
 
     # ------------------------------------------------------------------ one pass
@@ -428,16 +443,21 @@ class RetrievalTrainer(CurriculumTrainer[RetrievalResult]):
         negatives = NegativeSampler(
             corpus, cfg.num_negatives, cfg.num_in_file_negatives, seed=cfg.seed
         )
+        from .exact_resume import SkippingSampler
+
         dataset = RetrievalDataset(examples, negatives)
         return DataLoader(
             dataset,
             batch_size=cfg.batch_size,
-            sampler=EpochSampler(
-                len(dataset),
-                seed=cfg.seed,
-                shuffle=shuffle,
-                lengths=[len(e.query) for e in examples] if cfg.group_by_length else None,
-                batch_size=cfg.batch_size,
+            # Skips the batches a mid-epoch checkpoint had trained on (exact resume).
+            sampler=SkippingSampler(
+                EpochSampler(
+                    len(dataset),
+                    seed=cfg.seed,
+                    shuffle=shuffle,
+                    lengths=[len(e.query) for e in examples] if cfg.group_by_length else None,
+                    batch_size=cfg.batch_size,
+                )
             ),
             collate_fn=Collator(self.encoder.tokenize),
             num_workers=0,
@@ -468,6 +488,7 @@ class RetrievalTrainer(CurriculumTrainer[RetrievalResult]):
                 "fit DDP's one-backward-per-forward gradient sync); set grad_cache=false for "
                 "multi-GPU training, or train on one device"
             )
+        _master_weights(self.encoder.module, self._precision())
         pl.seed_everything(cfg.seed + k, workers=True, verbose=False)
         loader = self._loader(train, corpus)
         if cfg.val_max_queries is not None:
@@ -485,7 +506,11 @@ class RetrievalTrainer(CurriculumTrainer[RetrievalResult]):
         if cfg.max_steps > 0:
             total = min(total, cfg.max_steps)
         module = RetrievalModule(self.encoder, cfg, corpus=corpus, ewc=self.ewc, total_steps=total)
-        trainer = self._lightning_trainer(k, out, do_val)
+        from .exact_resume import ExactResume, exact_possible
+
+        exact, self.resume_inexact_reason = exact_possible(world)
+        extra = [ExactResume(loader.sampler, cfg.batch_size)] if exact else []
+        trainer = self._lightning_trainer(k, out, do_val, extra)
         ckpt = "last" if _last_checkpoint(out, k) is not None else None
         if ckpt:
             log.info("pass %d (%s): resuming from %s", k + 1, label, _last_checkpoint(out, k))
@@ -494,6 +519,8 @@ class RetrievalTrainer(CurriculumTrainer[RetrievalResult]):
             # A pass cut by max_steps before an epoch end has no R@10_val yet; it is validated
             # just below, so Lightning's "could not find the monitored key" is noise here.
             warnings.filterwarnings("ignore", message=r".*could not find the monitored key")
+            if exact:  # ExactResume makes it resumable, in a way Lightning cannot see
+                warnings.filterwarnings("ignore", message=r".*dataloader is\s+not resumable")
             trainer.fit(
                 module, train_dataloaders=loader, val_dataloaders=val_loader, ckpt_path=ckpt
             )
@@ -531,6 +558,15 @@ class RetrievalTrainer(CurriculumTrainer[RetrievalResult]):
             "train_loss": getattr(module, "last_train_loss", None),
         }
 
+    def _accelerator(self) -> tuple[str, Any]:
+        cfg = self.config
+        if cfg.num_gpus is not None:
+            return "gpu", cfg.num_gpus
+        return cfg.accelerator, _devices_arg(cfg.devices)
+
+    def _precision(self) -> str:
+        return resolve_precision(self.config.precision, self._accelerator()[0])
+
     def _world_size(self) -> int:
         cfg = self.config
         if cfg.num_gpus is not None:
@@ -542,7 +578,7 @@ class RetrievalTrainer(CurriculumTrainer[RetrievalResult]):
             return dev * cfg.num_nodes
         return max(1, int(os.environ.get("WORLD_SIZE", "1") or 1))
 
-    def _lightning_trainer(self, k: int, out: Path, do_val: bool):
+    def _lightning_trainer(self, k: int, out: Path, do_val: bool, extra: Sequence[Any] = ()):
         import pytorch_lightning as pl
         from pytorch_lightning.callbacks import EarlyStopping, ModelCheckpoint
 
@@ -581,6 +617,7 @@ class RetrievalTrainer(CurriculumTrainer[RetrievalResult]):
                     save_last=True,
                 )
             )
+        callbacks.extend(extra)
         callbacks.extend(self.callbacks)
         logger: Any = False
         if "tensorboard" in cfg.report_to:
@@ -589,16 +626,13 @@ class RetrievalTrainer(CurriculumTrainer[RetrievalResult]):
             logger = TensorBoardLogger(
                 save_dir=str(out / LOGS), name=pass_name(k), version="", default_hp_metric=False
             )
-        if cfg.num_gpus is not None:
-            accelerator, devices = "gpu", cfg.num_gpus
-        else:
-            accelerator, devices = cfg.accelerator, _devices_arg(cfg.devices)
+        accelerator, devices = self._accelerator()
         return pl.Trainer(
             accelerator=accelerator,
             devices=devices,
             num_nodes=cfg.num_nodes,
             strategy=cfg.strategy,
-            precision=resolve_precision(cfg.precision, accelerator),
+            precision=self._precision(),
             max_epochs=cfg.max_epochs,
             max_steps=cfg.max_steps,
             callbacks=callbacks,
@@ -631,6 +665,27 @@ class RetrievalTrainer(CurriculumTrainer[RetrievalResult]):
             )
 
         return compute_fisher(encoder.module, loader, loss, max_batches=cfg.fisher_max_batches)
+
+
+def _master_weights(module: Any, precision: str) -> None:
+    """Float32 weights for the optimizer under every precision but the ``-true`` half ones and
+    float64: ``bf16-mixed`` is autocast over float32 weights, never a bf16 model with a bf16
+    optimizer (an encoder saved in bf16 loads in bf16; see :mod:`.numerics` for what that
+    costs at small learning rates)."""
+    import torch
+
+    if precision in ("bf16-true", "16-true"):
+        log.warning(
+            "precision %s trains the weights themselves in half precision: updates smaller than "
+            "half a rounding step are lost (most of them at lr 2e-5); bf16-mixed keeps float32 "
+            "weights",
+            precision,
+        )
+        return
+    if precision in ("64-true", "64"):
+        return  # Lightning converts the module to float64 itself
+    if any(p.dtype in (torch.bfloat16, torch.float16) for p in module.parameters()):
+        module.float()
 
 
 def _last_checkpoint(out: Path, k: int) -> Path | None:

@@ -4,6 +4,10 @@ A run directory (``output_dir`` of :class:`~lean_dojo_v2.trainer.sft_trainer.SFT
 :class:`~lean_dojo_v2.trainer.retrieval_trainer.RetrievalTrainer`) holds the config, a
 ``training_state.json`` (fingerprint of config + data, passes done, finished?) and one
 ``pass-NNN`` folder of checkpoints per pass; an unfinished run of the same fingerprint is resumed.
+The checks that come before anything is written are here too: an output never overlaps an input
+(dataset, database, the model it loads; :func:`check_run_outputs`, and :func:`check_export_dir`
+for ``--export``), and an old run is only set aside at a fresh start, replaced once the new run
+has something to resume (:func:`settle_previous`).
 Also here: JSON written atomically, the distributed rank checks, and the database curriculum
 helpers (open a database given by path, a repository reference it understands).
 """
@@ -17,10 +21,12 @@ import os
 import shutil
 import time
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..data.output_dir import check_output_dir, is_ours, mark_ours
+from ..data.output_dir import check_output_dir, is_ours, mark_ours, put_back, set_aside
+from ..errors import OutputExistsError
 from .config import config_to_dict, dump_config
 from .errors import EmptyDatasetError, TrainerError, TrainingStateError
 
@@ -68,15 +74,6 @@ def read_state(out: Path) -> dict[str, Any] | None:
     return state if isinstance(state, dict) and "fingerprint" in state else None
 
 
-def clear_dir(path: Path) -> None:
-    """Delete everything inside ``path`` (not ``path`` itself)."""
-    for entry in path.iterdir():
-        if entry.is_dir() and not entry.is_symlink():
-            shutil.rmtree(entry)
-        else:
-            entry.unlink()
-
-
 def config_fingerprint(
     config: Any, plan_id: Mapping[str, Any], exclude: Iterable[str], **extra: Any
 ) -> str:
@@ -87,6 +84,65 @@ def config_fingerprint(
     cfg.update(extra)
     blob = json.dumps({"config": cfg, "plan": plan_id}, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def local_model_path(model_name: str | None) -> Path | None:
+    """``model_name`` as a local path when it names one that exists (a hub id does not)."""
+    if not model_name:
+        return None
+    path = Path(model_name).expanduser()
+    return path if path.exists() else None
+
+
+def check_run_outputs(
+    out: Path, model_name: str | None, sources: Iterable[Path], *, force: bool
+) -> list[Path]:
+    """Refuse ``out`` (:class:`OutputExistsError`) when it may not be written: foreign without
+    ``force``, or (even with ``force``) the same as, inside or holding one of the run's inputs:
+    ``sources`` and the model ``model_name`` it loads. Returns every input path."""
+    inputs = list(sources)
+    model = local_model_path(model_name)
+    if model is not None:
+        real, m = out.resolve(), model.resolve()
+        if real == m or real in m.parents or m in real.parents:
+            raise OutputExistsError(
+                f"output_dir {out} overlaps model_name {model_name}: the run would replace the "
+                f"model it loads. To continue training from it, keep model_name={model_name} "
+                "and choose a new output_dir (--set output_dir=NEW_DIR)"
+            )
+        inputs.append(model)
+    check_output_dir(out, force=force, sources=inputs)
+    return inputs
+
+
+def check_export_dir(
+    export: str | os.PathLike[str],
+    *,
+    out: str | os.PathLike[str],
+    inputs: Iterable[str | os.PathLike[str]],
+    force: bool,
+) -> Path:
+    """``--export DIR`` is an output too: refuse it (:class:`OutputExistsError`) where the run
+    directory ``out`` would be refused, and where it overlaps ``out`` itself (even with
+    ``force``). Returns it resolved."""
+    dst, run = Path(export), Path(out)
+    real, run_real = dst.resolve(), run.resolve()
+    if real == run_real or run_real in real.parents or real in run_real.parents:
+        raise OutputExistsError(
+            f"export {dst} overlaps the run directory {run}: export to a directory outside it"
+        )
+    return check_output_dir(dst, force=force, sources=inputs)
+
+
+@dataclass
+class RunStart:
+    """Where a run starts: its ``state``, the ``first`` pass to run, and ``previous``, the run
+    directory's old contents set aside (a fresh start over an existing run) until the new run
+    has something to put in their place (see :func:`settle_previous`)."""
+
+    state: dict[str, Any]
+    first: int
+    previous: Path | None = None
 
 
 def resume_or_start(
@@ -100,17 +156,23 @@ def resume_or_start(
     has_checkpoint: Callable[[Path, int], bool],
     what: str = "training",
     barrier: Callable[[], None] | None = None,
-) -> tuple[dict[str, Any], int]:
-    """Check run directory ``out`` and return ``(state, passes done)``.
+) -> RunStart:
+    """Check run directory ``out`` (:func:`check_run_outputs`) and say where the run starts.
 
     An unfinished run there of the same ``fingerprint`` that got anywhere (a pass done, or a
     checkpoint of pass 0 per ``has_checkpoint(out, 0)``) is resumed when ``config.resume`` and
     not ``config.overwrite_output_dir``; an unfinished run of another fingerprint is a
     :class:`TrainingStateError` (``what`` names the kind of run). Otherwise (on the main process)
-    ``out`` is emptied, marked ours, and given ``config_file`` and a fresh state; ``barrier``
-    then waits for the other processes.
+    the old contents of ``out`` are set aside (not deleted: :func:`settle_previous` decides) and
+    ``out`` is made anew, marked ours, with ``config_file`` and a fresh state; ``barrier`` then
+    waits for the other processes.
     """
-    check_output_dir(out, force=config.overwrite_output_dir, sources=sources)
+    check_run_outputs(
+        out,
+        getattr(config, "model_name", None),
+        sources,
+        force=config.overwrite_output_dir,
+    )
     old = read_state(out) if out.is_dir() and is_ours(out) else None
     # A run that stopped before its first checkpoint has nothing to resume: start afresh.
     progressed = old is not None and (int(old.get("passes_done", 0)) > 0 or has_checkpoint(out, 0))
@@ -123,10 +185,11 @@ def resume_or_start(
                 "resume=False to start afresh there (its contents are deleted)"
             )
         log.info("resuming the unfinished run in %s (pass %d)", out, old["passes_done"] + 1)
-        return old, int(old["passes_done"])
+        return RunStart(old, int(old["passes_done"]))
+    previous = None
     if is_main_process():
-        if out.exists():
-            clear_dir(out)
+        if out.exists() and next(out.iterdir(), None) is not None:
+            previous = set_aside(out)
         out.mkdir(parents=True, exist_ok=True)
         mark_ours(out)
         state = {
@@ -141,7 +204,26 @@ def resume_or_start(
         write_json(out / STATE_FILE, state)
     if barrier is not None:
         barrier()
-    return read_state(out) or {}, 0
+    return RunStart(read_state(out) or {}, 0, previous)
+
+
+def has_progress(out: Path, has_checkpoint: Callable[[Path, int], bool]) -> bool:
+    """Whether the run in ``out`` has something a rerun would resume: a finished pass or a
+    checkpoint of its first pass."""
+    state = read_state(out)
+    return state is not None and (int(state.get("passes_done", 0)) > 0 or has_checkpoint(out, 0))
+
+
+def settle_previous(previous: Path | None, out: Path, *, keep_new: bool) -> None:
+    """After a fresh start over an old run (``previous``, set aside): remove the old one when
+    the new run ``keep_new`` (it finished, or has something to resume), else put the old one
+    back in ``out`` (the new run failed before it had anything: nothing is lost)."""
+    if previous is None or not is_main_process():
+        return
+    if keep_new:
+        shutil.rmtree(previous, ignore_errors=True)
+    else:
+        put_back(previous, out)
 
 
 # ---------------------------------------------------------------------- the database curriculum

@@ -45,7 +45,7 @@ def add_sft_parser(train_sub: argparse._SubParsersAction) -> argparse.ArgumentPa
         sft,
         force_help="replace output_dir even if it holds files lean-dojo-v2 did not write or "
         "another unfinished run (same as --set overwrite_output_dir=true; its contents are "
-        "deleted)",
+        "replaced once the new run has a checkpoint); never the data or the model it loads",
     )
     sft.set_defaults(func=cmd_train_sft)
     return sft

@@ -30,8 +30,10 @@ class SFTConfig:
             a local model directory, a `.gguf` file, or `smollm2`. `None` is the bundled default
             (SmolLM2-135M-Instruct), which trains on a CPU in minutes.
         dtype (`str`, *optional*, defaults to `"auto"`):
-            Weights' dtype when loading: `auto` (bf16 on a CUDA device that supports it, fp32 on the
-            CPU), `float32`, `bfloat16` or `float16`.
+            Training precision: `auto` (bf16 on a CUDA device that supports it, fp32 on the CPU),
+            `float32`, `bfloat16` or `float16`. Full fine-tuning in bf16/fp16 keeps float32 weights
+            and trains under autocast (updates at small learning rates would be rounded away in
+            bf16 weights); LoRA keeps the frozen base in this dtype and trains a float32 adapter.
         device (`str`, *optional*, defaults to `"auto"`):
             `auto` (CUDA when there is one), `cpu` or `cuda`. Under `accelerate launch` each process
             takes the device accelerate gives it.
@@ -94,8 +96,8 @@ class SFTConfig:
             Recompute activations in the backward pass: less memory, about 30-50 % slower. Turn it
             on for 7B models on a GPU; leave it off on a CPU.
         bf16 (`bool` or `None`, *optional*, defaults to `None`):
-            bf16 mixed precision. `None`: on where the device supports it (recent CUDA GPUs), off on
-            the CPU.
+            bf16 autocast (mixed precision; the trained weights stay float32). `None`: on where the
+            device supports it (recent CUDA GPUs) or `dtype` is `bfloat16`, else off.
         use_cpu (`bool`, *optional*, defaults to `False`):
             Train on the CPU even when a GPU is there.
         seed (`int`, *optional*, defaults to `42`):

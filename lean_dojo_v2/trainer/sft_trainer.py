@@ -348,11 +348,19 @@ class SFTTrainer(CurriculumTrainer[TrainResult]):
     def _load(self, from_dir: Path | None) -> None:
         """Load the model and tokenizer (once): the base, or the model saved after the last
         finished pass in ``from_dir`` (resume)."""
-        from ..models.loading import load_model, resolve_device, resolve_dtype
+        from ..models.loading import load_model, resolve_device
+        from .numerics import training_precision, upcast_trainable
 
         cfg = self.config
         target = "cpu" if cfg.use_cpu else resolve_device(cfg.device)
-        dtype = str(resolve_dtype(cfg.dtype, target)).removeprefix("torch.")
+        precision = training_precision(
+            cfg.dtype,
+            target,
+            full=not cfg.lora,
+            bf16=cfg.bf16,
+            deepspeed=cfg.deepspeed is not None,
+        )
+        dtype = precision.load_dtype
         if from_dir is not None and cfg.lora:
             loaded = load_model(
                 cfg.model_name, adapter=from_dir, device="cpu", dtype=dtype, for_training=True
@@ -372,18 +380,18 @@ class SFTTrainer(CurriculumTrainer[TrainResult]):
             from peft import get_peft_model
 
             model = get_peft_model(model, self.lora_config)
+        if precision.adapter_float32:
+            upcast_trainable(model)
         self._target_device = target
+        self._precision = precision
         self.model, self.tokenizer = model, tokenizer
 
     def _trl_args(self, k: int, out: Path) -> Any:
-        import torch
         from trl import SFTConfig as TRLConfig
 
         cfg = self.config
         on_cuda = self._target_device.startswith("cuda")
-        bf16 = cfg.bf16
-        if bf16 is None:
-            bf16 = bool(on_cuda and torch.cuda.is_bf16_supported())
+        autocast = self._precision.autocast
         reporters = [r for r in cfg.reporters if r != "tensorboard"]  # ours writes to logs/
         if "wandb" in reporters:
             import importlib.util
@@ -405,8 +413,9 @@ class SFTTrainer(CurriculumTrainer[TrainResult]):
             weight_decay=cfg.weight_decay,
             max_grad_norm=cfg.max_grad_norm,
             gradient_checkpointing=cfg.gradient_checkpointing,
-            bf16=bf16,
-            fp16=False,
+            # Autocast only: the weights the optimizer updates are float32 (trainer.numerics).
+            bf16=autocast == "bf16",
+            fp16=autocast == "fp16",
             use_cpu=not on_cuda,
             seed=cfg.seed,
             data_seed=cfg.seed,
@@ -416,6 +425,8 @@ class SFTTrainer(CurriculumTrainer[TrainResult]):
             logging_strategy="steps",
             logging_steps=cfg.logging_steps,
             logging_first_step=True,
+            # A NaN step loss is logged as NaN (not replaced by the mean): StopOnNonFinite stops.
+            logging_nan_inf_filter=False,
             report_to=reporters or "none",
             run_name=cfg.run_name or Path(cfg.output_dir).name,
             disable_tqdm=not cfg.progress_bar,
@@ -446,7 +457,9 @@ class SFTTrainer(CurriculumTrainer[TrainResult]):
 
         cfg = self.config
         args = self._trl_args(k, out)
-        callbacks = list(self.callbacks)
+        from .nonfinite_callback import StopOnNonFinite
+
+        callbacks = [StopOnNonFinite(), *self.callbacks]
         if "tensorboard" in cfg.reporters:
             tb = TensorBoardCallback()
             tb.logging_dir = str(out / LOGS / pass_name(k))
@@ -476,7 +489,10 @@ class SFTTrainer(CurriculumTrainer[TrainResult]):
         return history, int(trainer.state.global_step)
 
     def _save_model(self, out: Path) -> None:
+        from .numerics import check_finite_weights
+
         model = self.model
+        check_finite_weights(model, str(out))
         model.save_pretrained(str(out))
         self.tokenizer.save_pretrained(str(out))
         if self.config.lora:

@@ -1,0 +1,45 @@
+"""Layer 3 (trainer): ``StopOnNonFinite``, the transformers callback that stops a run whose loss
+or gradients become NaN or infinite (:mod:`.numerics` says why and how).
+
+Imports transformers at module level: the SFT and progress trainers import it where they train,
+so that ``import lean_dojo_v2.trainer`` stays light.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from transformers import TrainerCallback
+
+from .numerics import check_finite, check_finite_step
+
+
+class StopOnNonFinite(TrainerCallback):
+    """Raises :class:`~lean_dojo_v2.trainer.errors.NonFiniteLossError`:
+
+    - before each optimizer step, when a gradient is NaN or infinite (the optimizer would write
+      them into the weights; clipping does not help, a NaN norm scales every gradient to NaN);
+    - at each log, when the logged loss or gradient norm is (the trainer must log with
+      ``logging_nan_inf_filter=False``, or transformers replaces a NaN step loss by the mean).
+
+    Under fp16 autocast the gradient check is left to transformers' loss scaler, which skips a
+    step with overflowing gradients by design; under DeepSpeed the gradients are DeepSpeed's and
+    only the logged values are checked.
+    """
+
+    def on_pre_optimizer_step(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        model = kwargs.get("model")
+        if model is None or getattr(args, "fp16", False):
+            return
+        check_finite_step(None, model.parameters(), state.global_step + 1, lr=args.learning_rate)
+
+    def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kwargs: Any) -> None:
+        for key, what in (("loss", "the training loss"), ("grad_norm", "the gradient norm")):
+            if key == "grad_norm" and getattr(args, "fp16", False):
+                continue  # an overflow the loss scaler skipped
+            value = (logs or {}).get(key)
+            if isinstance(value, (int, float)):
+                check_finite(float(value), what, state.global_step, lr=args.learning_rate)
+
+
+__all__ = ["StopOnNonFinite"]
