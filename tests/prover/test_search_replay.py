@@ -1,7 +1,9 @@
 """Search on the bundled real data through ``ReplayEnv``, with a generator that proposes the
-recorded tactic among wrong ones (tactics recorded for other states): it proves every theorem a
-direct replay of the recorded proofs proves, and best-first needs fewer expansions than
-upstream's random-choice DFS at the same budget."""
+recorded tactic among wrong ones (tactics recorded for other states) and scores derived from the
+answer (a noisy oracle, not a model): it proves every theorem a direct replay of the recorded
+proofs proves; against upstream's random-choice DFS allowed to try every candidate, it proves the
+same theorems with fewer generator calls but more tactic calls. The comparison at equal
+tactic-call budgets with uninformed scores is ``test_search_compare.py``."""
 
 from __future__ import annotations
 
@@ -51,35 +53,36 @@ def test_search_proves_every_theorem_a_direct_replay_of_the_recorded_proof_prove
         assert env.verify(thm, r.proof_text).ok  # the returned proof re-checks
 
 
-def test_best_first_beats_random_dfs_on_expansions_at_equal_budget(
+def test_best_first_and_random_dfs_prove_the_same_trading_generator_calls_for_tactic_calls(
     theorems, env, best_first_results
 ):
-    dfs = RandomDFS(RecordedTacticGenerator(theorems), max_steps=BUDGET, num_samples=8, seed=0)
+    """At the same budget of generator calls (expansions), with random DFS allowed to try all 8
+    candidates of a state (``max_trials_per_goal=8``; upstream's 5 leaves the right tactic out
+    3 times in 8 and proves 23), both prove the same 49 theorems. Best-first asks the generator
+    less often (one request runs all 8 candidates of a state) and Lean more often (it runs all 8
+    even when the first works); random DFS the reverse. Neither is better on both counts."""
+    dfs = RandomDFS(
+        RecordedTacticGenerator(theorems),
+        max_steps=BUDGET,
+        max_trials_per_goal=8,
+        num_samples=8,
+        seed=0,
+    )
     dfs_results = {t.full_name: dfs.search(env, t) for t in theorems}
 
     def totals(results):
-        proved = sum(r.status == "proved" for r in results.values())
-        # a theorem not proved used the whole budget
-        spent = sum(r.expansions if r.status == "proved" else BUDGET for r in results.values())
-        return proved, spent
+        proved = {name for name, r in results.items() if r.status == "proved"}
+        generator_calls = sum(r.expansions for r in results.values())
+        tactic_calls = sum(r.stats["tactic_calls"] for r in results.values())
+        return proved, generator_calls, tactic_calls
 
-    bf_proved, bf_spent = totals(best_first_results)
-    dfs_proved, dfs_spent = totals(dfs_results)
-    bf_tactics = sum(r.stats["tactic_calls"] for r in best_first_results.values())
-    dfs_tactics = sum(r.stats["tactic_calls"] for r in dfs_results.values())
+    bf_proved, bf_generator, bf_tactics = totals(best_first_results)
+    dfs_proved, dfs_generator, dfs_tactics = totals(dfs_results)
     print(
-        f"\nbest-first: {bf_proved} proved, {bf_spent} expansions ({bf_tactics} tactic calls); "
-        f"random DFS: {dfs_proved} proved, {dfs_spent} expansions ({dfs_tactics} tactic calls); "
-        f"budget {BUDGET} expansions per theorem"
+        f"\nbest-first: {len(bf_proved)} proved, {bf_generator} generator calls, "
+        f"{bf_tactics} tactic calls; random DFS: {len(dfs_proved)} proved, {dfs_generator} "
+        f"generator calls, {dfs_tactics} tactic calls; budget {BUDGET} expansions per theorem"
     )
-    assert bf_proved >= dfs_proved
-    assert bf_spent < dfs_spent
-    both = [
-        n
-        for n in theorems
-        if best_first_results[n.full_name].proved and dfs_results[n.full_name].proved
-    ]
-    bf_both = sum(best_first_results[t.full_name].expansions for t in both)
-    dfs_both = sum(dfs_results[t.full_name].expansions for t in both)
-    print(f"on the {len(both)} both prove: best-first {bf_both}, random DFS {dfs_both} expansions")
-    assert bf_both <= dfs_both
+    assert bf_proved == dfs_proved and len(bf_proved) == 49  # 130 vs 618 calls; 1040 vs 618
+    assert bf_generator < dfs_generator
+    assert bf_tactics > dfs_tactics
