@@ -6,7 +6,14 @@ sampled candidates each, generated twice in one run by the same :class:`HFTactic
 * ``batched``: one ``generate`` call over all 16 states (128 sequences decoded together),
 * ``sequential``: 16 calls of one state each (8 sequences decoded together),
 
-with the same seed and settings. Reports tokens/s (generated tokens, each sequence up to and
+with the same seed and settings. ``--compare-hf`` adds a third mode in the same run:
+
+* ``hf``: transformers' own batched ``model.generate`` on the same prompts (left-padded, the same
+  number of samples, ``max_new_tokens``, temperature and top-p, no top-k; it stops a sequence at
+  the end marker only, not at the end of its tactic), and reports ``ratio_vs_hf``: batched
+  states/s over ``hf`` states/s (and ``pair_ratios_vs_hf``).
+
+Reports tokens/s (generated tokens, each sequence up to and
 including its end), states/s and the batched/sequential ratio of states/s. Prints one JSON object.
 Target: ratio >= 3 on 2 CPU cores.
 
@@ -19,7 +26,8 @@ process CPU time of the reported run, ``loadavg`` the 1-minute load average befo
 ``--max-seconds S`` starts no new pair after S seconds (a loaded machine can take an hour).
 
     python benchmarks/generation_bench.py [--model smollm2] [--states 16] [--samples 8]
-        [--max-new-tokens 32] [--device auto] [--dtype auto] [--repeats 2]
+        [--max-new-tokens 32] [--device auto] [--dtype auto] [--repeats 2] [--compare-hf]
+        [--no-sequential]
 """
 
 from __future__ import annotations
@@ -73,6 +81,58 @@ def run(gen, states: list[str], samples: int, batch_size: int) -> dict[str, floa
     }
 
 
+def run_hf(gen, states: list[str], samples: int, max_new_tokens: int, seed: int) -> dict:
+    """One timed batched ``model.generate`` over ``states``, sampling as ``gen`` does."""
+    import torch
+
+    from lean_dojo_v2.models.prompts import add_special_tokens_for
+
+    tok, model = gen.tokenizer, gen.model
+    enc = tok(
+        gen.prompts(states),
+        return_tensors="pt",
+        padding=True,
+        padding_side="left",
+        add_special_tokens=add_special_tokens_for(gen.style),
+    ).to(gen.loaded.device)
+    stops = gen.stop_ids
+    torch.manual_seed(seed)
+    _sync(gen.loaded.device)
+    t0, c0 = time.perf_counter(), time.process_time()
+    with torch.inference_mode():
+        out = model.generate(
+            **enc,
+            do_sample=True,
+            temperature=gen.temperature,
+            top_p=gen.top_p,
+            top_k=None,
+            repetition_penalty=None,
+            num_return_sequences=samples,
+            max_new_tokens=max_new_tokens,
+            eos_token_id=stops or None,
+            pad_token_id=tok.pad_token_id,
+        )
+    rows = out[:, enc["input_ids"].shape[1] :].tolist()
+    seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
+    ends = set(stops)
+    tokens = sum(next((i + 1 for i, t in enumerate(r) if t in ends), len(r)) for r in rows)
+    return {
+        "seconds": round(seconds, 2),
+        "cpu_seconds": round(cpu, 2),
+        "tokens": tokens,
+        "tokens_per_s": round(tokens / seconds, 1),
+        "states_per_s": round(len(states) / seconds, 3),
+        "sequences": len(rows),
+    }
+
+
+def _sync(device: str) -> None:
+    import torch
+
+    if str(device).startswith("cuda"):
+        torch.cuda.synchronize()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", default=None)
@@ -89,6 +149,14 @@ def main() -> int:
         default=0,
         help="start no new pair of runs after this many seconds (0: no limit)",
     )
+    parser.add_argument(
+        "--compare-hf",
+        action="store_true",
+        help="also time transformers' batched model.generate on the same prompts",
+    )
+    parser.add_argument(
+        "--no-sequential", action="store_true", help="skip the one-state-at-a-time mode"
+    )
     args = parser.parse_args()
 
     import torch
@@ -104,29 +172,30 @@ def main() -> int:
         loaded, strategy="sample", max_new_tokens=args.max_new_tokens, seed=args.seed
     )
     gen.generate(states[:1], 2)  # warm-up (first-call allocations)
+    if args.compare_hf:
+        run_hf(gen, states[:1], 2, 4, args.seed)
     load_before = os.getloadavg()[0]
-    modes = {"batched": len(states), "sequential": 1}
-    runs: dict[str, list[dict[str, float]]] = {"batched": [], "sequential": []}
+    modes = ["batched"] + ([] if args.no_sequential else ["sequential"])
+    modes += ["hf"] if args.compare_hf else []
+    runs: dict[str, list[dict[str, float]]] = {m: [] for m in modes}
     repeats = max(1, args.repeats)
-    order = [
-        ("batched", "sequential") if i % 2 == 0 else ("sequential", "batched")
-        for i in range(repeats)
-    ]
+    # ABBA: every other round runs the modes in reverse, so a drift in load hits all alike.
+    order = [modes if i % 2 == 0 else modes[::-1] for i in range(repeats)]
     started = time.perf_counter()
-    for i, pair in enumerate(order):
+    for i, rounds in enumerate(order):
         if i and args.max_seconds and time.perf_counter() - started > args.max_seconds:
-            print(f"--max-seconds reached: {i} pairs of runs", file=sys.stderr, flush=True)
+            print(f"--max-seconds reached: {i} rounds of runs", file=sys.stderr, flush=True)
             break
-        for mode in pair:
-            runs[mode].append(run(gen, states, args.samples, batch_size=modes[mode]))
-            print(f"{mode}: {runs[mode][-1]}", file=sys.stderr, flush=True)
-    batched = min(runs["batched"], key=lambda r: r["seconds"])
-    sequential = min(runs["sequential"], key=lambda r: r["seconds"])
-    ratio = batched["states_per_s"] / sequential["states_per_s"]
-    pair_ratios = [
-        round(s["seconds"] / b["seconds"], 2)
-        for b, s in zip(runs["batched"], runs["sequential"], strict=True)
-    ]
+        for mode in rounds:
+            if mode == "hf":
+                result = run_hf(gen, states, args.samples, args.max_new_tokens, args.seed)
+            else:
+                size = len(states) if mode == "batched" else 1
+                result = run(gen, states, args.samples, batch_size=size)
+            runs[mode].append(result)
+            print(f"{mode}: {result}", file=sys.stderr, flush=True)
+    best = {m: min(r, key=lambda x: x["seconds"]) for m, r in runs.items()}
+    batched = best["batched"]
     result = {
         "bench": "generation",
         "model": loaded.source,
@@ -143,15 +212,25 @@ def main() -> int:
         "repeats_asked": repeats,
         "loadavg": [round(load_before, 2), round(os.getloadavg()[0], 2)],
         "all_seconds": {k: [r["seconds"] for r in v] for k, v in runs.items()},
-        "batched": batched,
-        "sequential": sequential,
-        "ratio_states_per_s": round(ratio, 2),
-        "ratio_tokens_per_s": round(batched["tokens_per_s"] / sequential["tokens_per_s"], 2),
-        "pair_ratios": pair_ratios,
-        "median_pair_ratio": round(statistics.median(pair_ratios), 2),
-        "target_ratio": TARGET_RATIO,
-        "meets_target": ratio >= TARGET_RATIO,
+        **best,
     }
+    for other, key in (("sequential", ""), ("hf", "_vs_hf")):
+        if other not in best:
+            continue
+        ratio = batched["states_per_s"] / best[other]["states_per_s"]
+        pair_ratios = [
+            round(o["seconds"] / b["seconds"], 2)
+            for b, o in zip(runs["batched"], runs[other], strict=False)
+        ]
+        result[f"ratio{key or '_states_per_s'}"] = round(ratio, 2)
+        result[f"ratio_tokens_per_s{key}"] = round(
+            batched["tokens_per_s"] / best[other]["tokens_per_s"], 2
+        )
+        result[f"pair_ratios{key}"] = pair_ratios
+        result[f"median_pair_ratio{key}"] = round(statistics.median(pair_ratios), 2)
+        if other == "sequential":
+            result["target_ratio"] = TARGET_RATIO
+            result["meets_target"] = ratio >= TARGET_RATIO
     print(json.dumps(result, indent=1))
     return 0
 

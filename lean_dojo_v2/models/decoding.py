@@ -18,7 +18,14 @@ short and end at very different steps, so :func:`decode_causal` instead
   shortlist holds less than ``top_p`` of the probability mass (exact: the same distribution as
   transformers' ``TopPLogitsWarper``);
 * records each chosen token's log-probability (temperature 1, before any warper) from the raw
-  logits as ``logit - logsumexp``, in float32 whatever the model's dtype (bf16 on GPUs).
+  logits as ``logit - logsumexp``, in float32 whatever the model's dtype (bf16 on GPUs), into a
+  buffer on the device;
+* waits for the device only when it looks at the new tokens to stop the sequences that have
+  ended (every step on a CPU, every :data:`CHECK_EVERY` steps on a GPU, one transfer each), and
+  passes a preallocated attention mask as a growing view instead of concatenating one per step.
+
+Prompts must be left-padded (:func:`check_left_padded`): each row's last position is taken as its
+newest token.
 
 Every tensor it creates is made on the device of the model's inputs or cache.
 
@@ -306,19 +313,37 @@ def _cache_device(cache: Any) -> Any:
 
 
 def next_tokens(
-    logits: Any, *, greedy: bool, temperature: float, top_p: float, shortlist: int = SHORTLIST
+    logits: Any,
+    *,
+    greedy: bool,
+    temperature: float,
+    top_p: float,
+    shortlist: int = SHORTLIST,
+    generator: Any = None,
+    sync_free: bool | None = None,
 ) -> Any:
     """One token per row of ``logits`` (float, ``(rows, vocab)``): the argmax when ``greedy``,
     else a sample from ``softmax(logits / temperature)`` restricted to its top-p nucleus (the
-    smallest set of most likely tokens whose mass reaches ``top_p``, as ``TopPLogitsWarper``)."""
+    smallest set of most likely tokens whose mass reaches ``top_p``, as ``TopPLogitsWarper``),
+    drawn with ``generator`` (None: torch's global RNG).
+
+    ``sync_free`` (default: on any device but the CPU) sorts the whole vocabulary of every row, as
+    the warper does, instead of trying a ``shortlist`` first: the shortlist must ask the device
+    whether it held enough mass, and on a GPU that wait costs more than the sort."""
     import torch
 
     if greedy:
         return logits.argmax(dim=-1)
     scores = logits / temperature if temperature != 1.0 else logits
     if top_p >= 1.0:
-        return torch.multinomial(torch.softmax(scores, dim=-1), 1).squeeze(1)
+        return torch.multinomial(torch.softmax(scores, dim=-1), 1, generator=generator).squeeze(1)
+    if sync_free is None:
+        sync_free = scores.device.type != "cpu"
     rows, vocab = scores.shape
+    if sync_free:
+        ordered, idx = scores.sort(dim=-1, descending=True)
+        choice = _sample_nucleus(torch.softmax(ordered, dim=-1), top_p, generator)
+        return idx.gather(1, choice[:, None]).squeeze(1)
     out = torch.empty(rows, dtype=torch.long, device=scores.device)
     todo = torch.arange(rows, device=scores.device)  # rows not sampled yet
     sub_scores = scores
@@ -328,23 +353,23 @@ def next_tokens(
         top, idx = sub_scores.topk(k, dim=-1)  # sorted, best first
         probs = torch.exp(top - lse)
         covered = probs.sum(dim=-1) >= top_p
-        if k >= vocab or bool(covered.all()):
+        if k >= vocab or bool(covered.all()):  # the one question asked of the device
+            if todo.shape[0] == rows:
+                return idx.gather(1, _sample_nucleus(probs, top_p, generator)[:, None]).squeeze(1)
             covered = torch.ones_like(covered)
-        if todo.shape[0] == rows and bool(covered.all()):
-            return idx.gather(1, _sample_nucleus(probs, top_p)[:, None]).squeeze(1)
         done = covered.nonzero().squeeze(1)
         if done.numel():
-            choice = _sample_nucleus(probs.index_select(0, done), top_p)
+            choice = _sample_nucleus(probs.index_select(0, done), top_p, generator)
             picked = idx.index_select(0, done).gather(1, choice[:, None]).squeeze(1)
             out[todo.index_select(0, done)] = picked
-        if bool(covered.all()):
+        if todo.shape[0] == done.shape[0]:
             return out
         rest = (~covered).nonzero().squeeze(1)  # the shortlist holds < top_p: widen it
         todo, sub_scores, lse = todo[rest], sub_scores[rest], lse[rest]
         k = min(k * 16, vocab)
 
 
-def _sample_nucleus(sorted_probs: Any, top_p: float) -> Any:
+def _sample_nucleus(sorted_probs: Any, top_p: float, generator: Any = None) -> Any:
     """Sample a column of ``sorted_probs`` (descending, rows holding at least ``top_p`` of their
     mass) among the columns whose preceding mass is below ``top_p``."""
     import torch
@@ -352,7 +377,26 @@ def _sample_nucleus(sorted_probs: Any, top_p: float) -> Any:
     before = sorted_probs.cumsum(dim=-1) - sorted_probs
     kept = sorted_probs.masked_fill(before >= top_p, 0.0)
     kept[:, 0] = sorted_probs[:, 0]  # at least one token, as min_tokens_to_keep=1
-    return torch.multinomial(kept, 1).squeeze(1)
+    return torch.multinomial(kept, 1, generator=generator).squeeze(1)
+
+
+CHECK_EVERY = 4
+"""Decoding steps between two looks at the generated tokens on a GPU (on a CPU: every step).
+Looking means waiting for the device; in between it runs ahead. A sequence that ended inside a
+window is cut where it ended, at the cost of at most ``CHECK_EVERY - 1`` wasted steps of its row."""
+
+
+def check_left_padded(mask: Any) -> None:
+    """Raise :class:`~lean_dojo_v2.errors.ModelError` unless every row of the attention ``mask``
+    is left-padded (its zeros, if any, come before its ones): decoding takes each row's last
+    position as its newest token and numbers positions from the first real one."""
+    from ..errors import ModelError
+
+    if mask.shape[1] > 1 and not bool((mask[:, 1:] >= mask[:, :-1]).all()):
+        raise ModelError(
+            "decoding needs left-padded prompts, but the attention mask has padding after a real "
+            "token; tokenize with padding_side='left'"
+        )
 
 
 def decode_causal(
@@ -366,28 +410,37 @@ def decode_causal(
     greedy: bool,
     temperature: float,
     top_p: float,
-    finished: Callable[[int, list[int]], bool],
+    finished: Callable[[int, list[int]], bool] | None = None,
     share_prompt: bool = True,
     logits_to_keep: bool = True,
     preallocate_cache: bool = True,
     group_prompts: bool = True,
+    generator: Any = None,
+    check_every: int | None = None,
 ) -> tuple[list[list[int]], list[list[float]]]:
-    """Decode ``num_samples`` continuations of each left-padded prompt of ``input_ids``.
+    """Decode ``num_samples`` continuations of each left-padded prompt of ``input_ids`` (a
+    right-padded mask is a :class:`~lean_dojo_v2.errors.ModelError`).
 
     Returns, per sequence (prompt-major: the samples of prompt 0 first), its generated token ids
     (up to and including the token that ended it) and each token's log-probability under the
     model (temperature 1). A sequence ends at a token of ``stop_ids``, when ``finished(row, ids)``
-    says its text is complete (``row`` numbers the sequences as in the result), or
-    after ``max_new_tokens``. Run under ``torch.inference_mode()``.
+    says its text is complete (``row`` numbers the sequences as in the result; called with each
+    longer prefix of the row's tokens in turn until it says yes), or after ``max_new_tokens``.
+    Run under ``torch.inference_mode()``. Sampling draws from ``generator`` (None: torch's global
+    RNG).
 
     ``share_prompt``: run each prompt once and copy its cache to its samples (else the prompts are
     repeated first). ``logits_to_keep``: the model's forward takes it (the LM head is skipped on
     prompt positions). ``preallocate_cache``: decode into preallocated KV buffers.
     ``group_prompts``: with ``preallocate_cache``, prefill prompts in groups of similar length.
-    The switches change speed, not results (beyond float32 rounding); tests compare them."""
+    ``check_every``: steps between looks at the tokens on the host (default: 1 on a CPU,
+    :data:`CHECK_EVERY` elsewhere); ended sequences leave the batch at those looks.
+    The switches change speed, not results (beyond float32 rounding, and which random numbers a
+    sample draws); tests compare them."""
     import torch
 
-    stops = torch.tensor(sorted(set(stop_ids)) or [-1], device=input_ids.device)
+    check_left_padded(attention_mask)
+    device = input_ids.device
     mask = attention_mask.long()
     positions = (mask.cumsum(-1) - 1).clamp(min=0)
     extra = {"logits_to_keep": 1} if logits_to_keep else {}
@@ -427,34 +480,51 @@ def decode_causal(
         logits = logits.repeat_interleave(repeats, dim=0)
         mask = mask.repeat_interleave(repeats, dim=0)
         positions = positions.repeat_interleave(repeats, dim=0)
-    rows = logits.shape[0]
-    tokens: list[list[int]] = [[] for _ in range(rows)]
-    scores: list[list[float]] = [[] for _ in range(rows)]
+    rows, width = mask.shape
+    if check_every is None:
+        check_every = 1 if device.type == "cpu" else CHECK_EVERY
+    check_every = max(1, int(check_every))
+    # The whole mask at once (the prompt's, then ones), passed as a growing view: no new
+    # tensor per step. Generated tokens and their log-probs stay on the device, by sequence.
+    full_mask = mask.new_ones((rows, width + max_new_tokens))
+    full_mask[:, :width] = mask
+    token_buf = torch.zeros((rows, max_new_tokens), dtype=torch.long, device=device)
+    logp_buf = torch.zeros((rows, max_new_tokens), dtype=torch.float32, device=device)
+    row_ids = torch.arange(rows, device=device)  # the sequence at each batch position
+    stop_set = frozenset(int(t) for t in stop_ids)
+    tokens: list[list[int]] = [[] for _ in range(rows)]  # the host's copy, cut where each ended
     active_rows = list(range(rows))
     position = positions[:, -1]
+    looked = 0  # steps the host has seen
     for step in range(max_new_tokens):
-        chosen = next_tokens(logits, greedy=greedy, temperature=temperature, top_p=top_p)
+        chosen = next_tokens(
+            logits, greedy=greedy, temperature=temperature, top_p=top_p, generator=generator
+        )
         logp = logits.gather(1, chosen[:, None]).squeeze(1) - torch.logsumexp(logits, dim=-1)
-        ended = torch.isin(chosen, stops)
-        chosen_l, logp_l, ended_l = chosen.tolist(), logp.tolist(), ended.tolist()
-        keep: list[int] = []
-        for b, row in enumerate(active_rows):
-            tokens[row].append(chosen_l[b])
-            scores[row].append(logp_l[b])
-            if not ended_l[b] and not finished(row, tokens[row]):
-                keep.append(b)
-        if not keep or step + 1 == max_new_tokens:
-            break
-        if len(keep) < len(active_rows):
-            order = drop_rows(cache, keep)
-            sel = torch.tensor(order, device=input_ids.device)
-            chosen, mask, position = chosen[sel], mask[sel], position[sel]
-            active_rows = [active_rows[b] for b in order]
+        token_buf[row_ids, step] = chosen
+        logp_buf[row_ids, step] = logp
+        last = step + 1 == max_new_tokens
+        if last or step + 1 - looked >= check_every:
+            # One transfer for the whole window: the only wait for the device in the loop.
+            window = token_buf[row_ids, looked : step + 1].tolist()
+            looked = step + 1
+            keep = [
+                b
+                for b, row in enumerate(active_rows)
+                if not _extend(tokens[row], window[b], row, stop_set, finished)
+            ]
+            if not keep or last:
+                break
+            if len(keep) < len(active_rows):
+                order = drop_rows(cache, keep)
+                _compact(full_mask, order)
+                sel = torch.tensor(order, device=device)
+                chosen, position, row_ids = chosen[sel], position[sel], row_ids[sel]
+                active_rows = [active_rows[b] for b in order]
         position = position + 1
-        mask = torch.cat([mask, mask.new_ones((mask.shape[0], 1))], dim=1)
         out = model(
             input_ids=chosen[:, None],
-            attention_mask=mask,
+            attention_mask=full_mask[: len(active_rows), : width + step + 1],
             position_ids=position[:, None],
             past_key_values=cache,
             use_cache=True,
@@ -462,4 +532,33 @@ def decode_causal(
         )
         logits = out.logits[:, -1, :].float()
         del out
-    return tokens, scores
+    logps = logp_buf.tolist()
+    return tokens, [lp[: len(ids)] for lp, ids in zip(logps, tokens, strict=True)]
+
+
+def _extend(
+    ids: list[int],
+    new: list[int],
+    row: int,
+    stops: frozenset[int],
+    finished: Callable[[int, list[int]], bool] | None,
+) -> bool:
+    """Append the ``new`` tokens of a sequence to ``ids`` one by one, stopping after the one that
+    ends it (a stop token, or ``finished`` says so); whether it has ended."""
+    for token in new:
+        ids.append(token)
+        if token in stops or (finished is not None and finished(row, ids)):
+            return True
+    return False
+
+
+def _compact(buf: Any, order: list[int]) -> None:
+    """Rearrange the first rows of ``buf`` in place so that row ``i`` holds old row ``order[i]``
+    (the order :func:`drop_rows` returns: only the rows that change are copied)."""
+    import torch
+
+    holes = [i for i, src in enumerate(order) if src != i]
+    if holes:
+        index = torch.tensor(holes, device=buf.device)
+        sources = torch.tensor([order[i] for i in holes], device=buf.device)
+        buf.index_copy_(0, index, buf.index_select(0, sources))

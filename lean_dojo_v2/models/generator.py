@@ -8,7 +8,8 @@
 and seq2seq models (ReProver's ByT5) loaded by :func:`~lean_dojo_v2.models.load_model`:
 
 * **Batching.** Up to ``batch_size`` states are decoded together, each expanded to
-  ``num_samples`` sequences; causal prompts are padded on the left. Sampling and greedy decoding
+  ``num_samples`` sequences; causal prompts are padded on the left and encoder inputs on the
+  right, whatever the tokenizer's ``padding_side`` (it is not changed). Sampling and greedy decoding
   of causal LMs use :func:`~lean_dojo_v2.models.decoding.decode_causal` (prompt run once per
   state, finished sequences leave the batch, preallocated KV cache); beam search and seq2seq
   models use ``model.generate``.
@@ -32,11 +33,12 @@ and seq2seq models (ReProver's ByT5) loaded by :func:`~lean_dojo_v2.models.load_
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import os
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -215,8 +217,9 @@ class HFTacticGenerator(TacticGenerator):
     SmolLM2). ``strategy``: ``"sample"``, ``"beam"`` or ``"greedy"``. ``temperature``/``top_p``:
     sampling only. ``num_beams``: beam width (at least ``num_samples``; default ``num_samples``).
     ``max_new_tokens``: the longest tactic, in tokens. ``batch_size``: states per ``generate``
-    call (each expanded to ``num_samples`` sequences). ``seed``: seeds torch before each call,
-    for reproducible sampling. ``device``/``dtype``/``adapter``: passed to :func:`load_model`.
+    call (each expanded to ``num_samples`` sequences). ``seed``: reproducible sampling (each
+    batch draws from a ``torch.Generator`` seeded with it; torch's global RNG is left alone;
+    None: the global RNG). ``device``/``dtype``/``adapter``: passed to :func:`load_model`.
     ``share_prompt_cache``: when sampling several candidates of a causal LM, compute each prompt
     once and copy its KV cache to the samples (the same result as expanding the prompts first,
     which ``False`` does).
@@ -359,22 +362,24 @@ class HFTacticGenerator(TacticGenerator):
         import torch
 
         tok = self.tokenizer
+        causal = self.loaded.kind == "causal"
+        # Causal decoding reads each row's last position as its newest token, so prompts are
+        # padded on the left whatever the tokenizer says (it is shared: SFTTrainer sets right
+        # padding on it for training). Encoders are padded on the right, where models with
+        # absolute positions (BART) expect the text to start; the attention mask does the rest.
         enc = tok(
             self.prompts(states, prefix),
             return_tensors="pt",
             padding=True,
+            padding_side="left" if causal else "right",
             add_special_tokens=add_special_tokens_for(self.style),
         ).to(self.loaded.device)
-        if self.seed is not None:
-            torch.manual_seed(self.seed)
         limit = self.max_new_tokens if max_new_tokens is None else int(max_new_tokens)
-        if self.loaded.kind == "causal" and self.strategy != "beam":
+        if causal and self.strategy != "beam":
             from .decoding import decode_causal
 
             finished = (
-                self._tactic_done(len(states) * n, prefix or "")
-                if until_tactic_end
-                else lambda row, ids: False
+                self._tactic_done(len(states) * n, prefix or "") if until_tactic_end else None
             )
             with torch.inference_mode():
                 return decode_causal(
@@ -390,8 +395,42 @@ class HFTacticGenerator(TacticGenerator):
                     finished=finished,
                     share_prompt=self.share_prompt_cache,
                     logits_to_keep=self._logits_to_keep(),
+                    generator=self._rng(),
                 )
-        return self._generate_rows(enc, len(states), n, prefix, limit, until_tactic_end)
+        with self._seeded():
+            return self._generate_rows(enc, len(states), n, prefix, limit, until_tactic_end)
+
+    def _rng(self) -> Any:
+        """A ``torch.Generator`` on the model's device, seeded with :attr:`seed`, made afresh for
+        each batch (the same states give the same samples), or None without a seed (torch's
+        global RNG, as transformers' ``generate``). Seeding a generator of our own leaves the
+        caller's global random state as it was."""
+        import torch
+
+        if self.seed is None:
+            return None
+        rng = torch.Generator(device=self.loaded.device)
+        rng.manual_seed(self.seed)
+        return rng
+
+    @contextlib.contextmanager
+    def _seeded(self) -> Iterator[None]:
+        """A context for ``model.generate``, which draws from torch's global RNG: with a
+        :attr:`seed`, the global state is seeded inside and restored on the way out."""
+        import torch
+
+        if self.seed is None:
+            yield
+            return
+        device = torch.device(self.loaded.device)
+        index = device.index
+        if index is None and device.type == "cuda":
+            index = torch.cuda.current_device()
+        devices = [] if device.type == "cpu" or index is None else [index]
+        device_type = "cuda" if device.type == "cpu" else device.type
+        with torch.random.fork_rng(devices=devices, device_type=device_type):
+            torch.manual_seed(self.seed)
+            yield
 
     def _tactic_done(self, rows: int, prefix: str):
         """``finished(row, ids)`` for :func:`decode_causal`: whether the generated ``ids`` of a
