@@ -21,8 +21,9 @@ from lean_dojo_v2.data import DatasetDir, load_theorems, sample_dataset_path
 from lean_dojo_v2.database import DynamicDatabase
 from lean_dojo_v2.interaction import ReplayEnv
 
+from ._oracle_server import oracle_answer, repo_with_sorries
 from .fake_openai import FakeOpenAI
-from .pipeline_oracle import OracleGenerator, replay_provable
+from .pipeline_oracle import replay_provable
 
 TESTS_DIR = Path(__file__).resolve().parents[1]
 if str(TESTS_DIR) not in sys.path:
@@ -68,34 +69,18 @@ def test_prove_json_summary_with_tiny_model_and_progress_bar(
     assert "proving" in err and "thm" in err  # the progress bar, on stderr
 
 
-def _oracle_answer():
-    """A fake OpenAI server's answer: a wrong tactic first, then the recorded tactics of the
-    longest recorded goal in the request (in turn)."""
-    oracle = OracleGenerator(SAMPLE)
-
-    def answer(request: dict, index: int) -> str:
-        text = "\n".join(str(m.get("content")) for m in request["messages"])
-        goals = [g for g in oracle.table if g in text]
-        if not goals or index == 0:
-            return "exact wrong_answer"
-        tactics = oracle.table[max(goals, key=len)]
-        return tactics[(index - 1) % len(tactics)]
-
-    return answer
-
-
 def test_prove_openai_proves_records_and_writes_back(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Through a fake OpenAI-compatible server that answers the recorded tactic (among a wrong
     one): every theorem direct replay proves is proved; proofs go into the database and, in
     place of sorry, into a working copy of a repository holding those theorems."""
-    answer = _oracle_answer()
+    answer = oracle_answer()
 
     theorems = [t for t in load_theorems(SAMPLE) if t.traced_tactics][:8]
     with ReplayEnv.from_dataset(SAMPLE) as env:
         expected = replay_provable(env, theorems)
-    repo = _repo_with_sorries(tmp_path / "repo", theorems)
+    repo = repo_with_sorries(tmp_path / "repo", theorems)
     db_path = tmp_path / "db.sqlite"
     with DynamicDatabase(db_path) as db:
         db.add_repository(SAMPLE)
@@ -132,26 +117,6 @@ def test_prove_openai_proves_records_and_writes_back(
         assert "sorry" not in (pristine / rel).read_text("utf-8") or len(wb["written"]) < len(
             theorems
         )
-
-
-def _repo_with_sorries(root: Path, theorems: list) -> Path:
-    """A git repository with one file per theorem file: each theorem declared at its recorded
-    start line as ``theorem <last name component> : True := sorry``."""
-    by_file: dict[str, list] = {}
-    for t in theorems:
-        by_file.setdefault(t.file_path, []).append(t)
-    for rel, ts in by_file.items():
-        lines = [""] * max(t.start.line_nb for t in ts)
-        for t in ts:
-            lines[t.start.line_nb - 1] = f"theorem {t.full_name.rsplit('.', 1)[-1]} : True := sorry"
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("\n".join(lines) + "\n", "utf-8")
-    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t"}
-    env |= {"GIT_COMMITTER_EMAIL": "t@t", "PATH": "/usr/bin:/bin", "HOME": str(root)}
-    for cmd in (["init", "-q"], ["add", "."], ["commit", "-q", "-m", "sorries"]):
-        subprocess.run(["git", *cmd], cwd=root, env=env, check=True)
-    return root
 
 
 # -- bad input: one line, exit status 1 ----------------------------------------------------------
@@ -247,7 +212,7 @@ def test_prove_pantograph_backend_counts_no_proof_it_cannot_recheck(
     from fake_pantograph.launcher import fake_command
 
     monkeypatch.setenv("FAKE_PANTOGRAPH_COPYFROM_RECORDED", "1")
-    answer = _oracle_answer()
+    answer = oracle_answer()
 
     theorems = [t for t in load_theorems(SAMPLE) if t.traced_tactics][:3]
     names = [x for t in theorems for x in ("--theorem", t.full_name)]
