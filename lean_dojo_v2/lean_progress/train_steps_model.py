@@ -104,8 +104,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except LeanDojoError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    if result.base_model_note:
-        print(f"note: {result.base_model_note}", file=sys.stderr)
+    # A fallback from the requested model is already said on stderr by ProgressTrainer.
     print(
         f"LeanProgress model ({result.base_model}) saved to {Path(result.output_dir).resolve()}: "
         f"MAE {result.mae:.3f} on {result.eval_examples} {result.evaluated_on} examples. "
