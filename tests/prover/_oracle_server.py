@@ -51,3 +51,16 @@ def repo_with_sorries(root: Path, theorems: list, *, git: bool = True) -> Path:
         for cmd in (["init", "-q"], ["add", "."], ["commit", "-q", "--allow-empty", "-m", "s"]):
             subprocess.run(["git", *cmd], cwd=root, env=env, check=True)
     return root
+
+
+def one_line_error(argv: list[str], capsys) -> str:
+    """Run ``lean-dojo-v2 ARGV``: it must fail with status 1 and exactly one ``error:`` line on
+    stderr, no traceback; that line."""
+    from lean_dojo_v2.cli import main
+
+    rc = main(argv)
+    _, err = capsys.readouterr()
+    assert rc == 1
+    lines = [line for line in err.strip().splitlines() if line.startswith("lean-dojo-v2: error:")]
+    assert len(lines) == 1 and "Traceback" not in err
+    return lines[0]

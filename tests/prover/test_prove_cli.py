@@ -21,7 +21,7 @@ from lean_dojo_v2.data import DatasetDir, load_theorems, sample_dataset_path
 from lean_dojo_v2.database import DynamicDatabase
 from lean_dojo_v2.interaction import ReplayEnv
 
-from ._oracle_server import oracle_answer, repo_with_sorries
+from ._oracle_server import one_line_error, oracle_answer, repo_with_sorries
 from .fake_openai import FakeOpenAI
 from .pipeline_oracle import replay_provable
 
@@ -122,15 +122,6 @@ def test_prove_openai_proves_records_and_writes_back(
 # -- bad input: one line, exit status 1 ----------------------------------------------------------
 
 
-def _error(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
-    rc = main(argv)
-    _, err = capsys.readouterr()
-    assert rc == 1
-    lines = [line for line in err.strip().splitlines() if line.startswith("lean-dojo-v2: error:")]
-    assert len(lines) == 1 and "Traceback" not in err
-    return lines[0]
-
-
 def test_dataset_with_no_provable_theorems_is_one_line_error(
     tmp_path: Path, tiny_model: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -141,12 +132,12 @@ def test_dataset_with_no_provable_theorems_is_one_line_error(
     records = [r for r in json.loads(test_file.read_text("utf-8")) if not r["traced_tactics"]]
     test_file.write_text(json.dumps(records), "utf-8")
     assert records
-    line = _error(["prove", "--data", str(data), "--model", str(tiny_model)], capsys)
+    line = one_line_error(["prove", "--data", str(data), "--model", str(tiny_model)], capsys)
     assert "has a recorded tactic proof" in line
 
 
 def test_unreachable_base_url_is_one_line_error(capsys: pytest.CaptureFixture[str]) -> None:
-    line = _error(
+    line = one_line_error(
         ["prove", "--data", SAMPLE, "--generator", "openai", "--model", "m"]
         + ["--base-url", "http://127.0.0.1:9/v1"],
         capsys,
@@ -157,10 +148,12 @@ def test_unreachable_base_url_is_one_line_error(capsys: pytest.CaptureFixture[st
 def test_unknown_model_is_one_line_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    line = _error(["prove", "--data", SAMPLE, "--model", str(tmp_path / "no_model")], capsys)
+    line = one_line_error(
+        ["prove", "--data", SAMPLE, "--model", str(tmp_path / "no_model")], capsys
+    )
     assert "no model" in line
     with FakeOpenAI(models=("served",)) as server:
-        line = _error(
+        line = one_line_error(
             ["prove", "--data", SAMPLE, "--generator", "openai", "--model", "other"]
             + ["--base-url", server.base_url],
             capsys,
@@ -171,7 +164,7 @@ def test_unknown_model_is_one_line_error(
 def test_theorem_not_in_env_is_one_line_error(
     tiny_model: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    line = _error(
+    line = one_line_error(
         ["prove", "--data", SAMPLE, "--model", str(tiny_model), "--theorem", "No.such_theorem"],
         capsys,
     )
@@ -181,7 +174,7 @@ def test_theorem_not_in_env_is_one_line_error(
 def test_pantograph_without_repl_is_one_line_error(
     tiny_model: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    line = _error(
+    line = one_line_error(
         ["prove", "--data", SAMPLE, "--model", str(tiny_model), "--backend", "pantograph"]
         + ["--repl", str(tmp_path / "repl")],
         capsys,

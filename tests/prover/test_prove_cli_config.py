@@ -17,6 +17,8 @@ import pytest
 from lean_dojo_v2.cli import main
 from lean_dojo_v2.data import sample_dataset_path
 
+from ._oracle_server import one_line_error
+
 TESTS_DIR = Path(__file__).resolve().parents[1]
 if str(TESTS_DIR) not in sys.path:
     sys.path.insert(0, str(TESTS_DIR))
@@ -123,28 +125,19 @@ def test_tactic_timeout_of_the_config_reaches_the_pantograph_env(
     assert captured["make_env"].config["tactic_timeout"] == 9.0
 
 
-def _error(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
-    rc = main(argv)
-    _, err = capsys.readouterr()
-    assert rc == 1
-    lines = [line for line in err.strip().splitlines() if line.startswith("lean-dojo-v2: error:")]
-    assert len(lines) == 1 and "Traceback" not in err
-    return lines[0]
-
-
 def test_bad_config_is_a_one_line_error(
     tmp_path: Path, tiny_model: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    line = _error(_prove(["--set", "max_expansion=20"], tiny_model), capsys)
+    line = one_line_error(_prove(["--set", "max_expansion=20"], tiny_model), capsys)
     assert "unknown config key 'max_expansion'" in line and "did you mean 'max_expansions'" in line
     assert "frontier_batch" in line  # the valid keys are listed
-    line = _error(_prove(["--set", "max_expansions=many"], tiny_model), capsys)
+    line = one_line_error(_prove(["--set", "max_expansions=many"], tiny_model), capsys)
     assert "'max_expansions'" in line and "many" in line
-    line = _error(_prove(["--set", "max_expansions=0"], tiny_model), capsys)
+    line = one_line_error(_prove(["--set", "max_expansions=0"], tiny_model), capsys)
     assert "max_expansions" in line and ">= 1" in line
-    line = _error(_prove(["--config", str(tmp_path / "none.yaml")], tiny_model), capsys)
+    line = one_line_error(_prove(["--config", str(tmp_path / "none.yaml")], tiny_model), capsys)
     assert "does not exist" in line
-    line = _error(_prove(["--max-expansions", "0"], tiny_model), capsys)
+    line = one_line_error(_prove(["--max-expansions", "0"], tiny_model), capsys)
     assert "--max-expansions must be at least 1" in line
 
 
