@@ -7,76 +7,26 @@ seconds are printed, not asserted (a shared machine is too noisy for a time limi
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
+import importlib.util
 from pathlib import Path
 
-import lean_dojo_v2
-
-# One package per layer (docs/architecture.md), as a user or a subcommand imports them.
-PACKAGES = (
-    "lean_dojo_v2",
-    "lean_dojo_v2.data",
-    "lean_dojo_v2.interaction",
-    "lean_dojo_v2.database",
-    "lean_dojo_v2.models",
-    "lean_dojo_v2.trainer",
-    "lean_dojo_v2.prover",
-    "lean_dojo_v2.lean_agent",
-    "lean_dojo_v2.cli",
-)
-# The other packages, which a subcommand or a user may import on their own.
-OTHER_PACKAGES = (
-    "lean_dojo_v2.config",
-    "lean_dojo_v2.errors",
-    "lean_dojo_v2.system",
-    "lean_dojo_v2.utils",
-    "lean_dojo_v2.lean_dojo",
-    "lean_dojo_v2.lean_progress",
-)
-# Each costs 0.1 s to seconds to import; they load where they are used, never with a package.
-HEAVY = (
-    "datasets",
-    "lightning",
-    "networkx",
-    "numpy",
-    "peft",
-    "pytorch_lightning",
-    "sentence_transformers",
-    "torch",
-    "transformers",
-    "trl",
-)
-
-_PROBE = """
-import importlib, json, sys, time
-start = time.perf_counter()
-for name in {packages!r}:
-    importlib.import_module(name)
-seconds = time.perf_counter() - start
-print(json.dumps({{"seconds": seconds, "loaded": sorted(m for m in {heavy!r} if m in sys.modules)}}))
-"""
+# The package lists, the heavy modules and the probe are the benchmark's (one definition).
+_BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "import_bench.py"
+_spec = importlib.util.spec_from_file_location("import_bench_under_test", _BENCH)
+bench = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(bench)
+PACKAGES, OTHER_PACKAGES, HEAVY = bench.PACKAGES, bench.OTHER_PACKAGES, bench.HEAVY
 
 
 def probe(packages: tuple[str, ...]) -> dict:
-    """Import ``packages`` in a fresh interpreter: its seconds and the heavy modules it loaded."""
-    code = _PROBE.format(packages=packages, heavy=HEAVY)
-    root = str(Path(lean_dojo_v2.__file__).resolve().parents[1])
-    proc = subprocess.run(
-        [sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=300
-    )
-    assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    """Import ``packages`` in a fresh interpreter (writing no bytecode): its seconds and the heavy
+    modules it loaded."""
+    return bench.probe(packages, None, HEAVY)
 
 
 def test_importing_every_layer_loads_nothing_heavy() -> None:
     report = probe(PACKAGES)
-    how = "from source" if os.environ.get("PYTHONDONTWRITEBYTECODE") else "bytecode if cached"
-    print(
-        f"import of {len(PACKAGES)} packages: {report['seconds']:.3f} s (fresh interpreter, {how})"
-    )
+    print(f"import of {len(PACKAGES)} packages: {report['seconds']:.3f} s (fresh interpreter)")
     assert report["loaded"] == [], f"importing the packages loaded {report['loaded']}"
 
 
