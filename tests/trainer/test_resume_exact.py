@@ -12,6 +12,8 @@ import pytest
 import torch
 
 from .test_retrieval_fixtures import build_tiny_encoder, quick, sample_dir  # noqa: F401
+from .test_retrieval_trainer import _Stop as Killed  # a kill, raised from inside training
+from .test_retrieval_trainer import _stop_at_epoch
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -26,10 +28,6 @@ def _one_thread():
 def dropout_encoder_dir(tmp_path_factory):
     # Dropout on: the resumed run must also continue the random stream where it stopped.
     return build_tiny_encoder(tmp_path_factory.mktemp("tiny_bert_dropout"), dropout=0.1)
-
-
-class Killed(Exception):
-    pass
 
 
 def _kill_at_step(step: int):
@@ -119,17 +117,6 @@ def test_a_multi_process_run_says_its_resume_is_not_exact():
     assert not ok and "DDP" in why
 
 
-def _kill_at_epoch(epoch: int):
-    import pytorch_lightning as pl
-
-    class KillAt(pl.Callback):
-        def on_train_epoch_start(self, trainer, pl_module):
-            if trainer.current_epoch == epoch:
-                raise Killed(f"killed at the start of epoch {epoch}")
-
-    return KillAt()
-
-
 def test_a_premise_selector_run_killed_after_a_checkpoint_resumes(
     dropout_encoder_dir, tmp_path, monkeypatch
 ):
@@ -165,7 +152,7 @@ def test_a_premise_selector_run_killed_after_a_checkpoint_resumes(
 
     def killed(*args, **kwargs):
         trainer = made(*args, **kwargs)
-        trainer.callbacks = [_kill_at_epoch(1)]
+        trainer.callbacks = [_stop_at_epoch(1)]
         return trainer
 
     out = tmp_path / "cut"
