@@ -11,6 +11,7 @@ import os
 import time
 
 import pytest
+from processes import wait_until_dead  # noqa: E402  (tests/ is on sys.path via conftest)
 
 from lean_dojo_v2.data import Pos, goal_texts
 from lean_dojo_v2.interaction import (
@@ -735,16 +736,8 @@ def test_finaliser_and_calls_never_wait_on_a_dead_event_loop(sample_proofs):
         env.run_tactic(state, "rfl")
     env.__del__()  # must return at once and leave no REPL behind
     assert _time.monotonic() - t0 < 5
-    for _ in range(50):
-        try:  # gone, or a zombie nobody reaps any more (its loop is dead): either way, killed
-            with open(f"/proc/{pid}/stat") as f:
-                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
-                    break
-        except FileNotFoundError:
-            break
-        _time.sleep(0.1)
-    else:
-        raise AssertionError(f"REPL pid {pid} survived the finaliser")
+    # gone, or a zombie nobody reaps any more (its loop is dead): either way, killed
+    assert wait_until_dead(pid), f"REPL pid {pid} survived the finaliser"
 
 
 # ------------------------------------------------------------ start() in the file's context

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from processes import wait_until_dead  # noqa: E402  (tests/ is on sys.path via conftest)
 
 from lean_dojo_v2.config import reset_settings
 from lean_dojo_v2.errors import DataFormatError
@@ -548,15 +549,4 @@ def test_git_timeout_leaves_no_process_behind(monkeypatch, tmp_path):
         LeanGitRepo("ssh://git.example.invalid/owner/proj.git", "main")
     assert time.monotonic() - start < 15
     pid = int(pidfile.read_text())
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and _running(pid):
-        time.sleep(0.05)
-    assert not _running(pid), f"the fake ssh (pid {pid}) outlived the timeout"
-
-
-def _running(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
-            return fh.read().rsplit(")", 1)[-1].split()[0] != "Z"
-    except OSError:
-        return False
+    assert wait_until_dead(pid), f"the fake ssh (pid {pid}) outlived the timeout"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import pickle
 import re
 import sys
@@ -10,6 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
+from processes import wait_until_dead  # noqa: E402  (tests/ is on sys.path via conftest)
 
 from lean_dojo_v2.errors import (
     CommandError,
@@ -20,28 +20,6 @@ from lean_dojo_v2.errors import (
     LeanDojoError,
 )
 from lean_dojo_v2.system.commands import describe, run_command, start_command, stop
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A zombie is dead for our purposes (it is some other process's child to reap).
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
-            return fh.read().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return True
-
-
-def _wait_dead(pid: int, within: float = 5.0) -> bool:
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        if not _alive(pid):
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def test_captures_output():
@@ -112,7 +90,7 @@ def test_timeout_stops_everything_the_program_started(tmp_path: Path):
     err = info.value
     assert isinstance(err, TimeoutError) and "within 1.5 s" in str(err)
     assert err.stdout == b"started\n"  # what it printed before it was stopped
-    assert _wait_dead(int(pidfile.read_text()))
+    assert wait_until_dead(int(pidfile.read_text()))
 
 
 def test_undecodable_output_is_a_typed_error():
