@@ -22,8 +22,10 @@ __all__ = [
     "EmptyDatasetError",
     "NonFiniteLossError",
     "TrainerError",
+    "RewardFunctionError",
     "TrainingStateError",
     "UnknownConfigKeyError",
+    "UnknownRewardError",
 ]
 
 
@@ -36,3 +38,54 @@ class NonFiniteLossError(TrainerError):
     """The training loss or the gradients became NaN or infinite: the run stops at that step,
     before the optimizer applies them, and saves no model (the output directory keeps what it
     held). Usually a learning rate far too high; the message names the step and the value."""
+
+
+class UnknownAlgorithmError(TrainerError, ValueError):
+    """A GRPO algorithm name is not in the registry (:mod:`lean_dojo_v2.trainer.rl.algorithms`);
+    ``name`` is what was asked for, ``valid`` the registered names, which the message lists."""
+
+    def __init__(self, name: str, valid: list[str]) -> None:
+        from difflib import get_close_matches  # only on this (rare) path
+
+        self.name = name
+        self.valid = list(valid)
+        close = get_close_matches(name, self.valid, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        super().__init__(
+            f"unknown GRPO algorithm {name!r}{hint}; valid algorithms: {', '.join(self.valid)}"
+        )
+
+    def __reduce__(self):  # type: ignore[override]  # survive pickling (worker processes)
+        return (type(self), (self.name, self.valid))
+
+
+class UnknownRewardError(TrainerError, ValueError):
+    """A reward name (``get_scorer(name)``, ``create_composite_scorer(...)``, a composite's
+    ``weights``, ``reward_type`` in a config) is not a registered reward scorer; ``name`` is what
+    was asked for, ``valid`` the registered names, which the message lists."""
+
+    def __init__(self, name: str, valid: list[str], *, what: str = "reward") -> None:
+        from difflib import get_close_matches  # only on this (rare) path
+
+        self.name = name
+        self.valid = list(valid)
+        self.what = what
+        close = get_close_matches(name, self.valid, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        super().__init__(f"unknown {what} {name!r}{hint}; valid names: {', '.join(self.valid)}")
+
+    def __reduce__(self):  # type: ignore[override]  # survive pickling (worker processes)
+        return (_rebuild_unknown_reward, (self.name, self.valid, self.what))
+
+
+def _rebuild_unknown_reward(name: str, valid: list[str], what: str) -> UnknownRewardError:
+    return UnknownRewardError(name, valid, what=what)
+
+
+class RewardFunctionError(TrainerError, ValueError):
+    """A user's reward function (``GRPOTrainer(reward_func=...)``, :func:`wrap_user_reward`) or
+    reward scorer cannot be used: its signature does not accept ``completions`` (and ``**kwargs``
+    or the dataset columns it names), it returned something other than a list of numbers or a
+    1-D ``torch.Tensor``, or a number of rewards other than one per completion; or a Lean-checked
+    scorer was asked to score without a :class:`RewardContext`. The message says which, in one
+    line."""

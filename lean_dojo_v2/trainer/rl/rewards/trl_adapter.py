@@ -1,0 +1,252 @@
+"""Reward scorers and user reward functions as TRL reward functions.
+
+TRL's ``GRPOTrainer`` calls each reward function as ``f(prompts=..., completions=...,
+completion_ids=..., **columns, trainer_state=..., log_extra=..., log_metric=...)``, every dataset
+column a list with one entry per completion, and expects one float per completion.
+
+- :func:`reward_functions`: one such function per scorer, named after it (TRL logs
+  ``rewards/<name>/mean``); it builds a :class:`Trajectory` per completion from the columns
+  (``state``, ``theorem_key``, ``step``, ``recorded_tactic``, ``difficulty``, ``mode``) and calls
+  the scorer's ``score_batch`` once for the whole batch.
+- :func:`wrap_user_reward`: the seed's ``reward_func(completions, **kwargs)``, checked up front
+  (its signature) and at each call (a list of numbers or a 1-D tensor, one per completion).
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import sys
+from collections.abc import Callable, Sequence
+from numbers import Real
+from typing import Any
+
+from ...errors import RewardFunctionError
+from .base import BaseRewardScorer, RewardContext, Trajectory
+
+# The dataset columns of our prompt rows, and what TRL adds to every call.
+COLUMNS: tuple[str, ...] = ("state", "theorem_key", "step", "recorded_tactic", "difficulty", "mode")
+TRL_ARGUMENTS: tuple[str, ...] = (
+    "prompts", "completions", "completion_ids", "trainer_state", "log_extra", "log_metric",
+    "environments",
+)  # fmt: skip
+_TRL_EXTRAS = frozenset({"trainer_state", "log_extra", "log_metric", "environments"})
+
+
+def _text(completion: Any) -> str:
+    """A completion's text: a string, or (conversational) the last message's content."""
+    if isinstance(completion, str):
+        return completion
+    if isinstance(completion, Sequence) and completion and isinstance(completion[-1], dict):
+        return str(completion[-1].get("content", ""))
+    return "" if completion is None else str(completion)
+
+
+def _column(kwargs: dict[str, Any], name: str, n: int) -> list[Any]:
+    values = kwargs.get(name)
+    if values is None:
+        return [None] * n
+    values = list(values)
+    if len(values) != n:
+        raise RewardFunctionError(
+            f"column {name!r} has {len(values)} values for {n} completions; TRL passes one per "
+            "completion"
+        )
+    return values
+
+
+def build_trajectories(
+    prompts: Sequence[Any] | None,
+    completions: Sequence[Any],
+    completion_ids: Sequence[Sequence[int]] | None,
+    columns: dict[str, Any],
+    context: RewardContext | None = None,
+) -> list[Trajectory]:
+    """One :class:`Trajectory` per completion from TRL's arguments (missing columns take the
+    trajectory's defaults; the theorem is looked up in ``context`` by ``theorem_key``)."""
+    n = len(completions)
+    prompt_list = list(prompts) if prompts is not None else [""] * n
+    cols = {name: _column(columns, name, n) for name in COLUMNS}
+    ids = list(completion_ids) if completion_ids is not None else [None] * n
+    out = []
+    for i in range(n):
+        key = cols["theorem_key"][i] or ""
+        extra: dict[str, Any] = {"theorem_key": key}
+        if ids[i] is not None:
+            extra["completion_length"] = len(ids[i])
+        step, difficulty = cols["step"][i], cols["difficulty"][i]
+        out.append(
+            Trajectory(
+                prompt=_text(prompt_list[i]) if i < len(prompt_list) else "",
+                completion=_text(completions[i]),
+                state=cols["state"][i] or "",
+                theorem=context.theorem(key) if context is not None else None,
+                step=int(step) if step is not None else 0,
+                recorded_tactic=cols["recorded_tactic"][i] or "",
+                difficulty=float(difficulty) if difficulty is not None else 0.0,
+                mode=cols["mode"][i] or "tactic",
+                extra=extra,
+            )
+        )
+    return out
+
+
+class ScorerRewardFunction:
+    """A TRL reward function over one scorer (see :func:`reward_functions`)."""
+
+    def __init__(self, scorer: BaseRewardScorer, context: RewardContext | None) -> None:
+        self.scorer = scorer
+        self.context = context
+        self.__name__ = scorer.name  # TRL names the reward (and its logs) after this
+
+    def __call__(
+        self,
+        prompts: Sequence[Any] | None = None,
+        completions: Sequence[Any] | None = None,
+        completion_ids: Sequence[Sequence[int]] | None = None,
+        **kwargs: Any,
+    ) -> list[float]:
+        completions = list(completions or [])
+        trajectories = build_trajectories(
+            prompts, completions, completion_ids, kwargs, self.context
+        )
+        scored = self.scorer.score_batch(trajectories)
+        if len(scored) != len(completions):
+            raise RewardFunctionError(
+                f"scorer {self.scorer.name!r} returned {len(scored)} rewards for "
+                f"{len(completions)} completions; score_batch must return one per trajectory"
+            )
+        return [float(reward) for reward, _ in scored]
+
+    def __repr__(self) -> str:
+        return f"ScorerRewardFunction({self.scorer!r})"
+
+
+def reward_functions(
+    scorers: Sequence[BaseRewardScorer], context: RewardContext | None
+) -> list[Callable[..., list[float]]]:
+    """One TRL reward function per scorer, each named after its scorer; scorers without a
+    context of their own are bound to ``context``."""
+    names = [s.name for s in scorers]
+    if len(set(names)) != len(names):
+        raise RewardFunctionError(f"reward names must be distinct (TRL logs by name), got {names}")
+    for scorer in scorers:
+        if not isinstance(scorer, BaseRewardScorer):
+            raise RewardFunctionError(
+                f"reward_functions takes BaseRewardScorer objects, not {type(scorer).__name__}; "
+                "wrap a plain function with wrap_user_reward"
+            )
+        scorer.bind(context)
+    return [ScorerRewardFunction(s, context) for s in scorers]
+
+
+# ------------------------------------------------------------------------- user functions
+def _signature_plan(func: Callable[..., Any]) -> tuple[bool, frozenset[str]]:
+    """Whether ``func`` takes ``**kwargs``, and the names it takes; raises
+    :class:`RewardFunctionError` when TRL's call cannot fit it."""
+    valid = (*TRL_ARGUMENTS, *COLUMNS)
+    what = getattr(func, "__name__", type(func).__name__)
+    try:
+        params = inspect.signature(func).parameters
+    except (TypeError, ValueError) as exc:
+        raise RewardFunctionError(
+            f"cannot read the signature of reward function {what}: {exc}"
+        ) from None
+    var_kw = any(p.kind is p.VAR_KEYWORD for p in params.values())
+    names: set[str] = set()
+    for p in params.values():
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            continue
+        if p.kind is p.POSITIONAL_ONLY and p.default is p.empty:
+            raise RewardFunctionError(
+                f"reward function {what} has a positional-only parameter {p.name!r}; TRL passes "
+                f"keywords: use def {what}(completions, **kwargs)"
+            )
+        if p.name not in valid and p.default is p.empty:
+            raise RewardFunctionError(
+                f"reward function {what} needs {p.name!r}, which TRL does not pass; parameters "
+                f"it can take: {', '.join(valid)} (or **kwargs)"
+            )
+        names.add(p.name)
+    if "completions" not in names and not var_kw:
+        raise RewardFunctionError(
+            f"reward function {what} does not accept completions; use def "
+            f"{what}(completions, **kwargs)"
+        )
+    return var_kw, frozenset(names)
+
+
+def _as_floats(result: Any, n: int, what: str) -> list[float]:
+    torch = sys.modules.get("torch")  # a tensor can only exist if torch is loaded
+    if torch is not None and isinstance(result, torch.Tensor):
+        if result.dim() != 1:
+            raise RewardFunctionError(
+                f"reward function {what} returned a tensor of shape {tuple(result.shape)}; "
+                f"return a 1-D tensor or list with one reward per completion ({n})"
+            )
+        result = result.detach().float().cpu().tolist()
+    elif hasattr(result, "tolist") and not isinstance(result, list | tuple):
+        result = result.tolist()  # numpy arrays
+    if not isinstance(result, list | tuple):
+        raise RewardFunctionError(
+            f"reward function {what} returned {type(result).__name__}; return a list of floats "
+            f"or a 1-D torch.Tensor, one per completion ({n})"
+        )
+    if len(result) != n:
+        raise RewardFunctionError(
+            f"reward function {what} returned {len(result)} rewards for {n} completions; "
+            "return one per completion"
+        )
+    out = []
+    for value in result:
+        if value is None:
+            out.append(math.nan)  # TRL's convention: this function has no reward for it
+        elif isinstance(value, Real):
+            out.append(float(value))
+        else:
+            raise RewardFunctionError(
+                f"reward function {what} returned a {type(value).__name__} among its rewards; "
+                "every reward must be a number"
+            )
+    return out
+
+
+def wrap_user_reward(func: Callable[..., Any]) -> Callable[..., list[float]]:
+    """A TRL reward function around a user's ``func(completions, **kwargs)`` (or one naming only
+    the arguments and columns it reads). Its signature is checked now; at each call, the result
+    must be a list of numbers or a 1-D ``torch.Tensor`` with one entry per completion. Raises
+    :class:`RewardFunctionError` (one line) otherwise."""
+    if not callable(func):
+        raise RewardFunctionError(
+            f"reward_func must be callable, not {type(func).__name__}; write def "
+            "reward_func(completions, **kwargs)"
+        )
+    var_kw, names = _signature_plan(func)
+    what = getattr(func, "__name__", type(func).__name__)
+
+    def reward(
+        prompts: Sequence[Any] | None = None,
+        completions: Sequence[Any] | None = None,
+        completion_ids: Any = None,
+        **kwargs: Any,
+    ) -> list[float]:
+        completions = list(completions or [])
+        call = {"prompts": prompts, "completions": completions, "completion_ids": completion_ids}
+        call.update(kwargs)
+        if not var_kw:
+            call = {k: v for k, v in call.items() if k in names}
+        return _as_floats(func(**call), len(completions), what)
+
+    reward.__name__ = what if what != "<lambda>" else "reward_func"
+    reward.__qualname__ = reward.__name__
+    reward.user_function = func  # type: ignore[attr-defined]
+    return reward
+
+
+__all__ = [
+    "COLUMNS",
+    "ScorerRewardFunction",
+    "build_trajectories",
+    "reward_functions",
+    "wrap_user_reward",
+]
