@@ -20,6 +20,13 @@ says ``{"allow_inf": True}`` (then ``±inf`` is accepted, ``nan`` still not). An
 :class:`~lean_dojo_v2.errors.UnknownConfigKeyError` naming the valid ones, a bad value
 :class:`~lean_dojo_v2.errors.ConfigValueError` naming the field and what it accepts.
 
+**Aliases.** A config class may map keys of another design's files onto its own fields with a
+class attribute ``config_aliases: ClassVar[dict[str, str | Callable[[Any], dict[str, Any]]]]``
+(an old key → the field it is now, or → a function of the old value giving field values):
+:func:`load_config` rewrites such keys of a YAML file and of a mapping of overrides, logs one
+note per key saying what it became, and lets a field given under its own name win over an alias.
+``GRPOConfig`` uses it for the seed design's keys (``base_model``, ``learning_rate``, ...).
+
 Only the standard library and PyYAML are used here (no torch).
 """
 
@@ -27,6 +34,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import math
 import re
 import types
@@ -38,6 +46,7 @@ from typing import Any, Literal, TypeVar, Union
 from ..errors import ConfigValueError, UnknownConfigKeyError
 
 C = TypeVar("C")
+log = logging.getLogger(__name__)
 
 _NONE_WORDS = {"none", "null", "~", ""}
 _TRUE_WORDS = {"true", "yes", "on", "1"}
@@ -401,6 +410,32 @@ def _coercer(cls: type):
     return coerce
 
 
+def resolve_aliases(cls: type, data: Mapping[str, Any], *, source: str = "") -> dict[str, Any]:
+    """``data`` with the keys of ``cls.config_aliases`` (see the module's doc) rewritten to
+    fields of ``cls``, one logged note per key; a field given by its own name wins."""
+    aliases = getattr(cls, "config_aliases", None) or {}
+    fields = config_fields(cls)
+    out: dict[str, Any] = {}
+    mapped: dict[str, Any] = {}
+    for key, value in data.items():
+        target = aliases.get(key) if key not in fields else None
+        if target is None:
+            out[key] = value
+            continue
+        values = {target: value} if isinstance(target, str) else dict(target(value))
+        where = f" in {source}" if source else ""
+        log.info(
+            "config key %r%s is %s here",
+            key,
+            where,
+            ", ".join(f"{k}={v!r}" for k, v in values.items()),
+        )
+        mapped.update(values)
+    for key, value in mapped.items():
+        out.setdefault(key, value)
+    return out
+
+
 def config_from_dict(cls: type[C], values: Mapping[str, Any], *, source: str = "") -> C:
     """Build ``cls`` from a mapping of field values (each checked against its type)."""
     check_keys(cls, values, source=source)
@@ -419,10 +454,11 @@ def load_config(
     merged: dict[str, Any] = {}
     coerce = _coercer(cls)
     if path is not None:
-        data = read_config_file(path)
+        data = resolve_aliases(cls, read_config_file(path), source=str(path))
         check_keys(cls, data, source=str(path))
         merged.update({k: coerce(k, v, str(path)) for k, v in data.items()})
     if isinstance(overrides, Mapping):
+        overrides = resolve_aliases(cls, overrides, source="overrides")
         check_keys(cls, overrides, source="overrides")
         merged.update({k: coerce(k, v, "overrides") for k, v in overrides.items()})
     else:

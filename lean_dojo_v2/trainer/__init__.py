@@ -1,7 +1,7 @@
-"""Layer 3: trainers (SFT on TRL; later GRPO, retrieval, progress) and their config system.
+"""Layer 3: trainers (SFT and GRPO on TRL, retrieval, progress) and their config system.
 
 Importing this package is cheap (no torch): the trainers load their heavy modules when they train.
-``SFTTrainer`` and ``SFTConfig`` are attributes resolved on first use.
+``SFTTrainer``, ``GRPOTrainer`` and their configs are attributes resolved on first use.
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ if TYPE_CHECKING:
         TrainingStateError,
         UnknownConfigKeyError,
     )
+    from .grpo_config import GRPOConfig
+    from .grpo_trainer import GRPOResult, GRPOTrainer
     from .pass_loop import CurriculumTrainer
     from .progress_config import ProgressConfig
     from .progress_trainer import ProgressResult, ProgressTrainer
@@ -33,6 +35,9 @@ _LAZY = {
     "SFTTrainer": ".sft_trainer",
     "TrainResult": ".sft_trainer",
     "SFTConfig": ".sft_config",
+    "GRPOTrainer": ".grpo_trainer",
+    "GRPOResult": ".grpo_trainer",
+    "GRPOConfig": ".grpo_config",
     "load_config": ".config",
     "describe_config": ".config",
     "TrainerError": ".errors",
@@ -53,6 +58,9 @@ __all__ = [
     "ConfigValueError",
     "CurriculumTrainer",
     "EmptyDatasetError",
+    "GRPOConfig",
+    "GRPOResult",
+    "GRPOTrainer",
     "NonFiniteLossError",
     "ProgressConfig",
     "ProgressResult",

@@ -2,7 +2,7 @@
 ``lean_dojo_v2.cli``).
 
 This module only builds the ``train`` parser; each trainer's command lives in its own module
-(``sft_cli``, ``premise_selector_cli``, ``retrieval_cli``, ``progress_cli``), the options they
+(``sft_cli``, ``grpo_cli``, ``premise_selector_cli``, ``retrieval_cli``, ``progress_cli``), the options they
 share in :mod:`~lean_dojo_v2.trainer.cli_options` and :mod:`lean_dojo_v2.config.cli`. Nothing
 heavy is imported until a command runs.
 """
@@ -22,6 +22,7 @@ from .cli_options import (
     repos_from_args,
 )
 from .cli_options import training_config_from_args as config_from_args
+from .grpo_cli import add_grpo_parser
 from .premise_selector_cli import add_premise_selector_parser
 from .progress_cli import add_progress_parser
 from .retrieval_cli import add_retrieval_parser
@@ -44,11 +45,12 @@ __all__ = [
 def add_train_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Add ``train`` and its subcommands to the top-level subparsers ``sub``."""
     train = sub.add_parser(
-        "train", help="train models (sft, retrieval, progress, premise-selector)"
+        "train", help="train models (sft, grpo, retrieval, progress, premise-selector)"
     )
     train_sub = train.add_subparsers(dest="train_command", metavar="TRAINER")
     train.set_defaults(func=lambda a: _help(train))
     add_sft_parser(train_sub)
+    add_grpo_parser(train_sub)
     add_premise_selector_parser(train_sub)
     add_retrieval_parser(train_sub)
     add_progress_parser(train_sub)

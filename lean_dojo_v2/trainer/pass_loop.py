@@ -11,7 +11,8 @@ write ``training_state.json`` after every pass, then ``summary.json``. A concret
 what is its own: how to train one pass, how to save the model, what its result is.
 
 Its users: :class:`~lean_dojo_v2.trainer.sft_trainer.SFTTrainer` and
-:class:`~lean_dojo_v2.trainer.retrieval_trainer.RetrievalTrainer` (GRPO's trainer is to come).
+:class:`~lean_dojo_v2.trainer.retrieval_trainer.RetrievalTrainer` and
+:class:`~lean_dojo_v2.trainer.grpo_trainer.GRPOTrainer`.
 ``ProgressTrainer`` is not one: it trains once on one JSONL file and swaps a staged output in,
 with no passes to resume.
 

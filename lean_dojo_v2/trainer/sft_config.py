@@ -6,11 +6,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..config.loading import check_finite_floats
-from .errors import ConfigValueError
+from .causal_lm import REPORT_TO_CHOICES, SPLITS, STRATEGIES, check_causal_lm_fields, need
 
-REPORT_TO_CHOICES = ("tensorboard", "wandb", "none")
-STRATEGIES = ("random", "novel_premises")
-SPLITS = ("train", "val", "test")
+__all__ = ["REPORT_TO_CHOICES", "SPLITS", "STRATEGIES", "SFTConfig"]
 
 
 @dataclass
@@ -196,54 +194,14 @@ class SFTConfig:
         # inf passes every range check below (lr > 0) and trains NaN weights.
         check_finite_floats(self)
 
-        def need(ok: bool, key: str, what: str) -> None:
-            if not ok:
-                raise ConfigValueError(
-                    f"config key {key!r} must be {what}, got {getattr(self, key)!r}"
-                )
-
-        need(self.batch_size >= 1, "batch_size", "at least 1")
-        need(self.gradient_accumulation_steps >= 1, "gradient_accumulation_steps", "at least 1")
-        need(self.lr > 0, "lr", "positive")
-        need(self.weight_decay >= 0, "weight_decay", "0 or more")
-        # 0 turns clipping off in transformers; a negative value would do so silently.
-        need(self.max_grad_norm >= 0, "max_grad_norm", "0 (no clipping) or more")
-        need(self.epochs_per_repo > 0, "epochs_per_repo", "positive")
-        need(self.warmup_steps >= 0, "warmup_steps", "0 or more")
-        need(self.max_seq_len >= 8, "max_seq_len", "at least 8")
-        need(self.max_steps == -1 or self.max_steps >= 1, "max_steps", "-1 or at least 1")
-        need(self.save_steps >= 1, "save_steps", "at least 1")
-        need(self.logging_steps >= 1, "logging_steps", "at least 1")
-        need(self.lora_r >= 1, "lora_r", "at least 1")
-        need(0 <= self.lora_dropout < 1, "lora_dropout", "in [0, 1)")
+        check_causal_lm_fields(self)
+        need(self, self.max_seq_len >= 8, "max_seq_len", "at least 8")
         need(
+            self,
             self.max_examples is None or self.max_examples >= 1,
             "max_examples",
             "None or at least 1",
         )
-        need(
-            self.save_total_limit is None or self.save_total_limit >= 1,
-            "save_total_limit",
-            "None or at least 1",
-        )
-        need(self.strategy in STRATEGIES, "strategy", f"one of {', '.join(STRATEGIES)}")
-        need(
-            bool(self.splits) and all(s in SPLITS for s in self.splits),
-            "splits",
-            f"a non-empty list of {', '.join(SPLITS)}",
-        )
-        need(
-            all(r in REPORT_TO_CHOICES for r in self.report_to),
-            "report_to",
-            f"a list of {', '.join(REPORT_TO_CHOICES)}",
-        )
-        need(
-            self.device in ("auto", "cpu", "cuda") or self.device.startswith("cuda:"),
-            "device",
-            "auto, cpu, cuda or cuda:N",
-        )
-        need(bool(self.output_dir), "output_dir", "a directory path")
-        need(bool(self.lora_target_modules), "lora_target_modules", "a non-empty list")
 
     @property
     def reporters(self) -> list[str]:

@@ -30,22 +30,34 @@ Layout of ``output_dir`` (all written by this library, marked as ours)::
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import DatasetNotFoundError
+from .causal_lm import (
+    CausalLMTrainerAttributes,
+    check_trl_args,
+    dataset_files,
+    load_causal_lm,
+    lora_config_values,
+    lora_fields,
+    pass_callbacks,
+    pass_checkpoint,
+    peft_config_dict,
+    quiet_unless_progress,
+    read_theorems,
+    save_trained,
+    training_arguments,
+)
 from .config import config_fields, config_to_dict, load_config
-from .errors import ConfigValueError, UnknownConfigKeyError
 from .pass_loop import CurriculumTrainer, Pass, PassDataset, PassRun
 from .result import DictResult
-from .run_dir import CHECKPOINTS, LOGS, is_main_process, pass_name, write_json
 from .run_dir import STATE_FILE as STATE_FILE  # read from here by callers of the seed's module
+from .run_dir import is_main_process
 from .sft_config import SFTConfig
 from .sft_data import check_usable
 
@@ -96,7 +108,7 @@ class TrainResult(DictResult):
     loss_curve: str | None = None
 
 
-class SFTTrainer(CurriculumTrainer[TrainResult]):
+class SFTTrainer(CausalLMTrainerAttributes, CurriculumTrainer[TrainResult]):
     """Fine-tune a causal LM to write the next tactic for a goal state.
 
     The positional/keyword arguments are the seed's; any other field of :class:`SFTConfig` may be
@@ -147,14 +159,8 @@ class SFTTrainer(CurriculumTrainer[TrainResult]):
             warmup_steps=warmup_steps,
             gradient_checkpointing=gradient_checkpointing,
         )
-        peft_object = None
-        if lora_config is True:
-            values["lora"] = True
-        elif isinstance(lora_config, Mapping):
-            values.update(_lora_fields(lora_config))
-        elif lora_config is not None and lora_config is not False:
-            peft_object = lora_config
-            values.update(_lora_fields(_peft_config_dict(lora_config)))
+        lora_values, peft_object = lora_config_values(lora_config)
+        values.update(lora_values)
         values.update(config_values)
         config = load_config(SFTConfig, None, {}, **values)
         self._setup(config, peft_object, callbacks)
@@ -171,7 +177,7 @@ class SFTTrainer(CurriculumTrainer[TrainResult]):
                 SFTConfig,
                 None,
                 {},
-                **{**config_to_dict(config), **_lora_fields(_peft_config_dict(lora_config))},
+                **{**config_to_dict(config), **lora_fields(peft_config_dict(lora_config))},
             )
             self._setup(config, lora_config, callbacks)
         else:
@@ -186,39 +192,6 @@ class SFTTrainer(CurriculumTrainer[TrainResult]):
         self.tokenizer: Any = None
         self.result: TrainResult | None = None
 
-    # The seed's attributes.
-    @property
-    def model_name(self) -> str | None:
-        return self.config.model_name
-
-    @property
-    def output_dir(self) -> str:
-        return self.config.output_dir
-
-    @property
-    def epochs_per_repo(self) -> float:
-        return self.config.epochs_per_repo
-
-    @property
-    def batch_size(self) -> int:
-        return self.config.batch_size
-
-    @property
-    def lr(self) -> float:
-        return self.config.lr
-
-    @property
-    def lora_config(self) -> Any:
-        """The ``peft.LoraConfig`` used (built from the config's ``lora_*`` fields), or None."""
-        if not self.config.lora:
-            return None
-        return self._peft_object if self._peft_object is not None else _build_lora(self.config)
-
-    @property
-    def model_dir(self) -> Path:
-        """Where the trained model (or adapter) is written: ``output_dir`` itself."""
-        return Path(self.config.output_dir)
-
     def __repr__(self) -> str:
         return (
             f"SFTTrainer(model_name={self.config.model_name!r}, output_dir={self.config.output_dir!r}, "
@@ -228,20 +201,15 @@ class SFTTrainer(CurriculumTrainer[TrainResult]):
     # ------------------------------------------------------------------ the pass loop's hooks
 
     def _dataset_files(self, path: Path) -> list[Path]:
-        if not path.exists():
-            raise DatasetNotFoundError(
-                f"no dataset at {path}: pass a LeanDojo dataset directory (with random/train.json) "
-                "or a split file"
-            )
-        return _split_files(path, self.config)
+        return dataset_files(path, self.config)
 
     def _fingerprint_extra(self) -> dict[str, Any]:
         if self._peft_object is None:
             return {}
-        return {"peft": _peft_config_dict(self._peft_object)}
+        return {"peft": peft_config_dict(self._peft_object)}
 
     def _pass_checkpoint(self, out: Path, k: int) -> Path | None:
-        return _pass_checkpoint(out, k)
+        return pass_checkpoint(out, k)
 
     def _model_dir(self, out: Path) -> Path:
         return out
@@ -316,12 +284,7 @@ class SFTTrainer(CurriculumTrainer[TrainResult]):
     # ------------------------------------------------------------------ one pass
 
     def _read_theorems(self, dataset_dir: Path) -> list[Any]:
-        from ..data.dataset import load_theorems
-
-        theorems = []
-        for f in _split_files(dataset_dir, self.config):
-            theorems.extend(load_theorems(f))
-        return theorems
+        return read_theorems(dataset_dir, self.config)
 
     def _dataset_rows(self, theorems: list[Any], source: str):
         from .errors import EmptyDatasetError
@@ -348,122 +311,36 @@ class SFTTrainer(CurriculumTrainer[TrainResult]):
     def _load(self, from_dir: Path | None) -> None:
         """Load the model and tokenizer (once): the base, or the model saved after the last
         finished pass in ``from_dir`` (resume)."""
-        from ..models.loading import load_model, resolve_device
-        from .numerics import training_precision, upcast_trainable
-
-        cfg = self.config
-        target = "cpu" if cfg.use_cpu else resolve_device(cfg.device)
-        precision = training_precision(
-            cfg.dtype,
-            target,
-            full=not cfg.lora,
-            bf16=cfg.bf16,
-            deepspeed=cfg.deepspeed is not None,
+        loaded = load_causal_lm(
+            self.config, from_dir, lora_config=self.lora_config, who="SFTTrainer"
         )
-        dtype = precision.load_dtype
-        if from_dir is not None and cfg.lora:
-            loaded = load_model(
-                cfg.model_name, adapter=from_dir, device="cpu", dtype=dtype, for_training=True
-            )
-        elif from_dir is not None:
-            loaded = load_model(str(from_dir), device="cpu", dtype=dtype, for_training=True)
-        else:
-            loaded = load_model(cfg.model_name, device="cpu", dtype=dtype, for_training=True)
-        if loaded.kind != "causal":
-            raise ConfigValueError(
-                f"SFTTrainer trains causal language models; {loaded.source} is a {loaded.kind} "
-                "model (use a decoder-only model such as smollm2 or DeepSeek-Prover)"
-            )
-        model, tokenizer = loaded.model, loaded.tokenizer
-        tokenizer.padding_side = "right"
-        if cfg.lora and from_dir is None:
-            from peft import get_peft_model
-
-            model = get_peft_model(model, self.lora_config)
-        if precision.adapter_float32:
-            upcast_trainable(model)
-        self._target_device = target
-        self._precision = precision
-        self.model, self.tokenizer = model, tokenizer
+        self._target_device = loaded.target
+        self._precision = loaded.precision
+        self._loaded_lm = loaded
+        self.model, self.tokenizer = loaded.model, loaded.tokenizer
 
     def _trl_args(self, k: int, out: Path) -> Any:
         from trl import SFTConfig as TRLConfig
 
         cfg = self.config
-        on_cuda = self._target_device.startswith("cuda")
-        autocast = self._precision.autocast
-        reporters = [r for r in cfg.reporters if r != "tensorboard"]  # ours writes to logs/
-        if "wandb" in reporters:
-            import importlib.util
-
-            if importlib.util.find_spec("wandb") is None:
-                raise ConfigValueError(
-                    "report_to has 'wandb' but the wandb package is not installed: "
-                    "`pip install wandb`, or remove it from report_to"
-                )
-        args: dict[str, Any] = dict(
-            output_dir=str(out / CHECKPOINTS / pass_name(k)),
-            num_train_epochs=cfg.epochs_per_repo,
-            max_steps=cfg.max_steps,
-            per_device_train_batch_size=cfg.batch_size,
-            gradient_accumulation_steps=cfg.gradient_accumulation_steps,
-            learning_rate=cfg.lr,
-            lr_scheduler_type=cfg.lr_scheduler_type,
-            warmup_steps=cfg.warmup_steps,
-            weight_decay=cfg.weight_decay,
-            max_grad_norm=cfg.max_grad_norm,
-            gradient_checkpointing=cfg.gradient_checkpointing,
-            # Autocast only: the weights the optimizer updates are float32 (trainer.numerics).
-            bf16=autocast == "bf16",
-            fp16=autocast == "fp16",
-            use_cpu=not on_cuda,
-            seed=cfg.seed,
-            data_seed=cfg.seed,
-            save_strategy="steps",
-            save_steps=cfg.save_steps,
-            save_total_limit=cfg.save_total_limit,
-            logging_strategy="steps",
-            logging_steps=cfg.logging_steps,
-            logging_first_step=True,
-            # A NaN step loss is logged as NaN (not replaced by the mean): StopOnNonFinite stops.
-            logging_nan_inf_filter=False,
-            report_to=reporters or "none",
-            run_name=cfg.run_name or Path(cfg.output_dir).name,
-            disable_tqdm=not cfg.progress_bar,
-            deepspeed=cfg.deepspeed,
+        args = training_arguments(cfg, k, out, self._loaded_lm)
+        args.update(
             max_length=cfg.max_seq_len,
             packing=False,
             completion_only_loss=True,
             dataset_num_proc=None,
         )
-        if cfg.deepspeed is not None and not Path(cfg.deepspeed).is_file():
-            raise ConfigValueError(
-                f"deepspeed config {cfg.deepspeed} does not exist; pass the path of a DeepSpeed "
-                "JSON config (docs/training.md has examples)"
-            )
-        import dataclasses
-
-        valid = sorted(f.name for f in dataclasses.fields(TRLConfig) if f.init)
-        for key in cfg.trl_args:
-            if key not in valid:
-                raise UnknownConfigKeyError(key, valid, source="trl_args", config="trl.SFTConfig")
+        check_trl_args(TRLConfig, cfg.trl_args, "trl.SFTConfig")
         args.update(cfg.trl_args)
         return TRLConfig(**args)
 
     def _train_pass(self, k: int, rows: list[dict[str, list[int]]], out: Path):
         from datasets import Dataset
-        from transformers.integrations import TensorBoardCallback
         from trl import SFTTrainer as TRLSFTTrainer
 
         cfg = self.config
         args = self._trl_args(k, out)
-        from .nonfinite_callback import StopOnNonFinite
-
-        callbacks = [StopOnNonFinite(), *self.callbacks]
-        if "tensorboard" in cfg.reporters:
-            tb = TensorBoardCallback()
-            tb.logging_dir = str(out / LOGS / pass_name(k))
-            callbacks.append(tb)
+        callbacks = pass_callbacks(cfg, out, k, self.callbacks)
         trainer = TRLSFTTrainer(
             model=self.model,
             args=args,
@@ -471,12 +348,9 @@ class SFTTrainer(CurriculumTrainer[TrainResult]):
             processing_class=self.tokenizer,
             callbacks=callbacks,
         )
-        if not cfg.progress_bar:  # quiet: no bar, and no log dicts printed in its place
-            from transformers.trainer_callback import PrinterCallback
-
-            trainer.remove_callback(PrinterCallback)
+        quiet_unless_progress(trainer, cfg)
         self._trl_trainer = trainer
-        checkpoint = _pass_checkpoint(out, k)
+        checkpoint = pass_checkpoint(out, k)
         if checkpoint is not None:
             log.info("resuming pass %d from %s", k + 1, checkpoint)
         trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
@@ -489,116 +363,10 @@ class SFTTrainer(CurriculumTrainer[TrainResult]):
         return history, int(trainer.state.global_step)
 
     def _save_model(self, out: Path) -> None:
-        from .numerics import check_finite_weights
-
-        model = self.model
-        check_finite_weights(model, str(out))
-        model.save_pretrained(str(out))
-        self.tokenizer.save_pretrained(str(out))
-        if self.config.lora:
-            _portable_adapter_config(out, self.config.model_name)
-
-    def _save_merged(self, dst: Path) -> Path:
-        merged = self.model.merge_and_unload()
-        dst.mkdir(parents=True, exist_ok=True)
-        merged.save_pretrained(str(dst))
-        self.tokenizer.save_pretrained(str(dst))
-        self.model = merged
-        return dst
+        save_trained(self.model, self.tokenizer, out, self.config)
 
 
 # ---------------------------------------------------------------------- helpers
-
-
-def _pass_checkpoint(out: Path, k: int) -> Path | None:
-    from transformers.trainer_utils import get_last_checkpoint
-
-    folder = out / CHECKPOINTS / pass_name(k)
-    if not folder.is_dir():
-        return None
-    last = get_last_checkpoint(str(folder))
-    return Path(last) if last else None
-
-
-def _split_files(path: Path, cfg: SFTConfig) -> list[Path]:
-    """The split files to read: ``path`` itself if it is a file, else ``strategy/split.json`` for
-    each configured split (a missing one is an error naming what is there)."""
-    if path.is_file():
-        return [path]
-    from ..data.dataset import DatasetDir
-
-    d = DatasetDir(path, partial=True)
-    files = [d.split_path(cfg.strategy, s) for s in cfg.splits]
-    missing = [f for f in files if not f.is_file()]
-    if missing:
-        there = sorted(str(p.relative_to(path)) for p in path.glob("*/*.json"))
-        raise DatasetNotFoundError(
-            f"dataset {path} has no {', '.join(str(m.relative_to(path)) for m in missing)}; "
-            f"it has: {', '.join(there) or 'no split files'} (set strategy/splits accordingly)"
-        )
-    return files
-
-
-def _peft_config_dict(lora: Any) -> dict[str, Any]:
-    if isinstance(lora, Mapping):
-        return dict(lora)
-    to_dict = getattr(lora, "to_dict", None)
-    if callable(to_dict):
-        return json.loads(json.dumps(to_dict(), default=str))
-    raise ConfigValueError(
-        f"lora_config must be a peft.LoraConfig, a mapping of its arguments, True or None; got "
-        f"{type(lora).__name__}"
-    )
-
-
-def _lora_fields(d: Mapping[str, Any]) -> dict[str, Any]:
-    """SFTConfig fields from LoraConfig arguments (r, lora_alpha, lora_dropout, target_modules)."""
-    out: dict[str, Any] = {"lora": True}
-    if "r" in d:
-        out["lora_r"] = d["r"]
-    if "lora_alpha" in d:
-        out["lora_alpha"] = d["lora_alpha"]
-    if "lora_dropout" in d:
-        out["lora_dropout"] = d["lora_dropout"]
-    tm = d.get("target_modules")
-    if tm:
-        out["lora_target_modules"] = [tm] if isinstance(tm, str) else sorted(tm)
-    unknown = set(d) - {"r", "lora_alpha", "lora_dropout", "target_modules"}
-    if unknown and not hasattr(d, "to_dict") and "peft_type" not in d:
-        valid = ["r", "lora_alpha", "lora_dropout", "target_modules"]
-        raise UnknownConfigKeyError(sorted(unknown)[0], valid, source="lora_config", config="LoRA")
-    return out
-
-
-def _build_lora(cfg: SFTConfig) -> Any:
-    from peft import LoraConfig
-
-    targets = cfg.lora_target_modules
-    return LoraConfig(
-        r=cfg.lora_r,
-        lora_alpha=cfg.lora_alpha,
-        lora_dropout=cfg.lora_dropout,
-        target_modules=targets[0] if targets == ["all-linear"] else list(targets),
-        task_type="CAUSAL_LM",
-    )
-
-
-def _portable_adapter_config(out: Path, model_name: str | None) -> None:
-    """Record the base as the user named it (``smollm2``, a hub id, an absolute local path) rather
-    than the converted cache folder PEFT wrote, so the adapter loads on another machine."""
-    path = out / "adapter_config.json"
-    try:
-        data = json.loads(path.read_text("utf-8"))
-    except (OSError, ValueError):
-        return
-    if model_name is None:
-        base = "smollm2"
-    elif Path(model_name).expanduser().exists():
-        base = str(Path(model_name).expanduser().resolve())
-    else:
-        base = model_name
-    data["base_model_name_or_path"] = base
-    write_json(path, data)
 
 
 def _plot_loss(passes: list[dict[str, Any]], dst: Path) -> Path | None:

@@ -334,3 +334,41 @@ def test_cuda_progress_trainer_in_bf16_trains_fp32_weights_on_the_gpu(tmp_path, 
     model = ProgressModel.load(str(tmp_path / "model-True"), device="cuda")
     predicted = model.predict(["n : ℕ\n⊢ n + 0 = n", "⊢ True"])
     assert len(predicted) == 2 and all(math.isfinite(p) and p >= 0 for p in predicted)
+
+
+def test_cuda_grpo_lora_in_bf16_trains_a_float32_adapter_with_finite_rewards(
+    tiny_model_dir, sample_path, tmp_path
+):
+    import torch
+    from safetensors.torch import load_file
+
+    from lean_dojo_v2.trainer.grpo_trainer import GRPOTrainer
+
+    trainer = GRPOTrainer(
+        str(tiny_model_dir),
+        output_dir=tmp_path / "grpo",
+        lora_config=True,
+        device="cuda",
+        dtype="bfloat16",
+        bf16=None,
+        batch_size=4,
+        num_generations=2,
+        max_completion_length=8,
+        max_prompts=4,
+        max_steps=3,
+        lr=1e-2,
+        progress_bar=False,
+        curves=False,
+        report_to=["none"],
+        reward_backend="replay",
+        reward_envs=2,
+    )
+    result = trainer.train(data_path=sample_path)
+    model = trainer.model
+    assert next(model.parameters()).device.type == "cuda"
+    assert trainer._trl_trainer.args.bf16 is True
+    assert result.steps == 3 and result.reward_backend == "replay"
+    assert math.isfinite(result.mean_reward_first) and math.isfinite(result.mean_reward_last)
+    adapter = load_file(str(tmp_path / "grpo" / "adapter_model.safetensors"))
+    assert adapter and all(t.dtype == torch.float32 for t in adapter.values())
+    assert any(k.endswith("lora_B.weight") and v.abs().sum() > 0 for k, v in adapter.items())

@@ -1,0 +1,460 @@
+"""Layer 3 (trainer): what the trainers of causal LMs on TRL share (SFT and GRPO).
+
+- the config checks of the fields both configs have (:func:`check_causal_lm_fields`);
+- the dataset's split files (:func:`split_files`), the checkpoint a pass resumes from
+  (:func:`pass_checkpoint`);
+- LoRA: a ``peft.LoraConfig`` from the config's ``lora_*`` fields and back
+  (:func:`build_lora`, :func:`lora_fields`, :func:`peft_config_dict`), the portable
+  ``adapter_config.json`` (:func:`portable_adapter_config`);
+- loading the model to train (:func:`load_causal_lm`): a base, a model or adapter a finished pass
+  saved (resume), or an SFT adapter folder as the start (continued with LoRA, merged without);
+- the ``transformers.TrainingArguments`` values both derive from their config
+  (:func:`training_arguments`), ``trl_args`` checked against the TRL config's fields
+  (:func:`check_trl_args`), and the callbacks of a pass (:func:`pass_callbacks`).
+
+No torch at import: each function imports what it uses.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import DatasetNotFoundError
+from .errors import ConfigValueError, UnknownConfigKeyError
+from .run_dir import CHECKPOINTS, LOGS, pass_name, write_json
+
+log = logging.getLogger(__name__)
+
+REPORT_TO_CHOICES = ("tensorboard", "wandb", "none")
+STRATEGIES = ("random", "novel_premises")
+SPLITS = ("train", "val", "test")
+LORA_KEYS = ("r", "lora_alpha", "lora_dropout", "target_modules")
+
+
+# ---------------------------------------------------------------------- config checks
+
+
+def need(cfg: Any, ok: bool, key: str, what: str) -> None:
+    """Raise the one-line :class:`ConfigValueError` of config key ``key`` unless ``ok``."""
+    if not ok:
+        raise ConfigValueError(f"config key {key!r} must be {what}, got {getattr(cfg, key)!r}")
+
+
+def check_causal_lm_fields(cfg: Any) -> None:
+    """The checks of the fields SFTConfig and GRPOConfig share (model, data, training,
+    outputs, logging); each config adds its own."""
+    need(cfg, cfg.batch_size >= 1, "batch_size", "at least 1")
+    need(cfg, cfg.gradient_accumulation_steps >= 1, "gradient_accumulation_steps", "at least 1")
+    need(cfg, cfg.lr > 0, "lr", "positive")
+    need(cfg, cfg.weight_decay >= 0, "weight_decay", "0 or more")
+    # 0 turns clipping off in transformers; a negative value would do so silently.
+    need(cfg, cfg.max_grad_norm >= 0, "max_grad_norm", "0 (no clipping) or more")
+    need(cfg, cfg.epochs_per_repo > 0, "epochs_per_repo", "positive")
+    need(cfg, cfg.warmup_steps >= 0, "warmup_steps", "0 or more")
+    need(cfg, cfg.max_steps == -1 or cfg.max_steps >= 1, "max_steps", "-1 or at least 1")
+    need(cfg, cfg.save_steps >= 1, "save_steps", "at least 1")
+    need(cfg, cfg.logging_steps >= 1, "logging_steps", "at least 1")
+    need(cfg, cfg.lora_r >= 1, "lora_r", "at least 1")
+    need(cfg, 0 <= cfg.lora_dropout < 1, "lora_dropout", "in [0, 1)")
+    need(
+        cfg,
+        cfg.save_total_limit is None or cfg.save_total_limit >= 1,
+        "save_total_limit",
+        "None or at least 1",
+    )
+    need(cfg, cfg.strategy in STRATEGIES, "strategy", f"one of {', '.join(STRATEGIES)}")
+    need(
+        cfg,
+        bool(cfg.splits) and all(s in SPLITS for s in cfg.splits),
+        "splits",
+        f"a non-empty list of {', '.join(SPLITS)}",
+    )
+    need(
+        cfg,
+        all(r in REPORT_TO_CHOICES for r in cfg.report_to),
+        "report_to",
+        f"a list of {', '.join(REPORT_TO_CHOICES)}",
+    )
+    need(
+        cfg,
+        cfg.device in ("auto", "cpu", "cuda") or cfg.device.startswith("cuda:"),
+        "device",
+        "auto, cpu, cuda or cuda:N",
+    )
+    need(cfg, bool(cfg.output_dir), "output_dir", "a directory path")
+    need(cfg, bool(cfg.lora_target_modules), "lora_target_modules", "a non-empty list")
+
+
+# ---------------------------------------------------------------------- data and checkpoints
+
+
+def pass_checkpoint(out: Path, k: int) -> Path | None:
+    """The last TRL checkpoint of pass ``k`` in ``out`` (what the pass resumes from), or None."""
+    from transformers.trainer_utils import get_last_checkpoint
+
+    folder = out / CHECKPOINTS / pass_name(k)
+    if not folder.is_dir():
+        return None
+    last = get_last_checkpoint(str(folder))
+    return Path(last) if last else None
+
+
+def split_files(path: Path, cfg: Any) -> list[Path]:
+    """The split files to read: ``path`` itself if it is a file, else ``strategy/split.json`` for
+    each configured split (a missing one is an error naming what is there)."""
+    if path.is_file():
+        return [path]
+    from ..data.dataset import DatasetDir
+
+    d = DatasetDir(path, partial=True)
+    files = [d.split_path(cfg.strategy, s) for s in cfg.splits]
+    missing = [f for f in files if not f.is_file()]
+    if missing:
+        there = sorted(str(p.relative_to(path)) for p in path.glob("*/*.json"))
+        raise DatasetNotFoundError(
+            f"dataset {path} has no {', '.join(str(m.relative_to(path)) for m in missing)}; "
+            f"it has: {', '.join(there) or 'no split files'} (set strategy/splits accordingly)"
+        )
+    return files
+
+
+def dataset_files(path: Path, cfg: Any) -> list[Path]:
+    """:func:`split_files` of an existing dataset (the pass loop's ``_dataset_files`` hook)."""
+    if not path.exists():
+        raise DatasetNotFoundError(
+            f"no dataset at {path}: pass a LeanDojo dataset directory (with random/train.json) "
+            "or a split file"
+        )
+    return split_files(path, cfg)
+
+
+def read_theorems(path: Path, cfg: Any) -> list[Any]:
+    """Every theorem of the configured split files of the dataset at ``path``."""
+    from ..data.dataset import load_theorems
+
+    theorems = []
+    for f in split_files(path, cfg):
+        theorems.extend(load_theorems(f))
+    return theorems
+
+
+# ---------------------------------------------------------------------- LoRA
+
+
+def peft_config_dict(lora: Any) -> dict[str, Any]:
+    """The arguments of ``lora`` (a ``peft.LoraConfig`` or a mapping) as plain JSON values."""
+    if isinstance(lora, Mapping):
+        return dict(lora)
+    to_dict = getattr(lora, "to_dict", None)
+    if callable(to_dict):
+        return json.loads(json.dumps(to_dict(), default=str))
+    raise ConfigValueError(
+        f"lora_config must be a peft.LoraConfig, a mapping of its arguments, True or None; got "
+        f"{type(lora).__name__}"
+    )
+
+
+def lora_fields(d: Mapping[str, Any]) -> dict[str, Any]:
+    """Config fields from LoraConfig arguments (r, lora_alpha, lora_dropout, target_modules)."""
+    out: dict[str, Any] = {"lora": True}
+    if "r" in d:
+        out["lora_r"] = d["r"]
+    if "lora_alpha" in d:
+        out["lora_alpha"] = d["lora_alpha"]
+    if "lora_dropout" in d:
+        out["lora_dropout"] = d["lora_dropout"]
+    tm = d.get("target_modules")
+    if tm:
+        out["lora_target_modules"] = [tm] if isinstance(tm, str) else sorted(tm)
+    unknown = set(d) - set(LORA_KEYS)
+    if unknown and not hasattr(d, "to_dict") and "peft_type" not in d:
+        raise UnknownConfigKeyError(
+            sorted(unknown)[0], list(LORA_KEYS), source="lora_config", config="LoRA"
+        )
+    return out
+
+
+def lora_config_values(lora_config: Any) -> tuple[dict[str, Any], Any]:
+    """The seed's ``lora_config`` argument as config values, and the ready ``peft.LoraConfig``
+    to use as is (None unless one was given)."""
+    if lora_config is True:
+        return {"lora": True}, None
+    if isinstance(lora_config, Mapping):
+        return lora_fields(lora_config), None
+    if lora_config is not None and lora_config is not False:
+        return lora_fields(peft_config_dict(lora_config)), lora_config
+    return {}, None
+
+
+def build_lora(cfg: Any) -> Any:
+    """A ``peft.LoraConfig`` from the config's ``lora_*`` fields."""
+    from peft import LoraConfig
+
+    targets = cfg.lora_target_modules
+    return LoraConfig(
+        r=cfg.lora_r,
+        lora_alpha=cfg.lora_alpha,
+        lora_dropout=cfg.lora_dropout,
+        target_modules=targets[0] if targets == ["all-linear"] else list(targets),
+        task_type="CAUSAL_LM",
+    )
+
+
+def adapter_start(model_name: str | None) -> Path | None:
+    """The folder, when ``model_name`` is a PEFT adapter folder (e.g. an SFT run with LoRA):
+    an ``adapter_config.json`` and no ``config.json``."""
+    if model_name is None:
+        return None
+    p = Path(model_name).expanduser()
+    if (p / "adapter_config.json").is_file() and not (p / "config.json").is_file():
+        return p.resolve()
+    return None
+
+
+def base_model_name(model_name: str | None) -> str | None:
+    """The base model of ``model_name``: the base its adapter folder names, or itself."""
+    folder = adapter_start(model_name)
+    if folder is None:
+        return model_name
+    try:
+        data = json.loads((folder / "adapter_config.json").read_text("utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data.get("base_model_name_or_path")
+
+
+def portable_adapter_config(out: Path, model_name: str | None) -> None:
+    """Record the base as the user named it (``smollm2``, a hub id, an absolute local path) rather
+    than the converted cache folder PEFT wrote, so the adapter loads on another machine."""
+    path = out / "adapter_config.json"
+    try:
+        data = json.loads(path.read_text("utf-8"))
+    except (OSError, ValueError):
+        return
+    if model_name is None:
+        base = "smollm2"
+    elif Path(model_name).expanduser().exists():
+        base = str(Path(model_name).expanduser().resolve())
+    else:
+        base = model_name
+    data["base_model_name_or_path"] = base
+    write_json(path, data)
+
+
+# ---------------------------------------------------------------------- loading
+
+
+@dataclass
+class LoadedCausalLM:
+    """The model to train and its tokenizer, the device it trains on and its precision."""
+
+    model: Any
+    tokenizer: Any
+    target: str
+    precision: Any  # numerics.TrainingPrecision
+
+
+def load_causal_lm(
+    cfg: Any, from_dir: Path | None, *, lora_config: Any, who: str
+) -> LoadedCausalLM:
+    """Load the model and tokenizer to train (on the CPU; the trainer moves it).
+
+    ``from_dir``: the output of the last finished pass (resume), else the start,
+    ``cfg.model_name``. A start that is a PEFT adapter folder (an SFT run with LoRA) keeps
+    training that adapter with ``cfg.lora``; without, it is merged into its base and every weight
+    trains. ``lora_config``: the ``peft.LoraConfig`` a fresh adapter gets. ``who`` names the
+    trainer in errors.
+    """
+    from ..models.loading import load_model, resolve_device
+    from .numerics import training_precision, upcast_trainable
+
+    target = "cpu" if cfg.use_cpu else resolve_device(cfg.device)
+    precision = training_precision(
+        cfg.dtype, target, full=not cfg.lora, bf16=cfg.bf16, deepspeed=cfg.deepspeed is not None
+    )
+    dtype = precision.load_dtype
+    start_adapter = adapter_start(cfg.model_name)
+    if from_dir is not None and cfg.lora:
+        # The saved adapter names its base (portable_adapter_config): the start's base too.
+        base = None if start_adapter is not None else cfg.model_name
+        loaded = load_model(base, adapter=from_dir, device="cpu", dtype=dtype, for_training=True)
+    elif from_dir is not None:
+        loaded = load_model(str(from_dir), device="cpu", dtype=dtype, for_training=True)
+    else:
+        loaded = load_model(cfg.model_name, device="cpu", dtype=dtype, for_training=True)
+    if loaded.kind != "causal":
+        raise ConfigValueError(
+            f"{who} trains causal language models; {loaded.source} is a {loaded.kind} "
+            "model (use a decoder-only model such as smollm2 or DeepSeek-Prover)"
+        )
+    model, tokenizer = loaded.model, loaded.tokenizer
+    tokenizer.padding_side = "right"
+    if from_dir is None and start_adapter is not None and not cfg.lora:
+        log.info("merging the adapter %s into its base: every weight trains", start_adapter)
+        model = model.merge_and_unload()
+        model.requires_grad_(True)  # PEFT froze the base it wrapped; every weight trains now
+    elif from_dir is None and start_adapter is not None:
+        log.info("training on the adapter %s", start_adapter)
+    elif cfg.lora and from_dir is None:
+        from peft import get_peft_model
+
+        model = get_peft_model(model, lora_config)
+    if precision.adapter_float32:
+        upcast_trainable(model)
+    return LoadedCausalLM(model, tokenizer, target, precision)
+
+
+# ---------------------------------------------------------------------- TRL arguments
+
+
+def training_arguments(cfg: Any, k: int, out: Path, loaded: LoadedCausalLM) -> dict[str, Any]:
+    """The ``transformers.TrainingArguments`` values of pass ``k`` both trainers derive from
+    their config the same way (each adds its TRL config's own)."""
+    on_cuda = loaded.target.startswith("cuda")
+    autocast = loaded.precision.autocast
+    reporters = [r for r in cfg.reporters if r != "tensorboard"]  # ours writes to logs/
+    if "wandb" in reporters:
+        import importlib.util
+
+        if importlib.util.find_spec("wandb") is None:
+            raise ConfigValueError(
+                "report_to has 'wandb' but the wandb package is not installed: "
+                "`pip install wandb`, or remove it from report_to"
+            )
+    if cfg.deepspeed is not None and not Path(cfg.deepspeed).is_file():
+        raise ConfigValueError(
+            f"deepspeed config {cfg.deepspeed} does not exist; pass the path of a DeepSpeed "
+            "JSON config (docs/training.md has examples)"
+        )
+    return dict(
+        output_dir=str(out / CHECKPOINTS / pass_name(k)),
+        num_train_epochs=cfg.epochs_per_repo,
+        max_steps=cfg.max_steps,
+        per_device_train_batch_size=cfg.batch_size,
+        gradient_accumulation_steps=cfg.gradient_accumulation_steps,
+        learning_rate=cfg.lr,
+        lr_scheduler_type=cfg.lr_scheduler_type,
+        warmup_steps=cfg.warmup_steps,
+        weight_decay=cfg.weight_decay,
+        max_grad_norm=cfg.max_grad_norm,
+        gradient_checkpointing=cfg.gradient_checkpointing,
+        # Autocast only: the weights the optimizer updates are float32 (trainer.numerics).
+        bf16=autocast == "bf16",
+        fp16=autocast == "fp16",
+        use_cpu=not on_cuda,
+        seed=cfg.seed,
+        data_seed=cfg.seed,
+        save_strategy="steps",
+        save_steps=cfg.save_steps,
+        save_total_limit=cfg.save_total_limit,
+        logging_strategy="steps",
+        logging_steps=cfg.logging_steps,
+        logging_first_step=True,
+        # A NaN step loss is logged as NaN (not replaced by the mean): StopOnNonFinite stops.
+        logging_nan_inf_filter=False,
+        report_to=reporters or "none",
+        run_name=cfg.run_name or Path(cfg.output_dir).name,
+        disable_tqdm=not cfg.progress_bar,
+        deepspeed=cfg.deepspeed,
+    )
+
+
+def check_trl_args(trl_config_cls: type, trl_args: Mapping[str, Any], name: str) -> None:
+    """An :class:`UnknownConfigKeyError` listing the valid names for the first key of
+    ``trl_args`` that ``trl_config_cls`` (``trl.SFTConfig``, ``trl.GRPOConfig``) has not."""
+    import dataclasses
+
+    valid = sorted(f.name for f in dataclasses.fields(trl_config_cls) if f.init)
+    for key in trl_args:
+        if key not in valid:
+            raise UnknownConfigKeyError(key, valid, source="trl_args", config=name)
+
+
+def pass_callbacks(cfg: Any, out: Path, k: int, extra: Sequence[Any]) -> list[Any]:
+    """The callbacks of pass ``k``: the non-finite stop, ``extra``, and TensorBoard writing to
+    ``out/logs/pass-NNN`` when ``report_to`` has it."""
+    from .nonfinite_callback import StopOnNonFinite
+
+    callbacks = [StopOnNonFinite(), *extra]
+    if "tensorboard" in cfg.reporters:
+        from transformers.integrations import TensorBoardCallback
+
+        tb = TensorBoardCallback()
+        tb.logging_dir = str(out / LOGS / pass_name(k))
+        callbacks.append(tb)
+    return callbacks
+
+
+def quiet_unless_progress(trainer: Any, cfg: Any) -> None:
+    """Without a progress bar, no log dicts printed in its place either."""
+    if not cfg.progress_bar:
+        from transformers.trainer_callback import PrinterCallback
+
+        trainer.remove_callback(PrinterCallback)
+
+
+def save_trained(model: Any, tokenizer: Any, out: Path, cfg: Any) -> None:
+    """Save the model (or adapter only, with LoRA) and tokenizer to ``out``; refuse NaN weights."""
+    from .numerics import check_finite_weights
+
+    check_finite_weights(model, str(out))
+    model.save_pretrained(str(out))
+    tokenizer.save_pretrained(str(out))
+    if cfg.lora:
+        portable_adapter_config(out, base_model_name(cfg.model_name))
+
+
+class CausalLMTrainerAttributes:
+    """The seed's attributes of a causal-LM trainer (``SFTTrainer``, ``GRPOTrainer``), read from
+    ``self.config``, and the merged save both write with ``merge_lora``."""
+
+    config: Any
+    _peft_object: Any
+    model: Any
+    tokenizer: Any
+
+    @property
+    def model_name(self) -> str | None:
+        return self.config.model_name
+
+    @property
+    def output_dir(self) -> str:
+        return self.config.output_dir
+
+    @property
+    def epochs_per_repo(self) -> float:
+        return self.config.epochs_per_repo
+
+    @property
+    def batch_size(self) -> int:
+        return self.config.batch_size
+
+    @property
+    def lr(self) -> float:
+        return self.config.lr
+
+    @property
+    def lora_config(self) -> Any:
+        """The ``peft.LoraConfig`` used (built from the config's ``lora_*`` fields), or None."""
+        if not self.config.lora:
+            return None
+        return self._peft_object if self._peft_object is not None else build_lora(self.config)
+
+    @property
+    def model_dir(self) -> Path:
+        """Where the trained model (or adapter) is written: ``output_dir`` itself."""
+        return Path(self.config.output_dir)
+
+    def _save_merged(self, dst: Path) -> Path:
+        """Base + adapter merged, as a plain model in ``dst`` (``merge_lora``)."""
+        merged = self.model.merge_and_unload()
+        dst.mkdir(parents=True, exist_ok=True)
+        merged.save_pretrained(str(dst))
+        self.tokenizer.save_pretrained(str(dst))
+        self.model = merged
+        return dst

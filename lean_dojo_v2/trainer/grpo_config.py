@@ -1,0 +1,320 @@
+"""The config of :class:`~lean_dojo_v2.trainer.grpo_trainer.GRPOTrainer` (no torch here)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
+
+from ..config.loading import check_finite_floats
+from .causal_lm import check_causal_lm_fields, need
+
+MODES = ("tactic", "proof")
+REWARD_BACKENDS = ("auto", "replay", "lean")
+VLLM_MODES = ("colocate", "server")
+# The Lean-checked composite of each mode when ``rewards`` is empty: the check, plus a small
+# format term that separates completions of a group the check scores alike (all errors).
+DEFAULT_REWARDS: dict[str, dict[str, float]] = {
+    "tactic": {"lean_tactic": 1.0, "format": 0.1},
+    "proof": {"lean_proof": 1.0, "format": 0.1},
+}
+
+
+def _reward_type(value: Any) -> dict[str, Any]:
+    """The seed's ``reward_type`` (one name or a list; ``composite``/``default``: ours)."""
+    names = [value] if isinstance(value, str) else list(value or [])
+    return {"rewards": [n for n in names if n not in ("composite", "default")]}
+
+
+@dataclass
+class GRPOConfig:
+    r"""Configuration of :class:`~lean_dojo_v2.trainer.grpo_trainer.GRPOTrainer`: reinforcement
+    learning of a tactic (or whole-proof) generator with the GRPO family on TRL, rewarded by Lean.
+
+    Load it from YAML with ``load_config(GRPOConfig, "configs/grpo/dapo.yaml", ["lr=1e-5"])`` or
+    on the command line with ``lean-dojo-v2 train grpo --config FILE --set lr=1e-5``. Anything of
+    ``trl.GRPOConfig`` not listed here goes in ``trl_args``. The seed design's keys load too, each
+    with a logged note: `base_model` (model_name), `lora_rank` (lora + lora_r), `learning_rate`
+    (lr), `num_train_epochs` (epochs_per_repo), `reward_type` (rewards); `algorithm`,
+    `algorithm_config`, `num_generations` and `max_proof_steps` keep their names.
+
+    Parameters:
+        > Parameters that control the model
+
+        model_name (`str` or `None`, *optional*, defaults to `None`):
+            What to train: a Hugging Face model id (offline: only one in the local cache), a local
+            model directory, a `.gguf` file, `smollm2`, or a folder an `SFTTrainer` run wrote (a
+            LoRA adapter is trained on with `lora`, merged into its base without). `None` is the
+            bundled default (SmolLM2-135M-Instruct).
+        dtype (`str`, *optional*, defaults to `"auto"`):
+            Training precision: `auto` (bf16 on a CUDA device that supports it, fp32 on the CPU),
+            `float32`, `bfloat16` or `float16`. Full training keeps float32 weights under
+            autocast; LoRA keeps the frozen base in this dtype and trains a float32 adapter.
+        device (`str`, *optional*, defaults to `"auto"`):
+            `auto` (CUDA when there is one), `cpu` or `cuda`.
+        lora (`bool`, *optional*, defaults to `False`):
+            Train a LoRA adapter instead of every weight; only the adapter is saved.
+        lora_r (`int`, *optional*, defaults to `16`):
+            Rank of the LoRA update matrices.
+        lora_alpha (`int`, *optional*, defaults to `32`):
+            LoRA scaling numerator (the update is scaled by `lora_alpha / lora_r`).
+        lora_dropout (`float`, *optional*, defaults to `0.05`):
+            Dropout probability on the LoRA branch's input.
+        lora_target_modules (`list[str]`, *optional*, defaults to `["all-linear"]`):
+            Module names the adapter wraps; `all-linear` wraps every linear layer but the head.
+        merge_lora (`bool`, *optional*, defaults to `False`):
+            With `lora`, also write the base with the adapter merged in under `output_dir/merged`.
+
+        > Parameters that control the algorithm and the rewards
+
+        mode (`str`, *optional*, defaults to `"tactic"`):
+            `tactic`: one prompt per traced goal state, the completion is one tactic (what best-first
+            search asks for); `proof`: one prompt per theorem with a tactic proof, the completion is
+            the whole proof (what whole-proof search asks for).
+        algorithm (`str`, *optional*, defaults to `"grpo"`):
+            The GRPO variant by its published name: grpo, dr_grpo, dapo, bnpo, gspo, cispo, sapo,
+            gdpo (TRL settings), dgpo, grpo_dpo (ours); `lean-dojo-v2 train grpo --help` lists them.
+        algorithm_config (`dict[str, Any]`, *optional*, defaults to `{}`):
+            Overrides of the algorithm's settings: TRL's (`beta`, `epsilon`, `epsilon_high`,
+            `loss_type`, ...) or our extensions' (`dynamic_sampling`, `max_refill_rounds`,
+            `dgpo_temperature`, ...). An unknown key is an error listing the valid ones.
+        rewards (`list[str]`, *optional*, defaults to `[]`):
+            Reward functions by name (lean_tactic, lean_proof, format, efficiency, difficulty,
+            overlong, algebra, number_theory, analysis, combinatorics, geometry). Empty: the
+            Lean-checked composite of the mode (`lean_tactic` or `lean_proof`, weight 1.0, plus
+            `format`, 0.1). Ignored when a `reward_func` is given in Python.
+        reward_weights (`dict[str, float]`, *optional*, defaults to `{}`):
+            Weight of each reward by name; a reward not named weighs 1.0 (the default composite's
+            own weights otherwise).
+        num_generations (`int`, *optional*, defaults to `4`):
+            Completions sampled per prompt (the group whose rewards are normalised). `batch_size`
+            × `gradient_accumulation_steps` must be a multiple of it.
+        max_completion_length (`int`, *optional*, defaults to `128`):
+            Most tokens generated per completion (a tactic needs few; raise it for `proof`).
+        temperature (`float`, *optional*, defaults to `1.0`):
+            Sampling temperature of the rollouts (GRPO needs different completions in a group).
+        top_p (`float`, *optional*, defaults to `1.0`):
+            Nucleus sampling of the rollouts: keep the smallest set of tokens with this much mass.
+
+        > Parameters that control the data
+
+        strategy (`str`, *optional*, defaults to `"random"`):
+            Which split strategy of a LeanDojo dataset to read: `random` or `novel_premises`.
+        splits (`list[str]`, *optional*, defaults to `["train"]`):
+            Which splits give prompts (`train`, `val`, `test`).
+        max_prompts (`int` or `None`, *optional*, defaults to `None`):
+            Use only the first this many prompts of each pass (smoke runs, focused sets). `None`: all.
+        max_prompt_len (`int`, *optional*, defaults to `512`):
+            Longest prompt in tokens. Longer ones are left out, never cut: a cut goal is not the
+            goal search would send.
+
+        > Parameters that control the reward checks
+
+        reward_backend (`str`, *optional*, defaults to `"auto"`):
+            Who checks the completions: `lean` (Pantograph; needs a Lean toolchain and the REPL),
+            `replay` (the recorded transitions of the theorems: only recorded tactics make
+            progress), or `auto` (Lean when a Pantograph REPL is found, else replay).
+        reward_envs (`int`, *optional*, defaults to `4`):
+            Proof environments checking completions in parallel.
+        tactic_timeout (`float`, *optional*, defaults to `10.0`):
+            Seconds one tactic may run in Lean; a timeout scores as an error and training goes on.
+        max_proof_steps (`int`, *optional*, defaults to `1`):
+            Tactic mode: tactics of a rollout applied until proved, failed or this many steps
+            (1: the completion's one tactic).
+
+        > Parameters that control the training
+
+        epochs_per_repo (`float`, *optional*, defaults to `1.0`):
+            Epochs over the prompts of each pass (one pass per repository of the curriculum, or
+            one on a dataset directory).
+        batch_size (`int`, *optional*, defaults to `8`):
+            Completions per device per micro-step (TRL's `per_device_train_batch_size`): 8 with
+            `num_generations` 4 is 2 prompts.
+        gradient_accumulation_steps (`int`, *optional*, defaults to `1`):
+            Micro-steps per optimizer step.
+        lr (`float`, *optional*, defaults to `2e-5`):
+            Peak learning rate of AdamW (LoRA usually wants 1e-5 to 1e-4 in RL).
+        lr_scheduler_type (`str`, *optional*, defaults to `"linear"`):
+            Learning-rate schedule after warm-up (any of transformers').
+        warmup_steps (`int`, *optional*, defaults to `0`):
+            Optimizer steps of linear warm-up from 0 to `lr`.
+        weight_decay (`float`, *optional*, defaults to `0.0`):
+            AdamW weight decay; 0 or more.
+        max_grad_norm (`float`, *optional*, defaults to `1.0`):
+            Gradients are clipped to this global L2 norm; 0 turns clipping off.
+        max_steps (`int`, *optional*, defaults to `-1`):
+            Stop each pass after this many optimizer steps; `-1`: run the epochs.
+        gradient_checkpointing (`bool`, *optional*, defaults to `False`):
+            Recompute activations in the backward pass (less memory, slower): on for 7B models.
+        bf16 (`bool` or `None`, *optional*, defaults to `None`):
+            bf16 autocast (the trained weights stay float32). `None`: where the device supports it.
+        use_cpu (`bool`, *optional*, defaults to `False`):
+            Train on the CPU even when a GPU is there.
+        seed (`int`, *optional*, defaults to `42`):
+            Seed of prompt order, sampling and initialisation; a resumed run reproduces the steps.
+
+        > Parameters that control checkpoints and outputs
+
+        output_dir (`str`, *optional*, defaults to `"outputs-grpo"`):
+            Where the model (or adapter), checkpoints, logs and curves go. It must be new, empty or
+            written by lean-dojo-v2 (see `overwrite_output_dir`).
+        overwrite_output_dir (`bool`, *optional*, defaults to `False`):
+            Replace `output_dir` even if it holds files lean-dojo-v2 did not write, or an
+            unfinished run of another config (the CLI's `--force`).
+        resume (`bool`, *optional*, defaults to `True`):
+            Go on from the last checkpoint of an unfinished run of the same config and data.
+        save_steps (`int`, *optional*, defaults to `50`):
+            Write a checkpoint every this many optimizer steps, and at the end of each pass.
+        save_total_limit (`int` or `None`, *optional*, defaults to `2`):
+            Keep at most this many checkpoints per pass. `None`: keep all.
+
+        > Parameters that control logging
+
+        logging_steps (`int`, *optional*, defaults to `1`):
+            Log reward, loss and KL every this many optimizer steps.
+        report_to (`list[str]`, *optional*, defaults to `["tensorboard"]`):
+            Loggers: `tensorboard` (under `output_dir/logs`), `wandb`, or `none`.
+        run_name (`str` or `None`, *optional*, defaults to `None`):
+            Name of the run in the loggers. `None`: the output directory's name.
+        progress_bar (`bool`, *optional*, defaults to `True`):
+            Show a progress bar while training.
+        curves (`bool`, *optional*, defaults to `True`):
+            Write `output_dir/grpo_curves.png`: mean reward and each reward function, loss, KL.
+
+        > Parameters that control scale-out
+
+        use_vllm (`bool`, *optional*, defaults to `False`):
+            Generate the rollouts with vLLM (TRL's integration; needs the `vllm` package and a GPU).
+        vllm_mode (`str`, *optional*, defaults to `"colocate"`):
+            `colocate`: vLLM runs inside the training processes; `server`: a separate `trl
+            vllm-serve` process (see `vllm_server_base_url`).
+        vllm_server_base_url (`str` or `None`, *optional*, defaults to `None`):
+            With `vllm_mode: server`, the server's URL (e.g. `http://localhost:8000`).
+        deepspeed (`str` or `None`, *optional*, defaults to `None`):
+            Path to a DeepSpeed JSON config, handed to transformers as is; launch with
+            `accelerate launch` for several GPUs (docs/training.md).
+        trl_args (`dict[str, Any]`, *optional*, defaults to `{}`):
+            Further keyword arguments of `trl.GRPOConfig` (e.g. `{steps_per_generation: 4,
+            vllm_gpu_memory_utilization: 0.3}`); they override the values derived above. An
+            unknown name is an error listing the valid ones.
+    """
+
+    # The seed design's YAML keys (lean_dojo_v2.config.loading, "Aliases").
+    config_aliases: ClassVar[dict[str, str | Callable[[Any], dict[str, Any]]]] = {
+        "base_model": "model_name",
+        "lora_rank": lambda r: {"lora": True, "lora_r": r},
+        "learning_rate": "lr",
+        "num_train_epochs": "epochs_per_repo",
+        "reward_type": _reward_type,
+    }
+
+    # model
+    model_name: str | None = None
+    dtype: str = "auto"
+    device: str = "auto"
+    lora: bool = False
+    lora_r: int = 16
+    lora_alpha: int = 32
+    lora_dropout: float = 0.05
+    lora_target_modules: list[str] = field(default_factory=lambda: ["all-linear"])
+    merge_lora: bool = False
+    # algorithm and rewards
+    mode: Literal["tactic", "proof"] = "tactic"
+    algorithm: str = "grpo"
+    algorithm_config: dict[str, Any] = field(default_factory=dict)
+    rewards: list[str] = field(default_factory=list)
+    reward_weights: dict[str, float] = field(default_factory=dict)
+    num_generations: int = 4
+    max_completion_length: int = 128
+    temperature: float = 1.0
+    top_p: float = 1.0
+    # data
+    strategy: Literal["random", "novel_premises"] = "random"
+    splits: list[str] = field(default_factory=lambda: ["train"])
+    max_prompts: int | None = None
+    max_prompt_len: int = 512
+    # reward checks
+    reward_backend: Literal["auto", "replay", "lean"] = "auto"
+    reward_envs: int = 4
+    tactic_timeout: float = 10.0
+    max_proof_steps: int = 1
+    # training
+    epochs_per_repo: float = 1.0
+    batch_size: int = 8
+    gradient_accumulation_steps: int = 1
+    lr: float = 2e-5
+    lr_scheduler_type: str = "linear"
+    warmup_steps: int = 0
+    weight_decay: float = 0.0
+    max_grad_norm: float = 1.0
+    max_steps: int = -1
+    gradient_checkpointing: bool = False
+    bf16: bool | None = None
+    use_cpu: bool = False
+    seed: int = 42
+    # outputs
+    output_dir: str = "outputs-grpo"
+    overwrite_output_dir: bool = False
+    resume: bool = True
+    save_steps: int = 50
+    save_total_limit: int | None = 2
+    # logging
+    logging_steps: int = 1
+    report_to: list[str] = field(default_factory=lambda: ["tensorboard"])
+    run_name: str | None = None
+    progress_bar: bool = True
+    curves: bool = True
+    # scale-out
+    use_vllm: bool = False
+    vllm_mode: Literal["colocate", "server"] = "colocate"
+    vllm_server_base_url: str | None = None
+    deepspeed: str | None = None
+    trl_args: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        check_finite_floats(self)
+        check_causal_lm_fields(self)
+        need(self, self.mode in MODES, "mode", f"one of {', '.join(MODES)}")
+        need(self, bool(self.algorithm), "algorithm", "an algorithm name")
+        need(self, self.num_generations >= 2, "num_generations", "at least 2 (a group)")
+        need(self, self.max_completion_length >= 1, "max_completion_length", "at least 1")
+        need(self, self.temperature > 0, "temperature", "positive")
+        need(self, 0 < self.top_p <= 1, "top_p", "in (0, 1]")
+        need(self, self.max_prompts is None or self.max_prompts >= 1, "max_prompts", "None or ≥ 1")
+        need(self, self.max_prompt_len >= 8, "max_prompt_len", "at least 8")
+        need(
+            self,
+            self.reward_backend in REWARD_BACKENDS,
+            "reward_backend",
+            f"one of {', '.join(REWARD_BACKENDS)}",
+        )
+        need(self, self.reward_envs >= 1, "reward_envs", "at least 1")
+        need(self, self.tactic_timeout > 0, "tactic_timeout", "positive")
+        need(self, self.max_proof_steps >= 1, "max_proof_steps", "at least 1")
+        need(self, self.vllm_mode in VLLM_MODES, "vllm_mode", f"one of {', '.join(VLLM_MODES)}")
+        need(
+            self,
+            all(w >= 0 for w in self.reward_weights.values()),
+            "reward_weights",
+            "a mapping of reward names to weights of 0 or more",
+        )
+
+    @property
+    def reporters(self) -> list[str]:
+        """``report_to`` without ``none``."""
+        return [r for r in self.report_to if r != "none"]
+
+    def reward_names(self) -> list[str]:
+        """The reward functions by name: ``rewards``, or the mode's default composite."""
+        return list(self.rewards) or list(DEFAULT_REWARDS[self.mode])
+
+    def weight_of(self, name: str) -> float:
+        """The weight of reward ``name``: ``reward_weights``, else the default composite's, else 1."""
+        if name in self.reward_weights:
+            return float(self.reward_weights[name])
+        if not self.rewards:
+            return DEFAULT_REWARDS[self.mode].get(name, 1.0)
+        return 1.0
+
+
+__all__ = ["DEFAULT_REWARDS", "GRPOConfig", "MODES", "REWARD_BACKENDS"]
