@@ -10,11 +10,17 @@ repeats itself, which the (state, tactic) cache answers). Each run starts with a
 fresh environments. Reported: completions/s serially and over the pool, their ratio, checks run
 and cache hits.
 
-``grpo_step_timing``: seconds per GRPO step — added with the trainer.
+``grpo_step_timing``: seconds per GRPO step of ``GRPOTrainer`` (LoRA, the default algorithm,
+``lean_tactic`` + ``format`` rewards on replay) on the first ``--step-prompts`` goal states of the
+sample, for ``--steps`` steps: TRL's own ``step_time`` of each step (generation, rewards, loss,
+backward, optimizer) and the wall time of the whole ``train()`` call (model load included).
+Default model: the bundled SmolLM2-135M-Instruct on the CPU (``--model`` takes any name or path
+the loading path takes; ``--device cuda`` on a GPU). ``--steps 0`` skips it.
 
 Prints one JSON object (also written to ``--out``).
 
     python benchmarks/grpo_bench.py [--envs 4] [--latency 0.02] [--prompts 40] [--group 8]
+        [--steps 3] [--step-prompts 8] [--model smollm2] [--device cpu]
 """
 
 from __future__ import annotations
@@ -135,6 +141,62 @@ def reward_throughput(
     }
 
 
+def grpo_step_timing(
+    steps: int = 3,
+    prompts: int = 8,
+    model: str | None = None,
+    device: str = "cpu",
+    num_generations: int = 4,
+    batch_size: int = 8,
+) -> dict[str, Any]:
+    """Seconds per GRPO step (TRL's ``step_time``) of a short LoRA run, and the whole call."""
+    import tempfile
+
+    from lean_dojo_v2.data import sample_dataset_path
+    from lean_dojo_v2.trainer.grpo_trainer import GRPOTrainer
+
+    with tempfile.TemporaryDirectory() as tmp:
+        trainer = GRPOTrainer(
+            model_name=model,
+            output_dir=Path(tmp) / "grpo",
+            batch_size=batch_size,
+            lr=5e-5,
+            lora_config=True,
+            num_generations=num_generations,
+            max_completion_length=24,
+            max_prompts=prompts,
+            max_steps=steps,
+            reward_backend="replay",
+            use_cpu=device == "cpu",
+            device=device,
+            report_to=["none"],
+            progress_bar=False,
+            curves=False,
+            save_steps=10_000,
+        )
+        start = time.perf_counter()
+        result = trainer.train(data_path=sample_dataset_path())
+        wall = time.perf_counter() - start
+        times = [
+            float(e["step_time"])
+            for e in trainer._trl_trainer.state.log_history
+            if "step_time" in e
+        ]
+    return {
+        "model": model or "smollm2",
+        "device": device,
+        "steps": result.steps,
+        "completions_per_step": batch_size,
+        "num_generations": num_generations,
+        "step_seconds": [round(t, 2) for t in times],
+        "mean_step_seconds": round(sum(times) / len(times), 2) if times else None,
+        "train_call_seconds": round(wall, 1),
+        "mean_reward_first": result.mean_reward_first,
+        "mean_reward_last": result.mean_reward_last,
+        "reward_backend": result.reward_backend,
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--envs", type=int, default=4)
@@ -142,13 +204,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--prompts", type=int, default=40)
     parser.add_argument("--group", type=int, default=8)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--steps", type=int, default=3, help="GRPO steps to time (0: skip)")
+    parser.add_argument("--step-prompts", type=int, default=8)
+    parser.add_argument("--model", default=None, help="default: the bundled SmolLM2-135M")
+    parser.add_argument("--device", default="cpu")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
-    report = {
+    report: dict[str, Any] = {
         "reward_throughput": reward_throughput(
             args.envs, args.latency, args.prompts, args.group, args.seed
         )
     }
+    if args.steps > 0:
+        report["grpo_step"] = grpo_step_timing(
+            args.steps, args.step_prompts, args.model, args.device
+        )
     text = json.dumps(report, indent=2)
     print(text)
     if args.out is not None:

@@ -393,3 +393,38 @@ def test_cli_help_lists_every_algorithm_and_reward(capsys):
     assert all(name in text for name in algorithm_names())
     assert all(name in text for name in available_scorers())
     assert "--algorithm" in text and "--mode" in text and "--json" in text
+
+
+def test_env_crashes_and_timeouts_mid_rollout_score_as_errors_and_training_goes_on(
+    tiny_model_dir, sample_path, tmp_path, monkeypatch
+):
+    """Every other check crashes its environment (as a dying Pantograph REPL does) or times out:
+    those completions get the error reward, the run finishes its steps, the pass counts them."""
+    from lean_dojo_v2.interaction import EnvCrashedError, ReplayEnv, TacticTimeout
+    from lean_dojo_v2.trainer.grpo_data import theorem_key
+    from lean_dojo_v2.trainer.rl.rewards import RewardContext
+
+    class Flaky(ReplayEnv):
+        calls = 0
+
+        def run_tactic(self, state, tactic, timeout=None):
+            Flaky.calls += 1
+            if Flaky.calls % 3 == 1:
+                raise EnvCrashedError("the REPL died (test)")
+            if Flaky.calls % 3 == 2:
+                return TacticTimeout("ran out of time (test)", self.backend, timeout=timeout)
+            return super().run_tactic(state, tactic, timeout)
+
+    def flaky_context(self, theorems):
+        theorems = list(theorems.values()) if isinstance(theorems, dict) else list(theorems)
+        env = Flaky.from_theorems(theorems)
+        return RewardContext({theorem_key(t): t for t in theorems}, [env])
+
+    monkeypatch.setattr(GRPOTrainer, "_open_context", flaky_context)
+    result = GRPOTrainer(
+        str(tiny_model_dir), output_dir=tmp_path / "flaky", **grpo_settings(max_steps=2)
+    ).train(data_path=sample_path)
+    assert result.steps == 2 and Flaky.calls > 0
+    checks = result.passes[0]["reward_checks"]
+    assert checks["crashes"] >= 1 and checks["timeouts"] >= 1, checks
+    assert result.mean_reward_first is not None and result.mean_reward_last is not None
