@@ -410,8 +410,10 @@ def save_trained(model: Any, tokenizer: Any, out: Path, cfg: Any) -> None:
 
 
 class CausalLMTrainerAttributes:
-    """The seed's attributes of a causal-LM trainer (``SFTTrainer``, ``GRPOTrainer``), read from
-    ``self.config``, and the merged save both write with ``merge_lora``."""
+    """What the causal-LM trainers (``SFTTrainer``, ``GRPOTrainer``) share beyond the pass loop:
+    the seed's attributes, read from ``self.config``; the pass-loop hooks that are the same for
+    both (dataset files, TRL checkpoints, the model in ``output_dir``, loading in the first pass);
+    the merged save both write with ``merge_lora``."""
 
     config: Any
     _peft_object: Any
@@ -449,6 +451,23 @@ class CausalLMTrainerAttributes:
     def model_dir(self) -> Path:
         """Where the trained model (or adapter) is written: ``output_dir`` itself."""
         return Path(self.config.output_dir)
+
+    # -- pass-loop hooks (CurriculumTrainer) that both trainers fill in alike
+
+    def _dataset_files(self, path: Path) -> list[Path]:
+        return dataset_files(path, self.config)
+
+    def _pass_checkpoint(self, out: Path, k: int) -> Path | None:
+        return pass_checkpoint(out, k)
+
+    def _model_dir(self, out: Path) -> Path:
+        return out
+
+    def _begin(self, run: Any) -> None:
+        # The model is loaded in the first pass, once its data is known to be usable.
+        self._loaded = False
+        self._resume_dir = run.out if run.first > 0 else None
+        self._plan_length = len(run.plan)
 
     def _save_merged(self, dst: Path) -> Path:
         """Base + adapter merged, as a plain model in ``dst`` (``merge_lora``)."""

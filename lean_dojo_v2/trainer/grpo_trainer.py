@@ -49,7 +49,6 @@ from typing import Any
 from .causal_lm import (
     CausalLMTrainerAttributes,
     check_trl_args,
-    dataset_files,
     load_causal_lm,
     lora_config_values,
     lora_fields,
@@ -253,9 +252,6 @@ class GRPOTrainer(CausalLMTrainerAttributes, CurriculumTrainer[GRPOResult]):
 
     # ------------------------------------------------------------------ the pass loop's hooks
 
-    def _dataset_files(self, path: Path) -> list[Path]:
-        return dataset_files(path, self.config)
-
     def _fingerprint_extra(self) -> dict[str, Any]:
         extra: dict[str, Any] = {}
         if self._peft_object is not None:
@@ -264,18 +260,6 @@ class GRPOTrainer(CausalLMTrainerAttributes, CurriculumTrainer[GRPOResult]):
             f = self.reward_func
             extra["reward_func"] = f"{getattr(f, '__module__', '')}.{getattr(f, '__qualname__', f)}"
         return extra
-
-    def _pass_checkpoint(self, out: Path, k: int) -> Path | None:
-        return pass_checkpoint(out, k)
-
-    def _model_dir(self, out: Path) -> Path:
-        return out
-
-    def _begin(self, run: PassRun) -> None:
-        # The model is loaded in the first pass, once its data is known to be usable.
-        self._loaded = False
-        self._resume_dir = run.out if run.first > 0 else None
-        self._plan_length = len(run.plan)
 
     def _run_pass(self, k: int, p: Pass, dataset: PassDataset, out: Path) -> dict[str, Any]:
         from .grpo_data import build_prompt_rows, check_prompt_theorems

@@ -41,7 +41,6 @@ from typing import Any
 from .causal_lm import (
     CausalLMTrainerAttributes,
     check_trl_args,
-    dataset_files,
     load_causal_lm,
     lora_config_values,
     lora_fields,
@@ -200,25 +199,10 @@ class SFTTrainer(CausalLMTrainerAttributes, CurriculumTrainer[TrainResult]):
 
     # ------------------------------------------------------------------ the pass loop's hooks
 
-    def _dataset_files(self, path: Path) -> list[Path]:
-        return dataset_files(path, self.config)
-
     def _fingerprint_extra(self) -> dict[str, Any]:
         if self._peft_object is None:
             return {}
         return {"peft": peft_config_dict(self._peft_object)}
-
-    def _pass_checkpoint(self, out: Path, k: int) -> Path | None:
-        return pass_checkpoint(out, k)
-
-    def _model_dir(self, out: Path) -> Path:
-        return out
-
-    def _begin(self, run: PassRun) -> None:
-        # The model is loaded in the first pass, once its data is known to be usable.
-        self._loaded = False
-        self._resume_dir = run.out if run.first > 0 else None
-        self._plan_length = len(run.plan)
 
     def _run_pass(self, k: int, p: Pass, dataset: PassDataset, out: Path) -> dict[str, Any]:
         assert dataset.path is not None
