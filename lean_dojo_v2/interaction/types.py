@@ -27,6 +27,7 @@ __all__ = [
     "LeanNotFoundError",
     "ProofFinished",
     "ProofState",
+    "STANDARD_AXIOMS",
     "StaleStateError",
     "TacticError",
     "TacticResult",
@@ -111,9 +112,25 @@ class Verdict:
     backend: str
     checked_by: str
     messages: tuple[str, ...] = ()
+    # The axioms the checked declaration depends on, as Lean's ``#print axioms`` names them, or
+    # None when the backend cannot say (replay; a check that failed before Lean answered).
+    axioms: tuple[str, ...] | None = None
 
     def __bool__(self) -> bool:
         return self.ok
+
+    @property
+    def nonstandard_axioms(self) -> tuple[str, ...]:
+        """The axioms the proof depends on beyond :data:`STANDARD_AXIOMS` (``sorryAx``, one a
+        project declares, ``Lean.ofReduceBool`` from ``native_decide``…); empty when they are
+        unknown (``axioms`` is None)."""
+        return tuple(a for a in self.axioms or () if a not in STANDARD_AXIOMS)
+
+
+# The axioms of Lean's foundations that mathlib's proofs rest on: anything beyond them (a
+# project's own ``axiom``, ``sorryAx``, ``Lean.ofReduceBool`` of ``native_decide``) means the
+# proof trusts more than the kernel.
+STANDARD_AXIOMS = frozenset({"propext", "Classical.choice", "Quot.sound"})
 
 
 class EnvClosedError(InteractionError, RuntimeError):

@@ -809,6 +809,12 @@ class FakeRepl:
         self.delay = float(os.environ.get("FAKE_PANTOGRAPH_DELAY") or 0)
         self.noise = os.environ.get("FAKE_PANTOGRAPH_STDERR_NOISE") == "1"
         self.log_path = os.environ.get("FAKE_PANTOGRAPH_LOG")
+        # The axioms of constants of the environment, for `#print axioms` of a declaration that
+        # names them (JSON {constant: [axiom, ...]}); the fake cannot elaborate, so a checked
+        # proof depends on the standard three, these, and sorryAx when it failed or used sorry.
+        self.constant_axioms: dict[str, list[str]] = json.loads(
+            os.environ.get("FAKE_PANTOGRAPH_AXIOMS") or "{}"
+        )
 
     # --- output -------------------------------------------------------------------------------
 
@@ -1389,6 +1395,7 @@ class FakeRepl:
         units = []
         invocation_units = []
         declared: set[str] = set()
+        axioms_of: dict[str, set[str]] = {k: set(v) for k, v in self.constant_axioms.items()}
         for start, stop, decl in source.units():
             unit: dict[str, Any] = {"boundary": [source.byte(start), source.byte(stop)]}
             messages: list[dict[str, Any]] = []
@@ -1403,6 +1410,9 @@ class FakeRepl:
                         f"unexpected {what}; expected command", file_name, source.position(start)
                     )
                 )
+            elif decl is None and (query := _PRINT_AXIOMS.match(source.clean, start)):
+                messages.append(self.print_axioms(query.group(1), axioms_of, file_name,
+                                                  source.position(start)))  # fmt: skip
             elif decl is None and source.clean.startswith("import", start):
                 messages.append(
                     self.message(
@@ -1428,6 +1438,9 @@ class FakeRepl:
                 if decl.name is not None:
                     names.append(decl.name)
                     declared.add(decl.name)
+                    axioms_of[decl.name] = self.declaration_axioms(
+                        source, decl, messages, axioms_of
+                    )
                 if self.legacy and args.get("sorrys") and decl.has_sorry:
                     found = self.sorry_goals(source, decl)
                     if found:
@@ -1453,6 +1466,44 @@ class FakeRepl:
             except OSError as exc:
                 raise CommandError("io", str(exc)) from None
         return {"units": units}
+
+    @staticmethod
+    def declaration_axioms(
+        source: SourceFile, decl: Any, messages: list[dict[str, Any]], known: dict[str, set[str]]
+    ) -> set[str]:
+        """What `#print axioms` says a declaration of this run depends on: itself for an
+        `axiom`; sorryAx when it failed or used sorry (Lean's error recovery closes it with
+        sorryAx); otherwise the standard three; plus the axioms of the known constants its text
+        names."""
+        start, end = source.offset(decl.start), source.offset(decl.end) + 1
+        keyword = _KEYWORD.search(source.clean, start, end)
+        if keyword is not None and keyword.group(1) == "axiom":
+            return {decl.name}
+        failed = any(m["severity"] == "error" or m["kind"] == "hasSorry" for m in messages)
+        found = {"sorryAx"} if failed else set(STANDARD_AXIOMS)
+        body = source.clean[source.name_span(decl)[1] : end]
+        for token in set(re.findall(r"[^\W\d][\w.'!?]*", body)):
+            for name, axioms in known.items():
+                if name == token or name.endswith("." + token):
+                    found |= axioms
+        return found
+
+    def print_axioms(
+        self, name: str, axioms_of: dict[str, set[str]], file_name: str, pos: tuple[int, int]
+    ) -> dict[str, Any]:
+        """Lean's answer to `#print axioms name` (a name declared in this run, in its namespace
+        or not, or a constant given by FAKE_PANTOGRAPH_AXIOMS)."""
+        found = axioms_of.get(name)
+        if found is None:
+            found = next((a for n, a in axioms_of.items() if name.endswith("." + n)), None)
+        if found is None:
+            return self.message(f"unknown constant '{name}'", file_name, pos)
+        if not found:
+            return self.message(f"'{name}' does not depend on any axioms", file_name, pos,
+                                severity="information")  # fmt: skip
+        listed = ", ".join(sorted(found))
+        return self.message(f"'{name}' depends on axioms: [{listed}]", file_name, pos,
+                            severity="information")  # fmt: skip
 
     def check_declaration(
         self, source: SourceFile, decl: Any, file_name: str, declared: set[str]
@@ -1640,6 +1691,8 @@ _COMMAND_WORDS = frozenset(
 )  # fmt: skip
 _COMMAND_START = re.compile(r"#?[A-Za-z_]\w*|@\[")
 STRAY = "stray"
+_PRINT_AXIOMS = re.compile(r"#print\s+axioms\s+(\S+)")
+STANDARD_AXIOMS = ("propext", "Classical.choice", "Quot.sound")
 _KEYWORD = re.compile(
     r"(?<![\w.'])(theorem|lemma|def|abbrev|instance|example|opaque|axiom|structure|inductive|class)"
     r"(?![\w'])"

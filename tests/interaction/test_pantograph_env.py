@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import json
 import os
 import time
 
@@ -152,6 +153,50 @@ def test_verify(env, minif2f_theorems):
     assert not wrong.ok
     sorry = env.verify(thm, "sorry")
     assert not sorry.ok and any("declaration uses 'sorry'" in m for m in sorry.messages)
+
+
+def test_verify_asks_lean_which_axioms_the_proof_depends_on(minif2f_theorems):
+    thm = minif2f_theorems[0]
+    proof = "\n".join(t.tactic for t in thm.traced_tactics)
+    with PantographEnv(fake_config()) as env:
+        ok = env.verify(thm, proof)
+        assert ok.ok and set(ok.axioms) == {"propext", "Classical.choice", "Quot.sound"}
+        assert ok.nonstandard_axioms == ()
+        assert not any("axioms" in m for m in ok.messages)  # the query's answer is not a message
+        bad = env.verify(thm, "sorry")
+        assert not bad.ok and "sorryAx" in bad.nonstandard_axioms
+    # A lemma the proof cites rests on an axiom of the project: Lean still accepts the proof,
+    # and the verdict names the axiom.
+    cited = _cited_name(proof)
+    env_vars = {"FAKE_PANTOGRAPH_AXIOMS": json.dumps({cited: ["Project.big_axiom"]})}
+    with PantographEnv(fake_config(env=env_vars)) as env:
+        verdict = env.verify(thm, proof)
+        assert verdict.ok and verdict.nonstandard_axioms == ("Project.big_axiom",)
+
+
+def _cited_name(proof: str) -> str:
+    """A name a recorded proof cites (a dotted lemma name or an argument in brackets)."""
+    import re
+
+    names = re.findall(r"[A-Za-z_][\w']*(?:\.[\w']+)+", proof) or re.findall(
+        r"\[([A-Za-z_][\w.']*)", proof
+    )
+    assert names, proof
+    return names[0]
+
+
+def test_axioms_of_a_check_whose_query_lean_cannot_answer_are_unknown(minif2f_theorems):
+    from lean_dojo_v2.interaction.pantograph.lean_text import CheckedText
+
+    thm = minif2f_theorems[0]
+    proof = "\n".join(t.tactic for t in thm.traced_tactics)
+    with PantographEnv(fake_config()) as env:
+        good = env.verify(thm, proof)
+        text = env.aenv.theorem_source(thm, "verify").text("statement", proof)
+        assert text.name == thm.full_name
+        unknown = CheckedText(text.text, text.route, text.decl_start, "No.such_name")
+        verdict = env.run_async(env.aenv._check_text(unknown, None, axioms=True))
+    assert good.ok and verdict.ok and verdict.axioms is None  # the query never decides
 
 
 def test_verify_reads_statement_from_project_file(tmp_path, minif2f_theorems):
@@ -617,8 +662,10 @@ def test_verify_checks_the_proof_in_its_file_with_variable_binders(tmp_path):
     head = text[: text.index("/-- x from")]
     assert "import" not in checked and checked.count("\n") >= head.count("\n")
     assert checked.startswith(" " * len("import Mathlib") + "\n\nopen Real\n")
+    # the declaration, then Lean is asked which axioms it depends on
     assert checked.endswith(
         "theorem ctx_algebra_24 (h₀ : x / 50 = 40) : x = 2000 := by\n  nlinarith\n"
+        "\n#print axioms ctx_algebra_24\n"
     )
     assert "later_sorry" not in checked
 
@@ -638,6 +685,7 @@ def test_verify_of_an_imported_theorem_reruns_the_context_commands_in_effect(tmp
     assert checked == (
         "open Real\n\nvariable (x : ℝ)\n\n"
         "theorem mathd_algebra_24_ldv2_check (h₀ : x / 50 = 40) : x = 2000 := by\n  nlinarith\n"
+        "\n#print axioms mathd_algebra_24_ldv2_check\n"
     )
 
 

@@ -90,7 +90,16 @@ def test_check_and_verify_tiny_file(lean_env):
         theorem_statement="theorem ldv2_w (a b : Nat) : a + b = b + a := by",
         has_statement_field=True,
     )
-    assert lean_env.verify(thm, "omega").ok
+    verdict = lean_env.verify(thm, "omega")
+    assert verdict.ok and verdict.axioms is not None and verdict.nonstandard_axioms == ()
+    native = lean_env.verify(thm, "exact Nat.add_comm a b")
+    assert native.ok and native.nonstandard_axioms == ()
+    # native_decide trusts the compiler: Lean names the axiom it adds
+    decided = Theorem("local", "", "Scratch.lean", "ldv2_nd", Pos(1, 1), Pos(1, 1),
+                      theorem_statement="theorem ldv2_nd : 2 + 2 = 4 := by",
+                      has_statement_field=True)  # fmt: skip
+    nd = lean_env.verify(decided, "native_decide")
+    assert nd.ok and "Lean.ofReduceBool" in nd.nonstandard_axioms, nd
     # a theorem that is already in the environment is re-checked under a fresh name
     core = Theorem(
         "local",

@@ -543,3 +543,42 @@ def test_pantograph_env_after_close_raises_env_closed(sample_proofs):
         env.run_tactic(state, "rfl")
     with pytest.raises(EnvClosedError):
         env.start(thm)
+
+
+def test_parse_axioms_reads_leans_answers_and_nothing_else():
+    from lean_dojo_v2.interaction.pantograph.lean_text import parse_axioms
+
+    assert parse_axioms("'Classical.em' depends on axioms: [propext, Classical.choice, Quot.sound]") \
+        == ("propext", "Classical.choice", "Quot.sound")  # fmt: skip
+    assert parse_axioms("'contra' depends on axioms: [sorryAx]") == ("sorryAx",)
+    assert parse_axioms("'f' depends on axioms:\n  [propext,\n   Lean.ofReduceBool]") == (
+        "propext",
+        "Lean.ofReduceBool",
+    )
+    assert parse_axioms("'Nat.add_zero' does not depend on any axioms") == ()
+    assert parse_axioms("unknown constant 'x'") is None
+    assert parse_axioms("declaration uses 'sorry'") is None
+
+
+def test_the_checked_name_follows_the_declaration_as_checked():
+    from lean_dojo_v2.interaction.pantograph.lean_text import (
+        CheckedText,
+        renamed_name,
+        statement_name,
+    )
+
+    assert renamed_name("A.b") == "A.b_ldv2_check"
+    assert renamed_name("A.«b c»") == "A.«b c_ldv2_check»"
+    # proof_file puts `theorem b` of `A.b` into namespace A: Lean knows it as A.b
+    assert statement_name("theorem b : True", "A.b") == "A.b"
+    assert statement_name("theorem b : True", "A.b_ldv2_check") == "A.b_ldv2_check"
+    assert statement_name("theorem A.b : True", "A.b") == "A.b"
+    assert statement_name("theorem other : True", "A.b") == "other"
+    assert statement_name("theorem other : True", "A.b_ldv2_check") == "other_ldv2_check"
+    assert statement_name("theorem _root_.c : True", "A.c") == "c"
+    assert statement_name("example : True", "A.b") is None
+    text, start = CheckedText("theorem b : True := by\n  trivial\n", "statement", 0, "b") \
+        .with_axioms_query()  # fmt: skip
+    assert text.endswith(" := by\n  trivial\n\n#print axioms b\n")
+    assert text[start:].startswith("\n#print") and text[:start].endswith("trivial\n")
+    assert CheckedText("x", "text").with_axioms_query() is None

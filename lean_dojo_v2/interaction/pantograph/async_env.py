@@ -51,10 +51,17 @@ from ..types import (
 )
 from .client import AsyncPantographClient
 from .config import PantographConfig
-from .lean_text import CheckedText, TheoremSource, option_items
+from .lean_text import CheckedText, TheoremSource, option_items, parse_axioms
 from .locate import module_name
 from .process import ReplTimeoutError
-from .protocol import GoalInfo, Message, PantographError, canonical_goals, parse_goals
+from .protocol import (
+    CompilationUnit,
+    GoalInfo,
+    Message,
+    PantographError,
+    canonical_goals,
+    parse_goals,
+)
 
 logger = logging.getLogger("lean_dojo_v2.interaction.pantograph")
 
@@ -575,7 +582,7 @@ class AsyncPantographEnv(AsyncProofEnv):
                     " renamed" if rename else "",
                 )
             checked = where.text(route, proof, rename=rename, options=opts)
-            verdict = await self._check_text(checked, timeout)
+            verdict = await self._check_text(checked, timeout, axioms=True)
             if not _already_declared(verdict):
                 return verdict
             previous = route
@@ -589,13 +596,21 @@ class AsyncPantographEnv(AsyncProofEnv):
         :func:`set_option_prefix`)."""
         return await self._check_text(CheckedText(file_text, "text"), timeout)
 
-    async def _check_text(self, checked: CheckedText, timeout: float | None) -> Verdict:
+    async def _check_text(
+        self, checked: CheckedText, timeout: float | None, *, axioms: bool = False
+    ) -> Verdict:
         """``frontend.process`` of ``checked.text``: ok when no command from
-        ``checked.decl_start`` on has an error or a ``declaration uses 'sorry'``."""
+        ``checked.decl_start`` on has an error or a ``declaration uses 'sorry'``.
+
+        ``axioms``: the text is followed by ``#print axioms`` of the checked declaration (when
+        its name is known), whose answer fills ``Verdict.axioms``; that command's own messages
+        never decide the verdict (an unresolvable name leaves the axioms unknown)."""
         limit = timeout if timeout is not None else self.config.verify_timeout
+        query = checked.with_axioms_query() if axioms else None
+        text, query_start = query if query is not None else (checked.text, None)
         try:
             units = await self.client.frontend_process(
-                checked.text,
+                text,
                 read_header=False,
                 inherit_env=False,
                 new_constants=False,
@@ -616,9 +631,27 @@ class AsyncPantographEnv(AsyncProofEnv):
                 (f"timeout after {limit} s", *(str(m) for m in messages)),
             )
         first = checked.decl_start_byte
-        judged = [m for u in units if u.boundary[1] > first or not first for m in u.messages]
+
+        def is_query(unit: CompilationUnit) -> bool:
+            return query_start is not None and unit.boundary[0] >= query_start
+
+        asked = [u for u in units if is_query(u)]
+        checked_units = [u for u in units if not is_query(u)]
+        judged = [
+            m for u in checked_units if u.boundary[1] > first or not first for m in u.messages
+        ]
         bad = [m for m in judged if m.is_error or m.is_sorry_warning]
-        return Verdict(not bad, BACKEND, "lean", tuple(str(m) for m in messages))
+        found = [a for u in asked for m in u.messages if (a := parse_axioms(m.data)) is not None]
+        if query_start is not None and not found:
+            logger.debug("no answer to #print axioms %s: %s", checked.name,
+                         [str(m) for u in asked for m in u.messages])  # fmt: skip
+        return Verdict(
+            not bad,
+            BACKEND,
+            "lean",
+            tuple(str(m) for u in checked_units for m in u.messages),
+            axioms=found[0] if found else None,
+        )
 
 
 def _already_declared(verdict: Verdict) -> bool:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ...data.lean_lexer import (
@@ -146,6 +146,23 @@ def proof_file(
     return text
 
 
+def statement_name(statement: str, full_name: str) -> str | None:
+    """The full name of what :func:`proof_file` declares for ``statement`` checked as
+    ``full_name`` (already renamed when it is): ``full_name`` when the declared name is its last
+    part (the declaration goes into its namespace) or all of it, else the declared name itself;
+    None for an ``example`` or a statement without a name."""
+    m = _declared_name(_normalize_statement(statement))
+    if m is None:
+        return None
+    declared = m.group(1)
+    renamed = full_name.endswith((RENAME_SUFFIX, RENAME_SUFFIX + "»"))
+    base = full_name.replace(RENAME_SUFFIX, "") if renamed else full_name
+    if not declared.startswith("_root_.") and (base == declared or base.endswith("." + declared)):
+        return full_name
+    declared = declared.removeprefix("_root_.")
+    return renamed_name(declared) if renamed else declared
+
+
 def _renamed(decl: str, m: re.Match[str]) -> str:
     name = m.group(1)
     new = name[:-1] + RENAME_SUFFIX + "»" if name.endswith("»") else name + RENAME_SUFFIX
@@ -164,11 +181,47 @@ class CheckedText:
     text: str
     route: str
     decl_start: int = 0
+    # The checked declaration's full name as Lean knows it after the text (renamed or not);
+    # None when the builder could not tell (then its axioms cannot be asked for).
+    name: str | None = None
 
     @property
     def decl_start_byte(self) -> int:
         """``decl_start`` in UTF-8 bytes (``frontend.process`` unit boundaries are bytes)."""
         return len(self.text[: self.decl_start].encode("utf-8"))
+
+    def with_axioms_query(self) -> tuple[str, int] | None:
+        """The text followed by ``#print axioms <name>``, and where that command begins (in
+        UTF-8 bytes): its answer names the axioms the declaration depends on. None without a
+        name."""
+        if not self.name:
+            return None
+        body = self.text if self.text.endswith("\n") else self.text + "\n"
+        return f"{body}\n#print axioms {self.name}\n", len(body.encode("utf-8"))
+
+
+# Lean's answer to ``#print axioms``: "'n' depends on axioms: [a, b]" or "'n' does not depend on
+# any axioms" (the list may be broken over lines when long).
+_DEPENDS_RE = re.compile(r"depends on axioms:\s*\[(?P<names>[^\]]*)\]", re.DOTALL)
+_NO_AXIOMS_RE = re.compile(r"does not depend on any axioms")
+
+
+def parse_axioms(message: str) -> tuple[str, ...] | None:
+    """The axioms named by Lean's ``#print axioms`` message, or None for any other message."""
+    m = _DEPENDS_RE.search(message)
+    if m is not None:
+        return tuple(a.strip() for a in m.group("names").split(",") if a.strip())
+    if _NO_AXIOMS_RE.search(message):
+        return ()
+    return None
+
+
+def renamed_name(full_name: str) -> str:
+    """``full_name`` with its last component renamed as :func:`_renamed` renames a declaration
+    (``A.b`` → ``A.b_ldv2_check``, ``A.«b c»`` → ``A.«b c_ldv2_check»``)."""
+    if full_name.endswith("»"):
+        return full_name[:-1] + RENAME_SUFFIX + "»"
+    return full_name + RENAME_SUFFIX
 
 
 _AFTER_PROOF_RE = re.compile(r"\s*(where|termination_by|decreasing_by)(?![\w'])")
@@ -306,18 +359,21 @@ class TheoremSource:
         """The text that checks ``proof`` of the theorem by ``route``: ``"file"``
         (:func:`file_check_text`), ``"context"`` (:func:`context_check_text`) or
         ``"statement"`` (:func:`proof_file`: the statement alone in its namespace)."""
+        name = renamed_name(self.full_name) if rename else self.full_name
         if route == "statement":
             if self.statement is None:
                 raise InteractionError(f"{self.full_name} has no statement to check")
             text = proof_file(self.statement, proof, self.full_name, rename, options=options)
-            return CheckedText(text, "statement")
+            return CheckedText(text, "statement", name=statement_name(self.statement, name))
         if self.source is None:
             raise InteractionError(f"{self.full_name} has no file to check it in")
         if route == "file":
-            return file_check_text(self.source, self.start, proof, options)
-        if route == "context":
-            return context_check_text(self.source, self.start, proof, options, rename=rename)
-        raise ValueError(f"unknown route {route!r} (file, context or statement)")
+            checked = file_check_text(self.source, self.start, proof, options)
+        elif route == "context":
+            checked = context_check_text(self.source, self.start, proof, options, rename=rename)
+        else:
+            raise ValueError(f"unknown route {route!r} (file, context or statement)")
+        return replace(checked, name=name)
 
 
 __all__ = [
@@ -327,7 +383,10 @@ __all__ = [
     "context_check_text",
     "file_check_text",
     "option_items",
+    "parse_axioms",
     "proof_file",
+    "renamed_name",
+    "statement_name",
     "set_option_prefix",
     "statement_from_source",
 ]

@@ -312,3 +312,46 @@ def test_open_reward_context_backends(theorems, monkeypatch) -> None:
     assert "\n" not in str(exc.value)
     with pytest.raises(ConfigValueError):
         open_reward_context(theorems, backend="replay", num_envs=0)
+
+
+# ------------------------------------------------------- proof reward, checked by Lean (fake REPL)
+def test_with_lean_a_proof_through_a_nonstandard_axiom_scores_zero(shared_data) -> None:
+    """With Pantograph, Lean is asked which axioms an accepted proof depends on: the recorded
+    proof scores 1, the same proof scores 0 once a lemma it cites rests on a project's axiom
+    (the fake REPL plays Lean's ``#print axioms`` answer), and so does a lemma with sorry."""
+    import json
+    import re
+    import sys
+    from pathlib import Path
+
+    from lean_dojo_v2.interaction.pantograph import PantographConfig, PantographEnv
+
+    tests_dir = Path(__file__).resolve().parents[2]
+    if str(tests_dir) not in sys.path:
+        sys.path.insert(0, str(tests_dir))
+    from fake_pantograph.fake_repl import minif2f_theorems
+    from fake_pantograph.launcher import fake_command
+
+    path = shared_data / "minictx" / "derived" / "minif2f_test_traced_tactics.json"
+    theorems = minif2f_theorems(json.loads(path.read_text(encoding="utf-8")))
+    thm, cited = next(
+        (t, names[0])
+        for t in theorems
+        if (names := re.findall(r"[A-Za-z_][\w']*(?:\.[\w']+)+", t.traced_tactics[0].tactic))
+    )
+    proof = "\n".join(tt.tactic for tt in thm.traced_tactics)
+
+    def reward_with(constant_axioms: dict[str, list[str]]) -> tuple[float, dict]:
+        config = PantographConfig(
+            command=fake_command(), imports=("Init",), ready_timeout=30.0,
+            env={"FAKE_PANTOGRAPH_AXIOMS": json.dumps(constant_axioms)},
+        )  # fmt: skip
+        with RewardContext({key_of(thm): thm}, [PantographEnv(config)], backend="lean") as ctx:
+            return get_scorer("lean_proof", context=ctx).score(proof_row(thm, proof))
+
+    reward, info = reward_with({})
+    assert reward == 1.0 and set(info["axioms"]) == {"propext", "Classical.choice", "Quot.sound"}
+    for axiom in ("Project.big_axiom", "sorryAx"):
+        reward, info = reward_with({cited: [axiom]})
+        assert reward == 0.0 and info["refused"] == "nonstandard axioms", info
+        assert axiom in info["axioms"] and axiom in info["message"]

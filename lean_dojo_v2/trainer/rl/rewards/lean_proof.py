@@ -7,7 +7,11 @@ never supplies one). Before any Lean runs, :func:`~.text.refusal_reason` gives 0
 completion that uses ``sorry``/``admit``/``sorryAx``, declares something (``theorem``,
 ``lemma``, ``def``, ``axiom``…), restates the goal with ``:=``, or names a way to a non-standard
 axiom or around the kernel (``native_decide``, ``implemented_by``, ``extern``, ``unsafe``,
-``run_tac``…): Pantograph does not report the axioms a proof uses, so that rule is textual.
+``run_tac``…). With Lean (Pantograph) the check also asks Lean which axioms the accepted proof
+depends on (``#print axioms``, ``Verdict.axioms``): anything beyond ``propext``,
+``Classical.choice`` and ``Quot.sound`` — an axiom the project declares that a lemma used rests
+on, ``sorryAx`` behind a lemma, ``Lean.ofReduceBool`` — earns 0 as well. Replay cannot say
+which axioms a proof uses; its proofs are recorded ones.
 
 ``partial_credit`` (default 0: off): when > 0, a proof that is not accepted earns
 ``partial_credit * k / n`` where ``k`` of its ``n`` tactics apply one after another from the
@@ -104,6 +108,15 @@ class LeanProofScorer(LeanCheckedScorer):
         if verdict is None:
             return Outcome("crash", (), "the environment failed on every attempt", backend, False)
         details: dict[str, Any] = {"checked_by": verdict.checked_by}
+        if verdict.axioms is not None:
+            details["axioms"] = list(verdict.axioms)
+        if verdict.ok and verdict.nonstandard_axioms:
+            # Lean accepted it, but through more than the kernel's foundations (an axiom of the
+            # project, sorryAx behind a lemma, native_decide's Lean.ofReduceBool): no reward.
+            extra = ", ".join(verdict.nonstandard_axioms)
+            details["refused"] = "nonstandard axioms"
+            return Outcome("error", (), f"depends on axioms beyond the standard three: {extra}",
+                           backend, True, details)  # fmt: skip
         if verdict.ok:
             return Outcome("proved", (), "", backend, True, details)
         message = "; ".join(verdict.messages)[:500]
