@@ -390,7 +390,10 @@ def load_model(
         tok_source = str(adapter_dir)  # the trainer saved the tokenizer it used with the adapter
     try:
         tokenizer = AutoTokenizer.from_pretrained(tok_source)
-        model = auto.from_pretrained(path, dtype=torch_dtype)
+        # Straight onto the GPU: a 7B model loaded on the host first needs its whole size in
+        # host memory (28 GB in float32) before the copy.
+        placement = {"device_map": {"": dev}} if dev.startswith("cuda") else {}
+        model = auto.from_pretrained(path, dtype=torch_dtype, **placement)
     except OSError as exc:
         raise ModelNotFoundError(
             f"cannot load the model {path!r} ({exc}); valid forms: {VALID_FORMS}"

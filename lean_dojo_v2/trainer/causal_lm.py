@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -259,10 +260,22 @@ class LoadedCausalLM:
     precision: Any  # numerics.TrainingPrecision
 
 
+def load_device(target: str, *, deepspeed: bool = False) -> str:
+    """Where the model to train is loaded: straight onto its GPU (this process's own,
+    ``LOCAL_RANK``, when several train together), so that host memory never holds the whole
+    model; on the CPU for a CPU run and under DeepSpeed, which places (and with ZeRO-3
+    partitions) the weights itself."""
+    if not target.startswith("cuda") or deepspeed:
+        return "cpu"
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        return f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"
+    return target
+
+
 def load_causal_lm(
     cfg: Any, from_dir: Path | None, *, lora_config: Any, who: str
 ) -> LoadedCausalLM:
-    """Load the model and tokenizer to train (on the CPU; the trainer moves it).
+    """Load the model and tokenizer to train, on the device :func:`load_device` picks.
 
     ``from_dir``: the output of the last finished pass (resume), else the start,
     ``cfg.model_name``. A start that is a PEFT adapter folder (an SFT run with LoRA) keeps
@@ -278,15 +291,16 @@ def load_causal_lm(
         cfg.dtype, target, full=not cfg.lora, bf16=cfg.bf16, deepspeed=cfg.deepspeed is not None
     )
     dtype = precision.load_dtype
+    device = load_device(target, deepspeed=cfg.deepspeed is not None)
     start_adapter = adapter_start(cfg.model_name)
     if from_dir is not None and cfg.lora:
         # The saved adapter names its base (portable_adapter_config): the start's base too.
         base = None if start_adapter is not None else cfg.model_name
-        loaded = load_model(base, adapter=from_dir, device="cpu", dtype=dtype, for_training=True)
+        loaded = load_model(base, adapter=from_dir, device=device, dtype=dtype, for_training=True)
     elif from_dir is not None:
-        loaded = load_model(str(from_dir), device="cpu", dtype=dtype, for_training=True)
+        loaded = load_model(str(from_dir), device=device, dtype=dtype, for_training=True)
     else:
-        loaded = load_model(cfg.model_name, device="cpu", dtype=dtype, for_training=True)
+        loaded = load_model(cfg.model_name, device=device, dtype=dtype, for_training=True)
     if loaded.kind != "causal":
         raise ConfigValueError(
             f"{who} trains causal language models; {loaded.source} is a {loaded.kind} "

@@ -372,3 +372,25 @@ def test_cuda_grpo_lora_in_bf16_trains_a_float32_adapter_with_finite_rewards(
     adapter = load_file(str(tmp_path / "grpo" / "adapter_model.safetensors"))
     assert adapter and all(t.dtype == torch.float32 for t in adapter.values())
     assert any(k.endswith("lora_B.weight") and v.abs().sum() > 0 for k, v in adapter.items())
+
+
+def test_cuda_sft_loads_the_model_straight_onto_the_gpu(tiny_model_dir, tmp_path, monkeypatch):
+    # Issue 22, item 9: the model was loaded on the host and copied over; a 7B model then needs
+    # its whole size in host memory first. from_pretrained must place it on the GPU itself.
+    from transformers import AutoModelForCausalLM
+
+    from lean_dojo_v2.trainer.causal_lm import load_causal_lm
+    from lean_dojo_v2.trainer.sft_config import SFTConfig
+
+    calls: list[dict] = []
+    original = AutoModelForCausalLM.from_pretrained.__func__
+
+    def spy(cls, *args, **kwargs):
+        calls.append(kwargs)
+        return original(cls, *args, **kwargs)
+
+    monkeypatch.setattr(AutoModelForCausalLM, "from_pretrained", classmethod(spy))
+    cfg = SFTConfig(model_name=str(tiny_model_dir), output_dir=str(tmp_path / "o"), device="cuda")
+    loaded = load_causal_lm(cfg, None, lora_config=None, who="SFTTrainer")
+    assert calls and calls[0].get("device_map") == {"": "cuda"}, calls
+    assert {p.device.type for p in loaded.model.parameters()} == {"cuda"}

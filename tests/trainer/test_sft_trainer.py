@@ -365,3 +365,44 @@ def _completion_loss(model: str | None, sample_path: Path, n: int = 16) -> float
             total += float(out.loss) * k
             count += k
     return total / count
+
+
+def test_the_model_to_train_is_loaded_where_it_trains(monkeypatch):
+    # Issue 22, item 9: straight onto the GPU (no host copy of the whole model first); onto this
+    # process's own GPU when several train together; on the CPU under DeepSpeed, which places
+    # the weights itself, and for a CPU run.
+    from lean_dojo_v2.trainer.causal_lm import load_device
+
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    assert load_device("cuda") == "cuda"
+    assert load_device("cuda:1") == "cuda:1"
+    assert load_device("cpu") == "cpu"
+    assert load_device("cuda", deepspeed=True) == "cpu"
+    monkeypatch.setenv("WORLD_SIZE", "4")
+    monkeypatch.setenv("LOCAL_RANK", "3")
+    assert load_device("cuda") == "cuda:3"
+
+
+def test_load_model_places_the_weights_on_the_gpu_in_from_pretrained(tiny_model_dir, monkeypatch):
+    # from_pretrained gets the device (device_map) instead of loading on the host and copying;
+    # on the CPU nothing changes. The GPU run itself is in test_gpu_trainers.py.
+    from transformers import AutoModelForCausalLM
+
+    from lean_dojo_v2.models import loading
+
+    calls: list[dict] = []
+
+    class Stop(Exception):
+        pass
+
+    def spy(cls, *args, **kwargs):
+        calls.append(kwargs)
+        raise Stop
+
+    monkeypatch.setattr(AutoModelForCausalLM, "from_pretrained", classmethod(spy))
+    monkeypatch.setattr(loading, "resolve_device", lambda device="auto": device)
+    monkeypatch.setattr(loading, "resolve_dtype", lambda dtype="auto", device="cpu": None)
+    for device, expected in (("cuda:0", {"": "cuda:0"}), ("cpu", None)):
+        with pytest.raises(Stop):
+            loading.load_model(str(tiny_model_dir), device=device, for_training=True)
+        assert calls[-1].get("device_map") == expected
