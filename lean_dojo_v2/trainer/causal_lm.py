@@ -292,6 +292,10 @@ def load_causal_lm(
     )
     dtype = precision.load_dtype
     device = load_device(target, deepspeed=cfg.deepspeed is not None)
+    if device == "cpu" and target == "cpu":
+        from ..system.memory import bound_heap_retention
+
+        bound_heap_retention()  # freed activations go back to the OS (see system/memory.py)
     start_adapter = adapter_start(cfg.model_name)
     if from_dir is not None and cfg.lora:
         # The saved adapter names its base (portable_adapter_config): the start's base too.

@@ -406,3 +406,15 @@ def test_load_model_places_the_weights_on_the_gpu_in_from_pretrained(tiny_model_
         with pytest.raises(Stop):
             loading.load_model(str(tiny_model_dir), device=device, for_training=True)
         assert calls[-1].get("device_map") == expected
+
+
+def test_cpu_training_bounds_the_heap_malloc_keeps(tiny_model_dir, monkeypatch):
+    from lean_dojo_v2.system import memory
+    from lean_dojo_v2.trainer.causal_lm import load_causal_lm
+    from lean_dojo_v2.trainer.sft_config import SFTConfig
+
+    calls: list[int] = []
+    monkeypatch.setattr(memory, "bound_heap_retention", lambda *a: calls.append(1) or True)
+    cfg = SFTConfig(model_name=str(tiny_model_dir), output_dir="unused", use_cpu=True)
+    load_causal_lm(cfg, None, lora_config=None, who="SFTTrainer")
+    assert calls == [1]
