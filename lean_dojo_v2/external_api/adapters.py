@@ -1,0 +1,398 @@
+"""Layer 4 (external_api): upstream adapters: models served by another server, over httpx.
+
+- :class:`OpenAIAdapter` (``kind: openai``): any OpenAI-compatible ``/v1/chat/completions``
+  (vLLM, OpenAI, Together, ...); ``base_url`` ends in ``/v1``. The key (``api_key_env``, default
+  ``OPENAI_API_KEY``) is optional: a local vLLM needs none.
+- :class:`AnthropicAdapter` (``kind: anthropic``): the Messages API (``/v1/messages``), key in
+  ``ANTHROPIC_API_KEY``; it has no ``n``, so ``n`` requests are made.
+- :class:`GoogleAdapter` (``kind: google``): Gemini's ``generateContent`` with
+  ``candidateCount``, key in ``GOOGLE_API_KEY``.
+
+Every adapter has a timeout per attempt (``timeout_s``) and retries connection errors, timeouts,
+HTTP 408/409/429 and 5xx ``max_retries`` times with exponential backoff (``backoff_s``, honouring
+``Retry-After`` up to 10 s). What still fails is an :class:`UpstreamModelError`: HTTP 504 after a
+timeout, 502 otherwise (unreachable, an error status, an answer that is not a completion), with
+the URL and what to check; the key never appears in a message.
+
+``generate`` (the ``/generate`` route) asks for ``n`` completions of the same chat prompt a
+local chat model gets (:func:`~lean_dojo_v2.models.prompts.chat_messages`), reduces each to one
+tactic (:func:`~lean_dojo_v2.prover.completions.completion_tactic`), scores by summed token
+log-probs when the upstream returns them and by log-frequency otherwise; several states are
+asked concurrently (``concurrency``). ``chat`` (the ``/v1/chat/completions`` route) passes the
+messages through.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import time
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from ..models.generator import Candidate, finalize
+from ..models.prompts import chat_messages
+from ..prover.completions import completion_tactic, frequency_scores
+from .errors import ModelRegistryError, UpstreamModelError
+from .served import GeneratorModel, GenOptions, message_text
+
+log = logging.getLogger(__name__)
+
+_RETRY_STATUS = frozenset({408, 409, 429})
+_MAX_RETRY_AFTER = 10.0
+
+
+class UpstreamAdapter(GeneratorModel):
+    """What the three adapters share: options, the httpx client, retries, ``generate``."""
+
+    batchable = False
+    default_base_url = ""
+    default_key_env = ""
+    key_required = True
+    options = (
+        "model",
+        "base_url",
+        "api_key_env",
+        "timeout_s",
+        "max_retries",
+        "backoff_s",
+        "temperature",
+        "max_tokens",
+        "concurrency",
+        "num_samples",
+    )
+
+    def __init__(self, name: str, spec: Mapping[str, Any]) -> None:
+        super().__init__(name, spec)
+        model = self.spec.get("model")
+        if not isinstance(model, str) or not model:
+            raise ModelRegistryError(
+                f"model {name!r} (kind {self.kind!r}) needs 'model': the name the upstream serves"
+            )
+        self.model = model
+        self.base_url = str(self.spec.get("base_url") or self.default_base_url).rstrip("/")
+        if not self.base_url.startswith(("http://", "https://")):
+            raise ModelRegistryError(
+                f"model {name!r}: 'base_url' must be an http(s) URL, got {self.base_url!r}"
+            )
+        self.key_env = str(self.spec.get("api_key_env") or self.default_key_env)
+        self.timeout_s = self._number("timeout_s", 30.0, minimum=0.001)
+        self.max_retries = int(self._number("max_retries", 2, minimum=0))
+        self.backoff_s = self._number("backoff_s", 0.5, minimum=0)
+        self.temperature = self._number("temperature", 0.7, minimum=0)
+        self.max_tokens = int(self._number("max_tokens", 256, minimum=1))
+        self.concurrency = int(self._number("concurrency", 8, minimum=1))
+        self.default_num_samples = self.spec.get("num_samples")
+        self.requests_sent = 0
+        self._client: Any = None
+
+    def _number(self, key: str, default: float, *, minimum: float) -> float:
+        value = self.spec.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < minimum:
+            raise ModelRegistryError(
+                f"model {self.name!r}: {key!r} must be a number >= {minimum:g}, got {value!r}"
+            )
+        if not math.isfinite(value):
+            raise ModelRegistryError(f"model {self.name!r}: {key!r} must be finite")
+        return float(value)
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), "model": self.model, "base_url": self.base_url}
+
+    # ..................................................................... transport
+
+    def _key(self) -> str | None:
+        key = os.environ.get(self.key_env, "").strip() if self.key_env else ""
+        if not key and self.key_required:
+            raise UpstreamModelError(
+                f"model {self.name!r} needs an API key for {self.base_url}: set the environment "
+                f"variable {self.key_env} and restart the server"
+            )
+        return key or None
+
+    def _load(self) -> None:
+        import httpx
+
+        self._client = httpx.Client(
+            timeout=self.timeout_s,
+            limits=httpx.Limits(max_connections=self.concurrency * 2),
+        )
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+    def _post(self, url: str, body: dict[str, Any], headers: dict[str, str]) -> Any:
+        """POST ``body`` as JSON with the retries of the module doc; the decoded JSON answer."""
+        import httpx
+
+        self.load()
+        where = f"the upstream model server {url} (model {self.model!r})"
+        last = ""
+        timed_out = False
+        wait = 0.0
+        for attempt in range(self.max_retries + 1):
+            if attempt:
+                time.sleep(wait)
+            wait = self.backoff_s * (2**attempt)
+            self.requests_sent += 1
+            try:
+                response = self._client.post(url, json=body, headers=headers)
+            except httpx.TimeoutException:
+                timed_out, last = True, f"no answer within {self.timeout_s:g} s"
+                continue
+            except httpx.TransportError as exc:
+                timed_out, last = False, f"cannot connect ({type(exc).__name__}: {exc})"
+                continue
+            status = response.status_code
+            if status in _RETRY_STATUS or status >= 500:
+                timed_out, last = False, f"HTTP {status} ({_error_text(response)})"
+                wait = max(wait, _retry_after(response))
+                continue
+            if status >= 400:
+                hint = (
+                    f"check the key in {self.key_env}"
+                    if status in (401, 403)
+                    else "check the model name and the request limits"
+                )
+                raise UpstreamModelError(
+                    f"{where} answered HTTP {status} ({_error_text(response)}); {hint}"
+                )
+            try:
+                return response.json()
+            except ValueError:
+                raise UpstreamModelError(
+                    f"{where} answered something that is not JSON ({response.text[:80]!r}); "
+                    "check that base_url points at the API root"
+                ) from None
+        tries = self.max_retries + 1
+        if timed_out:
+            raise UpstreamModelError(
+                f"{where}: {last} ({tries} attempts); raise timeout_s or check its load",
+                status=504,
+            )
+        raise UpstreamModelError(f"{where}: {last} after {tries} attempts; check the server")
+
+    # ..................................................................... the contract
+
+    def complete(
+        self, messages: Sequence[Mapping[str, Any]], n: int, options: GenOptions
+    ) -> list[tuple[str | None, float | None]]:
+        """``n`` completions of ``messages`` (text or None, summed log-prob or None)."""
+        raise NotImplementedError
+
+    def chat(
+        self, messages: Sequence[Mapping[str, Any]], n: int, options: GenOptions
+    ) -> list[tuple[str, float | None]]:
+        return [(t, lp) for t, lp in self.complete(messages, n, options) if t is not None]
+
+    def generate(
+        self, states: list[str], num_samples: int, prefix: str | None, options: GenOptions
+    ) -> list[list[Candidate]]:
+        if len(states) <= 1 or self.concurrency == 1:
+            return [self._candidates(s, num_samples, prefix, options) for s in states]
+        with ThreadPoolExecutor(min(self.concurrency, len(states))) as pool:
+            jobs = [pool.submit(self._candidates, s, num_samples, prefix, options) for s in states]
+            return [j.result() for j in jobs]
+
+    def _candidates(
+        self, state: str, n: int, prefix: str | None, options: GenOptions
+    ) -> list[Candidate]:
+        messages = chat_messages(state)
+        if prefix:
+            messages[-1]["content"] += f"\n\nYour tactic must start with: {prefix}"
+        samples = self.complete(messages, n, options)
+        texts = [completion_tactic(t) for t, _ in samples]
+        if prefix:
+            texts = [t if t is not None and t.startswith(prefix) else None for t in texts]
+        kept = [(t, lp) for t, (_, lp) in zip(texts, samples, strict=True) if t is not None]
+        if kept and all(lp is not None for _, lp in kept):
+            raw = [(t, float(lp)) for t, lp in kept]  # type: ignore[arg-type]
+        else:
+            freq = frequency_scores(texts)
+            raw = [(t, s) for t, s in zip(texts, freq, strict=True) if t is not None]
+        return finalize(raw, n)
+
+    def _temperature(self, options: GenOptions) -> float:
+        return self.temperature if options.temperature is None else float(options.temperature)
+
+    def _max_tokens(self, options: GenOptions) -> int:
+        return self.max_tokens if options.max_tokens is None else int(options.max_tokens)
+
+    def _malformed(self, what: str) -> UpstreamModelError:
+        return UpstreamModelError(
+            f"the upstream model server {self.base_url} (model {self.model!r}) sent an answer "
+            f"that is not a completion ({what}); check that it speaks the {self.kind} API"
+        )
+
+
+class OpenAIAdapter(UpstreamAdapter):
+    """An OpenAI-compatible chat-completions server (vLLM, OpenAI, ...)."""
+
+    kind = "openai"
+    default_base_url = "http://localhost:8000/v1"
+    default_key_env = "OPENAI_API_KEY"
+    key_required = False
+    options = (*UpstreamAdapter.options, "logprobs")
+
+    def __init__(self, name: str, spec: Mapping[str, Any]) -> None:
+        super().__init__(name, spec)
+        self.logprobs = bool(self.spec.get("logprobs", True))
+
+    def complete(
+        self, messages: Sequence[Mapping[str, Any]], n: int, options: GenOptions
+    ) -> list[tuple[str | None, float | None]]:
+        key = self._key()
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": [dict(m) for m in messages],
+            "n": n,
+            "temperature": self._temperature(options),
+            "max_tokens": self._max_tokens(options),
+        }
+        if self.logprobs:
+            body["logprobs"] = True
+        data = self._post(f"{self.base_url}/chat/completions", body, headers)
+        choices = data.get("choices") if isinstance(data, dict) else None
+        if not isinstance(choices, list) or not choices:
+            raise self._malformed("no 'choices'")
+        out: list[tuple[str | None, float | None]] = []
+        for choice in choices:
+            message = choice.get("message") if isinstance(choice, dict) else None
+            content = message.get("content") if isinstance(message, dict) else None
+            if not isinstance(content, str):
+                raise self._malformed("a choice without message.content")
+            out.append((content or None, _openai_logprob(choice.get("logprobs"))))
+        return out
+
+
+def _openai_logprob(logprobs: Any) -> float | None:
+    tokens = logprobs.get("content") if isinstance(logprobs, dict) else None
+    if not isinstance(tokens, list) or not tokens:
+        return None
+    values = [t.get("logprob") if isinstance(t, dict) else None for t in tokens]
+    if not all(isinstance(v, (int, float)) and math.isfinite(v) for v in values):
+        return None
+    return math.fsum(values)  # type: ignore[arg-type]
+
+
+class AnthropicAdapter(UpstreamAdapter):
+    """Anthropic's Messages API."""
+
+    kind = "anthropic"
+    default_base_url = "https://api.anthropic.com"
+    default_key_env = "ANTHROPIC_API_KEY"
+    api_version = "2023-06-01"
+
+    def complete(
+        self, messages: Sequence[Mapping[str, Any]], n: int, options: GenOptions
+    ) -> list[tuple[str | None, float | None]]:
+        headers = {"x-api-key": self._key() or "", "anthropic-version": self.api_version}
+        system = "\n\n".join(
+            message_text(m.get("content")) for m in messages if m.get("role") == "system"
+        )
+        turns = [
+            {
+                "role": "assistant" if m.get("role") == "assistant" else "user",
+                "content": message_text(m.get("content")),
+            }
+            for m in messages
+            if m.get("role") != "system"
+        ]
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": turns,
+            "max_tokens": self._max_tokens(options),
+            "temperature": min(self._temperature(options), 1.0),
+        }
+        if system:
+            body["system"] = system
+
+        def one() -> tuple[str | None, float | None]:
+            data = self._post(f"{self.base_url}/v1/messages", body, headers)
+            blocks = data.get("content") if isinstance(data, dict) else None
+            if not isinstance(blocks, list):
+                raise self._malformed("no 'content' list")
+            text = "".join(
+                b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text"
+            )
+            return (text or None, None)
+
+        if n == 1 or self.concurrency == 1:
+            return [one() for _ in range(n)]
+        with ThreadPoolExecutor(min(n, self.concurrency)) as pool:
+            return list(pool.map(lambda _: one(), range(n)))
+
+
+class GoogleAdapter(UpstreamAdapter):
+    """Google's Gemini ``generateContent``."""
+
+    kind = "google"
+    default_base_url = "https://generativelanguage.googleapis.com"
+    default_key_env = "GOOGLE_API_KEY"
+
+    def complete(
+        self, messages: Sequence[Mapping[str, Any]], n: int, options: GenOptions
+    ) -> list[tuple[str | None, float | None]]:
+        headers = {"x-goog-api-key": self._key() or ""}
+        system = "\n\n".join(
+            message_text(m.get("content")) for m in messages if m.get("role") == "system"
+        )
+        contents = [
+            {
+                "role": "model" if m.get("role") == "assistant" else "user",
+                "parts": [{"text": message_text(m.get("content"))}],
+            }
+            for m in messages
+            if m.get("role") != "system"
+        ]
+        body: dict[str, Any] = {
+            "contents": contents,
+            "generationConfig": {
+                "candidateCount": n,
+                "temperature": self._temperature(options),
+                "maxOutputTokens": self._max_tokens(options),
+            },
+        }
+        if system:
+            body["systemInstruction"] = {"parts": [{"text": system}]}
+        url = f"{self.base_url}/v1beta/models/{self.model}:generateContent"
+        data = self._post(url, body, headers)
+        candidates = data.get("candidates") if isinstance(data, dict) else None
+        if not isinstance(candidates, list) or not candidates:
+            raise self._malformed("no 'candidates'")
+        out: list[tuple[str | None, float | None]] = []
+        for cand in candidates:
+            parts = (cand.get("content") or {}).get("parts") if isinstance(cand, dict) else None
+            if not isinstance(parts, list):
+                raise self._malformed("a candidate without content.parts")
+            text = "".join(p.get("text", "") for p in parts if isinstance(p, dict))
+            out.append((text or None, None))
+        return out
+
+
+def _error_text(response: Any) -> str:
+    """A short text of an error answer: its ``error.message`` when it has one."""
+    try:
+        data = response.json()
+    except ValueError:
+        return " ".join(response.text[:120].split()) or "no body"
+    if isinstance(data, dict):
+        err = data.get("error", data)
+        if isinstance(err, dict) and isinstance(err.get("message"), str):
+            return err["message"][:200]
+        if isinstance(err, str):
+            return err[:200]
+    return str(data)[:120]
+
+
+def _retry_after(response: Any) -> float:
+    value = response.headers.get("retry-after", "")
+    try:
+        return min(max(float(value), 0.0), _MAX_RETRY_AFTER)
+    except ValueError:
+        return 0.0

@@ -1,0 +1,101 @@
+"""``lean-dojo-v2 serve``: the API server (uvicorn) for LeanCopilot, editors and OpenAI clients.
+
+The settings are a :class:`~lean_dojo_v2.external_api.config.ServeConfig`, read like every
+command's config: ``--config FILE`` (YAML), then ``--set key=value``, then the flags below
+(``--host``, ``--port``, ``--token``, ``--preload``), which win. ``--help-config`` lists every key.
+Bad settings end in one line before the server listens.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import logging
+import os
+from typing import Any
+
+from ..config.cli import add_config_options, add_help_config_option
+
+log = logging.getLogger(__name__)
+
+__all__ = ["add_serve_parser", "cmd_serve"]
+
+
+def add_serve_parser(sub: Any) -> argparse.ArgumentParser:
+    """Register the ``serve`` subcommand on ``sub`` (the top-level subparsers)."""
+    p = sub.add_parser(
+        "serve",
+        help="serve models over HTTP (LeanCopilot /generate, /encode; /retrieve; OpenAI API)",
+        description="Start the API server: LeanCopilot's /generate and /encode, "
+        "lean-premise-server's /retrieve, an OpenAI-compatible /v1/chat/completions, /health, "
+        "/models and /metrics, over the models of the config (default: the bundled SmolLM2 as "
+        "'default' and the bundled MiniLM as 'default-encoder', offline). Listens on "
+        "127.0.0.1:23337 unless told otherwise. See docs/api_server.md.",
+    )
+    add_config_options(
+        p,
+        config_help="YAML file of ServeConfig keys (models, limits, batching); see configs/serve.yaml",
+        set_help="override one ServeConfig key (repeatable): --set max_batch=16",
+        output_dir=False,
+    )
+    add_help_config_option(p, "lean_dojo_v2.external_api.config:ServeConfig")
+    p.add_argument("--host", default=None, help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=None, help="port (default 23337, LeanCopilot's)")
+    p.add_argument(
+        "--token",
+        default=None,
+        help="bearer token every route but /health requires (default: $LEAN_DOJO_V2_API_TOKEN "
+        "when set, else none)",
+    )
+    p.add_argument("--preload", action="store_true", help="load every model before listening")
+    p.add_argument(
+        "--log-level",
+        default="info",
+        choices=["critical", "error", "warning", "info", "debug"],
+        help="uvicorn's log level (default info)",
+    )
+    p.set_defaults(func=cmd_serve)
+    return p
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from ..config.cli import config_from_args
+    from .config import TOKEN_ENV, ServeConfig
+
+    flags: dict[str, Any] = {}
+    for key in ("host", "port", "token"):
+        if getattr(args, key) is not None:
+            flags[key] = getattr(args, key)
+    if args.preload:
+        flags["preload"] = True
+    config = config_from_args(args, ServeConfig, **flags)
+    from .server import create_app
+
+    app = create_app(config)  # a bad models entry fails here, before listening
+    registry = app.state.server.registry
+    token = config.token or os.environ.get(TOKEN_ENV, "").strip()
+    if not token and not _is_loopback(config.host):
+        log.warning(
+            "serving on %s without a token: anyone who can reach it can use the models; set "
+            "--token or %s",
+            config.host,
+            TOKEN_ENV,
+        )
+    print(
+        f"lean-dojo-v2 serve: {len(registry.models)} models ({', '.join(registry.names())}) on "
+        f"http://{config.host}:{config.port} ({'token required' if token else 'no token'})",
+        flush=True,
+    )
+    import uvicorn
+
+    uvicorn.run(app, host=config.host, port=config.port, log_level=args.log_level)
+    return 0
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

@@ -1,0 +1,81 @@
+"""Layer 4 (external_api): the server's typed errors.
+
+Each carries the HTTP status it is answered with (``status``) and, for an overloaded server, how
+many seconds a client should wait (``retry_after``). The message is what the client reads in
+``detail`` (and, on the OpenAI-compatible routes, in ``error.message``): one line saying what to
+change.
+"""
+
+from __future__ import annotations
+
+from ..errors import ConfigError, LeanDojoError
+
+
+class APIServerError(LeanDojoError):
+    """Base of the errors of ``lean_dojo_v2.external_api``; answered with HTTP ``status``."""
+
+    status = 500
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        if status is not None:
+            self.status = status
+
+    def __reduce__(self):  # type: ignore[override]  # keep the status through pickling
+        return (_rebuild, (type(self), str(self), self.status))
+
+
+def _rebuild(cls: type[APIServerError], message: str, status: int) -> APIServerError:
+    return cls(message, status=status)
+
+
+class UnknownModelError(APIServerError, KeyError):
+    """A request names a model the server does not serve (HTTP 404); the message lists the
+    served names (``GET /models``)."""
+
+    status = 404
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+class BadAPIRequestError(APIServerError, ValueError):
+    """A request the server refuses before any model sees it (HTTP 400, 413 or 422): an input
+    over ``max_input_chars``, ``k`` or ``n`` over the limits, ``use_reward`` without a progress
+    model, a model of the wrong kind for the route."""
+
+    status = 400
+
+
+class ServerOverloadedError(APIServerError):
+    """The model's queue is full, or a request waited in it past its deadline (HTTP 503 with
+    ``Retry-After``): retry after the given seconds, or raise ``max_queue`` /
+    ``queue_timeout_s``."""
+
+    status = 503
+
+    def __init__(self, message: str, *, retry_after: float = 1.0) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+    def __reduce__(self):  # type: ignore[override]
+        return (_rebuild_overloaded, (type(self), str(self), self.retry_after))
+
+
+def _rebuild_overloaded(
+    cls: type[ServerOverloadedError], message: str, retry_after: float
+) -> ServerOverloadedError:
+    return cls(message, retry_after=retry_after)
+
+
+class UpstreamModelError(APIServerError):
+    """An upstream model server (OpenAI-compatible, Anthropic, Google) could not be reached,
+    timed out after its retries (HTTP 504), answered an error or something that is not a
+    completion (HTTP 502). The message names the upstream URL and what to check."""
+
+    status = 502
+
+
+class ModelRegistryError(APIServerError, ConfigError):
+    """An entry of the server config's ``models`` is unusable: unknown ``kind``, an unknown or
+    missing option, a name used twice. Raised when the server starts, before it listens."""

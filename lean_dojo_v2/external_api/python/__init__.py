@@ -1,0 +1,1 @@
+"""The upstream layout: ``uvicorn server:app --port 23337`` from this folder (see ``server.py``)."""

@@ -1,0 +1,144 @@
+"""Layer 4 (external_api): the request and response bodies (pydantic), i.e. the OpenAPI schema.
+
+The LeanCopilot protocol exactly (``/generate``, ``/encode``), with optional fields only where
+it is a superset (``use_reward``, ``num_samples``; ``model_score``, ``steps_remaining`` and
+``reward`` appear in an output only when ``use_reward`` asked for them); lean-premise-server's
+``/retrieve``; the OpenAI chat-completions subset the official client and ``ExternalProver``
+use. Limits that depend on the config (input length, ``k``, ``n``) are checked by the routes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class GenerateRequest(BaseModel):
+    """LeanCopilot's ``GeneratorRequest`` (upstream v2 added ``use_reward``)."""
+
+    name: str = Field(description="the generator to use (GET /models lists them)")
+    input: str = Field(description="the pretty-printed goal state, or 'no goals'")
+    prefix: str | None = Field("", description="every output starts with this text")
+    use_reward: bool = Field(
+        False, description="re-rank by the progress model's predicted steps remaining"
+    )
+    num_samples: int | None = Field(
+        None, ge=1, description="outputs wanted (default: the model's, else the server's)"
+    )
+
+
+class Generation(BaseModel):
+    output: str
+    score: float = Field(description="exp of the summed log-prob; with use_reward, the reward")
+    model_score: float | None = Field(None, description="use_reward: the model's score")
+    steps_remaining: float | None = Field(None, description="use_reward: predicted steps left")
+    reward: float | None = Field(None, description="use_reward: -steps_remaining")
+
+
+class GenerateResponse(BaseModel):
+    outputs: list[Generation]
+
+
+class EncodeRequest(BaseModel):
+    """LeanCopilot's ``EncoderRequest``."""
+
+    name: str = Field(description="an encoder or a retriever (its encoder)")
+    input: str
+
+
+class EncodeResponse(BaseModel):
+    outputs: list[float] = Field(description="one L2-normalised embedding")
+
+
+class NewPremise(BaseModel):
+    name: str
+    decl: str = Field(description="the declaration (signature) text that is encoded")
+
+
+class Position(BaseModel):
+    line: int = Field(ge=1)
+    column: int = Field(ge=0)
+
+
+class RetrieveRequest(BaseModel):
+    """lean-premise-server's request, plus an optional retriever name and file position."""
+
+    state: str = Field(description="the goal state")
+    k: int = Field(16, ge=1, description="premises wanted (at most max_k, default 1024)")
+    imported_modules: list[str] | None = Field(
+        None, description="Lean modules imported: only their premises (and their imports') rank"
+    )
+    local_premises: list[str] | None = Field(
+        None, description="names of indexed premises admitted as well (the current file's)"
+    )
+    new_premises: list[NewPremise] | None = Field(
+        None, description="premises the index lacks, encoded for this request"
+    )
+    name: str | None = Field(None, description="the retriever (default: the only one served)")
+    file_path: str | None = Field(
+        None, description="a file of the retriever's corpus: its accessible premises rank"
+    )
+    position: Position | None = Field(
+        None, description="with file_path: only that file's premises before this position"
+    )
+
+
+class RetrievedPremise(BaseModel):
+    score: float
+    name: str
+
+
+class ChatMessage(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    role: str
+    content: str | list[dict[str, Any]] | None = None
+
+
+class ChatRequest(BaseModel):
+    """The subset of OpenAI's chat-completions request the server acts on (other fields are
+    accepted and ignored)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    model: str
+    messages: list[ChatMessage] = Field(min_length=1)
+    n: int = Field(1, ge=1)
+    temperature: float | None = Field(None, ge=0, le=2)
+    max_tokens: int | None = Field(None, ge=1)
+    max_completion_tokens: int | None = Field(None, ge=1)
+    logprobs: bool | None = False
+    stream: bool | None = False
+
+
+class ChatChoice(BaseModel):
+    index: int
+    message: dict[str, Any]
+    finish_reason: str
+    logprobs: dict[str, Any] | None = None
+
+
+class ChatResponse(BaseModel):
+    id: str
+    object: str = "chat.completion"
+    created: int
+    model: str
+    choices: list[ChatChoice]
+    usage: dict[str, int]
+
+
+class ModelCard(BaseModel):
+    id: str
+    object: str = "model"
+    created: int = 0
+    owned_by: str = "lean-dojo-v2"
+
+
+class ModelList(BaseModel):
+    object: str = "list"
+    data: list[ModelCard]
+
+
+class ErrorResponse(BaseModel):
+    detail: str

@@ -1,0 +1,355 @@
+"""Layer 4 (external_api): what a served model is: the three roles and the local kinds.
+
+Three roles, one small contract each; every method here is blocking and is called from a worker
+thread, never on the event loop:
+
+- :class:`GeneratorModel`: ``generate(states, num_samples, prefix, options)`` → per state the
+  :class:`~lean_dojo_v2.models.generator.Candidate` s, best first (the ``TacticGenerator``
+  contract, plus per-request ``options``), and ``chat(messages, n, options)`` → completion texts
+  with their summed log-probs (``None`` when unknown). Implemented by :class:`HFGenerator` (a
+  local HF or GGUF model, LoRA adapters included), :class:`ConstantGenerator` (a fixed answer, for
+  load tests) and the upstream adapters of :mod:`.adapters`.
+- :class:`EncoderModel`: ``encode(texts)`` → L2-normalised float32 rows (:class:`LocalEncoder`).
+- :class:`RetrieverModel`: an exported retriever (``export_retriever``): ``encode`` plus its
+  :class:`~lean_dojo_v2.models.premise_index.PremiseIndex` (:class:`ExportedRetriever`).
+
+:class:`~lean_dojo_v2.external_api.registry.ModelRegistry` builds them from a config. Weights
+load on first use (or at start with ``preload``), once, under a lock.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from ..models.generator import Candidate
+from .errors import ModelRegistryError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+
+
+@dataclass(frozen=True)
+class GenOptions:
+    """Per-request decoding settings; ``None`` keeps the model's own. Requests with equal
+    options (and equal ``num_samples`` and ``prefix``) may share one ``generate`` call."""
+
+    temperature: float | None = None
+    max_tokens: int | None = None
+
+
+class ServedModel:
+    """One entry of the registry: ``name``, the ``spec`` it was built from, its ``role``."""
+
+    role: ClassVar[str] = ""
+    kind: ClassVar[str] = ""
+    options: ClassVar[tuple[str, ...]] = ()
+    """The option keys its spec may hold besides ``kind``."""
+    batchable: ClassVar[bool] = True
+    """Whether concurrent requests are worth merging into one call (a local model)."""
+    concurrency: int = 1
+    """How many calls of this model may run at once (1 for a local model)."""
+
+    def __init__(self, name: str, spec: Mapping[str, Any]) -> None:
+        unknown = sorted(set(spec) - {"kind", *self.options})
+        if unknown:
+            raise ModelRegistryError(
+                f"model {name!r} (kind {self.kind!r}): unknown option {unknown[0]!r}; valid "
+                f"options: {', '.join(self.options) or 'none'}"
+            )
+        self.name = name
+        self.spec = dict(spec)
+        self._loaded = False
+        self._load_lock = threading.Lock()
+
+    def load(self) -> None:
+        """Load the weights (or open the connection); once, whoever calls first."""
+        if self._loaded:
+            return
+        with self._load_lock:
+            if not self._loaded:
+                self._load()
+                self._loaded = True
+
+    def _load(self) -> None:  # most kinds have nothing to load
+        """Do the loading; called once by :meth:`load`."""
+
+    @property
+    def loaded(self) -> bool:
+        return self._loaded
+
+    def describe(self) -> dict[str, Any]:
+        """What ``GET /models`` says of this model (no secrets)."""
+        return {"name": self.name, "role": self.role, "kind": self.kind, "loaded": self.loaded}
+
+
+class GeneratorModel(ServedModel, ABC):
+    """A tactic generator (``/generate``, ``/v1/chat/completions``)."""
+
+    role = "generator"
+    default_num_samples: int | None = None
+
+    @abstractmethod
+    def generate(
+        self,
+        states: list[str],
+        num_samples: int,
+        prefix: str | None,
+        options: GenOptions,
+    ) -> list[list[Candidate]]:
+        """For each state at most ``num_samples`` distinct candidates, best first."""
+
+    def chat(
+        self, messages: Sequence[Mapping[str, str]], n: int, options: GenOptions
+    ) -> list[tuple[str, float | None]]:
+        """Up to ``n`` completions of a chat, each with its summed log-prob (None: unknown).
+        By default the goal state is read from the last user turn (:func:`chat_state`) and
+        answered with :meth:`generate`."""
+        state, prefix = chat_state(messages)
+        (cands,) = self.generate([state], n, prefix, options)
+        return [(c.tactic, c.logprob) for c in cands]
+
+
+class EncoderModel(ServedModel, ABC):
+    """A text encoder (``/encode``)."""
+
+    role = "encoder"
+
+    @abstractmethod
+    def encode(self, texts: list[str]) -> np.ndarray:
+        """float32 ``[len(texts), d]``, L2-normalised."""
+
+
+class RetrieverModel(EncoderModel):
+    """An exported retriever (``/retrieve``; ``/encode`` with its encoder)."""
+
+    role = "retriever"
+
+    @property
+    @abstractmethod
+    def index(self) -> Any:
+        """The :class:`~lean_dojo_v2.models.premise_index.PremiseIndex` (loaded)."""
+
+
+# ----------------------------------------------------------------------------- chat → state
+
+_PREMISES_HEAD = "Premises:\n"
+_GOAL_HEAD = "\n\nGoal:\n"
+_PREFIX_NOTE = "\n\nYour tactic must start with: "
+
+
+def message_text(content: Any) -> str:
+    """The text of a chat message's ``content``: a string, or OpenAI's list of parts (the
+    ``text`` of each ``{"type": "text"}`` part, joined)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            str(p.get("text", "")) for p in content if isinstance(p, dict) and "text" in p
+        )
+    return ""
+
+
+def chat_state(messages: Sequence[Mapping[str, Any]]) -> tuple[str, str | None]:
+    """``(goal state, prefix)`` read from the last user turn of a chat: the goal after a
+    ``Premises: ... Goal:`` block (:func:`~lean_dojo_v2.models.prompts.user_content`'s form; a
+    local generator has no premise slot), and the prefix of ExternalProver's "Your tactic must
+    start with: ..." note. Any other text is the state itself."""
+    users = [m for m in messages if m.get("role") == "user"]
+    text = message_text((users or list(messages) or [{}])[-1].get("content", ""))
+    prefix = None
+    head, sep, tail = text.rpartition(_PREFIX_NOTE)
+    if sep and tail.strip() and "\n" not in tail.strip():
+        text, prefix = head, tail  # as sent: "rw " keeps its space
+    if text.startswith(_PREMISES_HEAD) and _GOAL_HEAD in text:
+        text = text.split(_GOAL_HEAD, 1)[1]
+    return text, prefix
+
+
+# ----------------------------------------------------------------------------- local kinds
+
+
+class HFGenerator(GeneratorModel):
+    """A local Hugging Face (or GGUF) generator: :func:`~lean_dojo_v2.models.load_generator`."""
+
+    kind = "hf"
+    options = (
+        "model",
+        "adapter",
+        "device",
+        "dtype",
+        "strategy",
+        "temperature",
+        "top_p",
+        "max_new_tokens",
+        "num_samples",
+        "seed",
+        "batch_size",
+    )
+
+    def __init__(self, name: str, spec: Mapping[str, Any], *, device: str = "auto") -> None:
+        super().__init__(name, spec)
+        self.default_num_samples = self.spec.get("num_samples")
+        self._device = str(self.spec.get("device", device))
+        self.generator: Any = None
+        self.calls = 0
+        """``generate`` calls made on the model (tests compare it with the requests served)."""
+        self._call_lock = threading.Lock()
+
+    def _load(self) -> None:
+        from ..models.generator import load_generator
+
+        kwargs = {k: self.spec[k] for k in self.options if k in self.spec}
+        kwargs.pop("num_samples", None)
+        model = kwargs.pop("model", None)
+        kwargs["device"] = self._device
+        self.generator = load_generator(model, **kwargs)
+
+    def generate(
+        self, states: list[str], num_samples: int, prefix: str | None, options: GenOptions
+    ) -> list[list[Candidate]]:
+        self.load()
+        gen = self.generator
+        # One model, one call at a time: the options are set on the generator for this call.
+        with self._call_lock:
+            saved = (gen.strategy, gen.temperature, gen.max_new_tokens)
+            try:
+                if options.temperature is not None:
+                    if options.temperature == 0:
+                        gen.strategy = "greedy"
+                    else:
+                        gen.temperature = float(options.temperature)
+                        if gen.strategy == "greedy":
+                            gen.strategy = "sample"
+                if options.max_tokens is not None:
+                    gen.max_new_tokens = int(options.max_tokens)
+                self.calls += 1
+                return gen.generate(list(states), num_samples, prefix=prefix or None)
+            finally:
+                gen.strategy, gen.temperature, gen.max_new_tokens = saved
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), "model": str(self.spec.get("model") or "smollm2")}
+
+
+class ConstantGenerator(GeneratorModel):
+    """A fixed answer after a fixed delay per call, whatever the batch: the model side of a
+    load test of the server itself (``benchmarks/api_bench.py``)."""
+
+    kind = "constant"
+    options = ("outputs", "delay_ms", "num_samples")
+
+    def __init__(self, name: str, spec: Mapping[str, Any]) -> None:
+        super().__init__(name, spec)
+        outputs = self.spec.get("outputs", ["rfl", "simp", "omega", "linarith"])
+        if not isinstance(outputs, list) or not all(isinstance(o, str) for o in outputs):
+            raise ModelRegistryError(f"model {name!r}: 'outputs' must be a list of tactics")
+        delay = self.spec.get("delay_ms", 0.0)
+        if not isinstance(delay, (int, float)) or delay < 0:
+            raise ModelRegistryError(f"model {name!r}: 'delay_ms' must be a number >= 0")
+        self.outputs = list(outputs)
+        self.delay_s = float(delay) / 1000.0
+        self.default_num_samples = self.spec.get("num_samples")
+        self.calls = 0
+
+    def generate(
+        self, states: list[str], num_samples: int, prefix: str | None, options: GenOptions
+    ) -> list[list[Candidate]]:
+        self.calls += 1
+        if self.delay_s:
+            time.sleep(self.delay_s)
+        texts = [(prefix or "") + o for o in self.outputs][:num_samples]
+        cands = [Candidate(t, -0.5 * (i + 1)) for i, t in enumerate(texts)]
+        return [list(cands) for _ in states]
+
+
+class LocalEncoder(EncoderModel):
+    """A local premise encoder: :func:`~lean_dojo_v2.models.retrieval.load_encoder`."""
+
+    kind = "encoder"
+    options = ("model", "device", "max_length")
+
+    def __init__(self, name: str, spec: Mapping[str, Any], *, device: str = "auto") -> None:
+        super().__init__(name, spec)
+        self._device = str(self.spec.get("device", device))
+        self.encoder: Any = None
+
+    def _load(self) -> None:
+        from ..models.retrieval import load_encoder
+
+        self.encoder = load_encoder(
+            self.spec.get("model"),
+            device=self._device,
+            max_length=int(self.spec.get("max_length", 256)),
+        )
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        self.load()
+        return self.encoder.encode(list(texts))
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), "model": str(self.spec.get("model") or "all-MiniLM-L6-v2")}
+
+
+class ExportedRetriever(RetrieverModel):
+    """A folder written by :func:`~lean_dojo_v2.models.premise_index.export_retriever`."""
+
+    kind = "retriever"
+    options = ("path", "device")
+
+    def __init__(self, name: str, spec: Mapping[str, Any], *, device: str = "auto") -> None:
+        super().__init__(name, spec)
+        if not isinstance(self.spec.get("path"), str):
+            raise ModelRegistryError(
+                f"model {name!r} (kind 'retriever') needs 'path': a folder written by "
+                "export_retriever"
+            )
+        self._device = str(self.spec.get("device", device))
+        self.retriever: Any = None
+        self.modules: dict[str, str] = {}
+
+    def _load(self) -> None:
+        from ..models.premise_index import load_retriever
+
+        self.retriever = load_retriever(self.spec["path"], device=self._device)
+        self.modules = module_paths(f.path for f in self.retriever.index.corpus.files)
+
+    @property
+    def index(self) -> Any:
+        self.load()
+        return self.retriever.index
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        self.load()
+        return self.retriever.encoder.encode(list(texts))
+
+    def describe(self) -> dict[str, Any]:
+        out = {**super().describe(), "path": self.spec["path"]}
+        if self.loaded:
+            out["premises"] = len(self.retriever.index)
+        return out
+
+
+def module_name(path: str) -> str:
+    """The Lean module of a corpus file path: ``.lake/packages/mathlib/Mathlib/A/B.lean`` →
+    ``Mathlib.A.B``, ``.lake/packages/lean4/src/lean/Init/Core.lean`` → ``Init.Core`` (the
+    package folder dropped, ``.lean`` removed)."""
+    parts = path.removesuffix(".lean").split("/")
+    for marker in (".lake", "lake-packages"):
+        if marker in parts:
+            i = parts.index(marker)
+            # .lake/packages/<pkg>/... and lake-packages/<pkg>/...
+            skip = 3 if marker == ".lake" else 2
+            parts = parts[i + skip :]
+    if parts[:2] == ["src", "lean"]:  # Lean's own package keeps Init/, Std/ under src/lean/
+        parts = parts[2:]
+    return ".".join(p for p in parts if p)
+
+
+def module_paths(paths: Any) -> dict[str, str]:
+    """Lean module name → corpus file path, for the files of a corpus."""
+    return {module_name(p): p for p in paths}

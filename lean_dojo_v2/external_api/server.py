@@ -1,0 +1,671 @@
+"""Layer 4 (external_api): the FastAPI app.
+
+``app`` (this module's attribute, so ``uvicorn lean_dojo_v2.external_api.server:app`` works) is
+built from the default :class:`~lean_dojo_v2.external_api.config.ServeConfig`; building it loads
+no model. ``lean-dojo-v2 serve`` builds one with :func:`create_app` from its config.
+
+Routes (docs/api_server.md has the exact bodies):
+
+- ``POST /generate``, ``POST /encode``: LeanCopilot's protocol (``ExternalGenerator``,
+  ``ExternalEncoder``), ``use_reward`` as upstream v2;
+- ``POST /retrieve``: lean-premise-server's request and answer, on an exported retriever;
+- ``POST /v1/chat/completions``, ``GET /v1/models``: OpenAI-compatible;
+- ``GET /health`` (no token), ``GET /models``, ``GET /metrics`` (Prometheus text),
+  ``GET /openapi.json`` and ``/docs``.
+
+One gate in front of every route (:class:`_Gate`, plain ASGI so it costs microseconds): the
+bearer token, the body-size limit, the request metrics; it also serves JSON POSTs to the model
+routes itself, with the same pydantic models and handlers the FastAPI routes declare (the
+routes' OpenAPI schema is FastAPI's), which takes about three quarters of the framework's cost
+per request off the hot path. Every model call goes through its
+model's :class:`~lean_dojo_v2.external_api.batching.Batcher` (a thread, never the event loop).
+No route reads or writes a file named by a request: models are the config's, by name.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import logging
+import math
+import os
+import time
+import uuid
+from collections.abc import Hashable
+from typing import Any
+
+import orjson
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import Response, StreamingResponse
+
+from ..errors import LeanDojoError
+from .batching import Batcher
+from .config import TOKEN_ENV, ServeConfig
+from .errors import APIServerError, BadAPIRequestError, ServerOverloadedError, UnknownModelError
+from .metrics import Metrics
+from .registry import (
+    GeneratorModel,
+    GenOptions,
+    ModelRegistry,
+    RetrieverModel,
+    ServedModel,
+    chat_state,
+    message_text,
+)
+from .schemas import (
+    ChatRequest,
+    ChatResponse,
+    EncodeRequest,
+    EncodeResponse,
+    ErrorResponse,
+    GenerateRequest,
+    GenerateResponse,
+    ModelList,
+    RetrievedPremise,
+    RetrieveRequest,
+)
+
+log = logging.getLogger(__name__)
+
+ROUTES = (
+    "/generate",
+    "/encode",
+    "/retrieve",
+    "/v1/chat/completions",
+    "/v1/models",
+    "/health",
+    "/models",
+    "/metrics",
+    "/openapi.json",
+    "/docs",
+)
+OPEN_ROUTES = frozenset({"/health"})
+_ERRORS = {c: {"model": ErrorResponse} for c in (400, 401, 404, 413, 422, 500, 502, 503, 504)}
+
+
+def _json(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    return Response(orjson.dumps(data), status, headers, media_type="application/json")
+
+
+def _error_body(path: str, status: int, message: str) -> dict[str, Any]:
+    if path.startswith("/v1/"):  # what OpenAI clients read
+        kind = "invalid_request_error" if status < 500 else "server_error"
+        return {"error": {"message": message, "type": kind, "code": status}, "detail": message}
+    return {"detail": message}
+
+
+class _Gate:
+    """Token, body size and metrics for every request (plain ASGI middleware); a JSON POST to
+    a model route is served here directly (:meth:`_fast`), anything else goes on to FastAPI."""
+
+    def __init__(self, app: Any, state: ServerState) -> None:
+        self.app = app
+        self.state = state
+        token = state.config.token or os.environ.get(TOKEN_ENV, "").strip() or None
+        self.token = f"Bearer {token}".encode() if token else None
+        self.max_body = state.config.max_body_bytes
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        path = scope["path"]
+        route = path if path in ROUTES else "other"
+        start = time.perf_counter()
+        status_box = [500]
+
+        async def send_wrapper(message: dict) -> None:
+            if message["type"] == "http.response.start":
+                status_box[0] = message["status"]
+            await send(message)
+
+        try:
+            refusal = self._check(scope, path)
+            method = scope.get("method")
+            fast = self.state.fast_routes.get(path) if method == "POST" else None
+            if refusal is None and fast is not None and _is_json(scope):
+                await self._fast(scope, receive, send_wrapper, path, *fast)
+                return
+            if refusal is None and method in ("POST", "PUT", "PATCH"):
+                refusal, receive = await self._body_limit(scope, receive)
+            if refusal is not None:
+                status, message, headers = refusal
+                await _send_json(send_wrapper, status, _error_body(path, status, message), headers)
+                return
+            await self.app(scope, receive, send_wrapper)
+        finally:
+            self.state.metrics.request(route, status_box[0], time.perf_counter() - start)
+
+    async def _fast(
+        self, scope: dict, receive: Any, send: Any, path: str, model: Any, handler: Any
+    ) -> None:
+        """A JSON POST to a model route, without the framework's per-request machinery: the
+        body read within the limit, validated by the route's pydantic model (the same one the
+        FastAPI route declares), the same handler, errors answered alike."""
+        from pydantic import ValidationError
+
+        body, refusal = await self._read_body(scope, receive)
+        if refusal is None:
+            try:
+                response = await handler(model.model_validate_json(body or b"null"))
+            except ValidationError as exc:
+                refusal = (422, _validation_message(_in_body(exc.errors())), [])
+            except APIServerError as exc:
+                headers = []
+                if isinstance(exc, ServerOverloadedError):
+                    headers = [(b"retry-after", str(max(1, math.ceil(exc.retry_after))).encode())]
+                refusal = (exc.status, str(exc), headers)
+        if refusal is not None:
+            status, message, headers = refusal
+            await _send_json(send, status, _error_body(path, status, message), headers)
+            return
+        await response(scope, receive, send)
+
+    async def _read_body(self, scope: dict, receive: Any) -> tuple[bytes, Any]:
+        """The whole body, or a 413 refusal past ``max_body_bytes`` (by Content-Length before
+        reading anything, else while reading)."""
+        refusal, _ = await self._body_limit(scope, receive, check_only=True)
+        if refusal is not None:
+            return b"", refusal
+        chunks, size, more = [], 0, True
+        while more:
+            message = await receive()
+            if message["type"] != "http.request":
+                break
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_body:
+                return b"", self._too_big()
+            chunks.append(chunk)
+            more = message.get("more_body", False)
+        return b"".join(chunks), None
+
+    def _too_big(self) -> tuple[int, str, list]:
+        return (
+            413,
+            f"the request body is over {self.max_body} bytes (max_body_bytes); send less, or "
+            "raise the limit in the server config",
+            [],
+        )
+
+    def _check(self, scope: dict, path: str) -> tuple[int, str, list] | None:
+        if self.token is None or path in OPEN_ROUTES or scope.get("method") == "OPTIONS":
+            return None
+        given = b""
+        for name, value in scope["headers"]:
+            if name == b"authorization":
+                given = value
+                break
+        if given and hmac.compare_digest(given, self.token):
+            return None
+        what = "a wrong bearer token" if given else "no bearer token"
+        return (
+            401,
+            f"this server needs a bearer token (Authorization: Bearer TOKEN) and got {what}; "
+            f"use the token the server was started with (--token or {TOKEN_ENV})",
+            [(b"www-authenticate", b"Bearer")],
+        )
+
+    async def _body_limit(
+        self, scope: dict, receive: Any, *, check_only: bool = False
+    ) -> tuple[Any, Any]:
+        length = None
+        for name, value in scope["headers"]:
+            if name == b"content-length":
+                try:
+                    length = int(value)
+                except ValueError:
+                    return (400, "Content-Length is not a number", []), receive
+                break
+        too_big = self._too_big()
+        if length is not None or check_only:
+            return (too_big if length is not None and length > self.max_body else None), receive
+        # No length given (chunked): read it here, within the limit, then hand it on.
+        chunks, size, more = [], 0, True
+        while more:
+            message = await receive()
+            if message["type"] != "http.request":
+                break
+            body = message.get("body", b"")
+            size += len(body)
+            if size > self.max_body:
+                return too_big, receive
+            chunks.append(body)
+            more = message.get("more_body", False)
+        whole = b"".join(chunks)
+        sent = False
+
+        async def replay() -> dict:
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": whole, "more_body": False}
+            return await receive()
+
+        return None, replay
+
+
+def _is_json(scope: dict) -> bool:
+    for name, value in scope["headers"]:
+        if name == b"content-type":
+            return value.split(b";", 1)[0].strip().lower() == b"application/json"
+    return False
+
+
+def _in_body(errors: Any) -> list:
+    """pydantic's errors of a body validated by hand, located as FastAPI locates them."""
+    return [{**e, "loc": ("body", *e.get("loc", ()))} for e in errors]
+
+
+async def _send_json(send: Any, status: int, body: dict, headers: list) -> None:
+    data = orjson.dumps(body)
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(data)).encode()),
+                *headers,
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": data})
+
+
+class ServerState:
+    """What the routes share: the config, the registry, one batcher per model, the metrics."""
+
+    def __init__(self, config: ServeConfig, registry: ModelRegistry) -> None:
+        self.config = config
+        self.registry = registry
+        self.metrics = Metrics()
+        self.batchers: dict[str, Batcher] = {}
+        self.fast_routes: dict[str, tuple[Any, Any]] = {}
+        """path → (request model, handler): the model routes :class:`_Gate` serves directly."""
+        self.metrics.queue_depths = lambda: {n: b.depth() for n, b in self.batchers.items()}
+        self.metrics.rejections = self._rejections
+
+    def _rejections(self) -> dict[tuple[str, str], int]:
+        out = {}
+        for name, b in self.batchers.items():
+            out[(name, "queue_full")] = b.stats.rejected_full
+            out[(name, "deadline")] = b.stats.dropped_deadline
+        return out
+
+    def batcher(self, model: ServedModel) -> Batcher:
+        b = self.batchers.get(model.name)
+        if b is None:
+            cfg = self.config
+            b = self.batchers[model.name] = Batcher(
+                model.name,
+                lambda key, payloads, m=model: _run(m, key, payloads),
+                max_batch=cfg.max_batch,
+                max_queue=cfg.max_queue,
+                window_s=cfg.batch_window_ms / 1000.0,
+                timeout_s=cfg.queue_timeout_s,
+                concurrency=model.concurrency,
+                batchable=model.batchable,
+                on_batch=lambda size, name=model.name: self.metrics.batch(name, size),
+            )
+        return b
+
+    async def submit(self, model: ServedModel, key: Hashable, payload: Any) -> Any:
+        try:
+            return await self.batcher(model).submit(key, payload)
+        except (APIServerError, asyncio.CancelledError):
+            raise
+        except LeanDojoError as exc:
+            raise APIServerError(f"model {model.name!r} failed: {exc}", status=500) from exc
+        except Exception as exc:
+            log.exception("model %r failed", model.name)
+            raise APIServerError(
+                f"model {model.name!r} failed ({type(exc).__name__}: {exc}); see the server log",
+                status=500,
+            ) from exc
+
+    def check_text(self, what: str, text: str | None) -> None:
+        limit = self.config.max_input_chars
+        if text is not None and len(text) > limit:
+            raise BadAPIRequestError(
+                f"{what} is {len(text)} characters; the limit is {limit} (max_input_chars)",
+                status=413,
+            )
+
+    def check_count(self, what: str, value: int, limit: int, key: str) -> None:
+        if value > limit:
+            raise BadAPIRequestError(f"{what} is {value}; the limit is {limit} ({key})")
+
+
+def _run(model: ServedModel, key: Hashable, payloads: list[Any]) -> list[Any]:
+    """The blocking model call of one batch (in a worker thread)."""
+    op = key[0]  # type: ignore[index]
+    if op == "generate":
+        _, n, prefix, options = key  # type: ignore[misc]
+        return model.generate(payloads, n, prefix or None, options)  # type: ignore[attr-defined]
+    if op == "chat":
+        _, n, options = key  # type: ignore[misc]
+        return [model.chat(p, n, options) for p in payloads]  # type: ignore[attr-defined]
+    if op == "encode":
+        return list(model.encode(payloads))  # type: ignore[attr-defined]
+    if op == "retrieve":
+        return [_retrieve(model, p) for p in payloads]  # type: ignore[arg-type]
+    raise ValueError(f"unknown operation {op!r}")  # pragma: no cover
+
+
+def _retrieve(model: RetrieverModel, req: RetrieveRequest) -> list[dict[str, Any]]:
+    import numpy as np
+
+    from ..data.model import Pos
+    from ..errors import CorpusError
+
+    index = model.index
+    query = model.encode([req.state])
+    mask = None
+    if req.file_path is not None or req.imported_modules is not None or req.local_premises:
+        mask = np.zeros(len(index), dtype=bool)
+        if req.file_path is not None:
+            pos = Pos(req.position.line, req.position.column) if req.position else None
+            try:
+                mask |= index.mask(req.file_path, pos)
+            except CorpusError as exc:
+                raise BadAPIRequestError(
+                    f"file_path {req.file_path!r} is not in the retriever's corpus ({exc})"
+                ) from None
+        paths = model.modules  # type: ignore[attr-defined]
+        for module in req.imported_modules or ():
+            path = paths.get(module) or (module if module in index.corpus else None)
+            if path is not None:  # a module the index does not hold adds nothing
+                mask |= index.mask(path, None)
+        if req.local_premises:
+            wanted = set(req.local_premises)
+            for row, p in enumerate(index.premises):
+                if p.full_name in wanted:
+                    mask[row] = True
+    found = [
+        (float(s), index.premises[row].full_name)
+        for row, s in index.search(query, req.k, None if mask is None else [mask])[0]
+    ]
+    if req.new_premises:
+        emb = model.encode([p.decl or p.name for p in req.new_premises])
+        scores = emb @ query[0]
+        found += [(float(s), p.name) for s, p in zip(scores, req.new_premises, strict=True)]
+    found.sort(key=lambda x: -x[0])
+    return [{"score": s, "name": n} for s, n in found[: req.k]]
+
+
+def create_app(config: ServeConfig | None = None, registry: ModelRegistry | None = None) -> FastAPI:
+    """The app for ``config`` (default :class:`ServeConfig`); ``registry`` defaults to the one
+    the config describes. Nothing is loaded until a request (or ``preload``) needs it."""
+    from contextlib import asynccontextmanager
+
+    config = config or ServeConfig()
+    if registry is None:
+        registry = ModelRegistry.from_specs(
+            config.models,
+            defaults=config.default_models,
+            device=config.device,
+            progress_model=config.progress_model,
+        )
+    state = ServerState(config, registry)
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI):
+        if config.preload:
+            await asyncio.to_thread(registry.preload)
+        yield
+        for b in list(state.batchers.values()):
+            await b.aclose()
+        for m in registry.models.values():
+            close = getattr(m, "close", None)
+            if close is not None:
+                close()
+
+    from .. import __version__
+
+    app = FastAPI(
+        title="lean-dojo-v2 API server",
+        version=__version__,
+        description="LeanCopilot's /generate and /encode, lean-premise-server's /retrieve, an "
+        "OpenAI-compatible /v1/chat/completions, over one model registry.",
+        lifespan=lifespan,
+    )
+    app.state.server = state
+
+    @app.exception_handler(APIServerError)
+    async def _api_error(request: Request, exc: APIServerError) -> Response:
+        headers = {}
+        if isinstance(exc, ServerOverloadedError):
+            headers["Retry-After"] = str(max(1, math.ceil(exc.retry_after)))
+        return _json(_error_body(request.url.path, exc.status, str(exc)), exc.status, headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError) -> Response:
+        message = _validation_message(exc.errors())
+        return _json(_error_body(request.url.path, 422, message), 422)
+
+    # ........................................................................ LeanCopilot
+
+    @app.post("/generate", response_model=GenerateResponse, responses=_ERRORS)
+    async def generate(req: GenerateRequest) -> Response:
+        """Tactics for a goal state (LeanCopilot's ``ExternalGenerator``)."""
+        state.check_text("input", req.input)
+        state.check_text("prefix", req.prefix)
+        model = registry.get(req.name, "generator")
+        assert isinstance(model, GeneratorModel)
+        n = req.num_samples or model.default_num_samples or config.num_samples
+        state.check_count("num_samples", n, config.max_outputs, "max_outputs")
+        if req.use_reward and not registry.has_progress:
+            registry.progress()  # the 400 saying how to configure one, before any generation
+        key = ("generate", n, req.prefix or "", GenOptions())
+        cands = await state.submit(model, key, req.input)
+        outputs = [{"output": c.tactic, "score": math.exp(c.logprob)} for c in cands]
+        if req.use_reward and outputs:
+            steps = await asyncio.to_thread(
+                _predict, registry, req.input, req.prefix, [o["output"] for o in outputs]
+            )
+            for o, s in zip(outputs, steps, strict=True):
+                o.update(model_score=o["score"], steps_remaining=s, reward=-s, score=-s)
+            outputs.sort(key=lambda o: -o["score"])  # stable: ties keep the model's order
+        return _json({"outputs": outputs})
+
+    @app.post("/encode", response_model=EncodeResponse, responses=_ERRORS)
+    async def encode(req: EncodeRequest) -> Response:
+        """One embedding of a text (LeanCopilot's ``ExternalEncoder``)."""
+        state.check_text("input", req.input)
+        model = registry.get(req.name, "encoder")
+        row = await state.submit(model, ("encode",), req.input)
+        return _json({"outputs": [float(x) for x in row.tolist()]})
+
+    # ........................................................................ premises
+
+    @app.post("/retrieve", response_model=list[RetrievedPremise], responses=_ERRORS)
+    async def retrieve(req: RetrieveRequest) -> Response:
+        """The ``k`` best premises for a state (lean-premise-server's request and answer)."""
+        state.check_text("state", req.state)
+        state.check_count("k", req.k, config.max_k, "max_k")
+        news = req.new_premises or []
+        state.check_count(
+            "the number of new_premises", len(news), config.max_new_premises, "max_new_premises"
+        )
+        for p in news:
+            state.check_text("a new premise's decl", p.decl)
+        if req.position is not None and req.file_path is None:
+            raise BadAPIRequestError("position needs file_path: the file it is a position in")
+        if req.name is None:
+            served = [m for m in registry.models.values() if isinstance(m, RetrieverModel)]
+            if len(served) != 1:
+                names = ", ".join(m.name for m in served)
+                raise (
+                    UnknownModelError(
+                        "no retriever is served: add one to the config's models "
+                        "(kind: retriever, path: a folder written by export_retriever)"
+                    )
+                    if not served
+                    else BadAPIRequestError(f"several retrievers are served ({names}); name one")
+                )
+            model = served[0]
+        else:
+            model = registry.get(req.name, "retriever")
+        return _json(await state.submit(model, ("retrieve",), req))
+
+    # ........................................................................ OpenAI
+
+    @app.post("/v1/chat/completions", response_model=ChatResponse, responses=_ERRORS)
+    async def chat_completions(req: ChatRequest) -> Response:
+        """OpenAI-compatible chat completions over the same generators."""
+        model = registry.get(req.model, "generator")
+        assert isinstance(model, GeneratorModel)
+        state.check_count("n", req.n, config.max_outputs, "max_outputs")
+        max_tokens = req.max_tokens or req.max_completion_tokens
+        if max_tokens is not None:
+            state.check_count("max_tokens", max_tokens, config.max_tokens, "max_tokens")
+        messages = [{"role": m.role, "content": message_text(m.content)} for m in req.messages]
+        state.check_text("the messages", "".join(m["content"] for m in messages))
+        options = GenOptions(req.temperature, max_tokens)
+        if type(model).chat is GeneratorModel.chat:
+            # A local model: the goal state of the chat joins the /generate batches.
+            goal, prefix = chat_state(messages)
+            cands = await state.submit(model, ("generate", req.n, prefix or "", options), goal)
+            texts = [(c.tactic, c.logprob) for c in cands]
+        else:
+            texts = await state.submit(model, ("chat", req.n, options), messages)
+        created, ident = int(time.time()), f"chatcmpl-{uuid.uuid4().hex}"
+        choices = [
+            {
+                "index": i,
+                "message": {"role": "assistant", "content": text},
+                "finish_reason": "stop",
+                "logprobs": _logprobs(text, lp) if req.logprobs else None,
+            }
+            for i, (text, lp) in enumerate(texts)
+        ]
+        if req.stream:
+            return StreamingResponse(
+                _stream(ident, created, req.model, choices), media_type="text/event-stream"
+            )
+        return _json(
+            {
+                "id": ident,
+                "object": "chat.completion",
+                "created": created,
+                "model": req.model,
+                "choices": choices,
+                "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+            }
+        )
+
+    @app.get("/v1/models", response_model=ModelList, responses=_ERRORS)
+    async def list_models_openai() -> Response:
+        """The generators, as OpenAI's model list."""
+        data = [
+            {"id": m.name, "object": "model", "created": 0, "owned_by": "lean-dojo-v2"}
+            for m in registry.models.values()
+            if isinstance(m, GeneratorModel)
+        ]
+        return _json({"object": "list", "data": data})
+
+    # ........................................................................ operations
+
+    @app.get("/health")
+    async def health() -> Response:
+        """Liveness: always answers, needs no token."""
+        return _json({"status": "ok", "models": len(registry.models)})
+
+    @app.get("/models", responses=_ERRORS)
+    async def models() -> Response:
+        """Every served model: name, role, kind, whether it is loaded."""
+        return _json(
+            {
+                "models": registry.describe(),
+                "progress_model": registry.has_progress,
+            }
+        )
+
+    @app.get("/metrics", responses=_ERRORS)
+    async def metrics() -> Response:
+        """Prometheus text: requests, latency, queue depth, batch sizes."""
+        return Response(
+            state.metrics.render(), media_type="text/plain; version=0.0.4; charset=utf-8"
+        )
+
+    state.fast_routes = {
+        "/generate": (GenerateRequest, generate),
+        "/encode": (EncodeRequest, encode),
+        "/retrieve": (RetrieveRequest, retrieve),
+        "/v1/chat/completions": (ChatRequest, chat_completions),
+    }
+    app.add_middleware(_Gate, state=state)
+    if config.cors_origins:
+        from starlette.middleware.cors import CORSMiddleware
+
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=list(config.cors_origins),
+            allow_methods=["GET", "POST"],
+            allow_headers=["Authorization", "Content-Type"],
+        )
+    return app
+
+
+def _predict(
+    registry: ModelRegistry, goal: str, prefix: str | None, tactics: list[str]
+) -> list[float]:
+    model = registry.progress()
+    values = model.predict([goal] * len(tactics), tactics=tactics, prefixes=[prefix] * len(tactics))
+    return [float(v) for v in values]  # type: ignore[union-attr]
+
+
+def _logprobs(text: str, logprob: float | None) -> dict[str, Any] | None:
+    """OpenAI's ``logprobs`` of a choice: one entry holding the whole completion and its summed
+    log-prob (what ``ExternalProver`` adds up), or None when the model gave none."""
+    if logprob is None or not math.isfinite(logprob):
+        return None
+    return {
+        "content": [
+            {
+                "token": text,
+                "logprob": logprob,
+                "bytes": list(text.encode("utf-8")),
+                "top_logprobs": [],
+            }
+        ]
+    }
+
+
+async def _stream(ident: str, created: int, model: str, choices: list[dict[str, Any]]):
+    """Server-sent events: each choice's whole text in one chunk, a closing chunk each, DONE."""
+    base = {"id": ident, "object": "chat.completion.chunk", "created": created, "model": model}
+    for c in choices:
+        delta = {"role": "assistant", "content": c["message"]["content"]}
+        chunk = {
+            "index": c["index"],
+            "delta": delta,
+            "logprobs": c["logprobs"],
+            "finish_reason": None,
+        }
+        yield b"data: " + orjson.dumps({**base, "choices": [chunk]}) + b"\n\n"
+        end = {"index": c["index"], "delta": {}, "logprobs": None, "finish_reason": "stop"}
+        yield b"data: " + orjson.dumps({**base, "choices": [end]}) + b"\n\n"
+    yield b"data: [DONE]\n\n"
+
+
+def _validation_message(errors: Any) -> str:
+    """pydantic's errors as one line: ``body.k: Input should be ...; ...``."""
+    parts = []
+    for err in list(errors)[:5]:
+        loc = ".".join(str(x) for x in err.get("loc", ()) if x != "body") or "body"
+        if err.get("type") == "json_invalid":
+            why = (err.get("ctx") or {}).get("error", "")
+            parts.append(f"the body is not valid JSON ({why})" if why else "the body is not JSON")
+            continue
+        if tuple(err.get("loc", ())) == ("body",) and err.get("type", "").endswith("_type"):
+            parts.append("the body must be a JSON object (sent as Content-Type: application/json)")
+            continue
+        parts.append(f"{loc}: {err.get('msg', 'invalid')}")
+    return "; ".join(parts) or "invalid request"
+
+
+app = create_app()
+"""The app of the default config (``uvicorn lean_dojo_v2.external_api.server:app``)."""

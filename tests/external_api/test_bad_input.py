@@ -1,0 +1,251 @@
+"""Bad input is a 4xx with a one-line message, and the server keeps answering."""
+
+from __future__ import annotations
+
+import pytest
+from fastapi.testclient import TestClient
+
+from .conftest import CONSTANT, make_app
+
+STATE = "n : ℕ\n⊢ n + 0 = n"
+TOKEN = "s3cret-token"
+
+
+@pytest.fixture(scope="module")
+def client():
+    app = make_app(CONSTANT, max_input_chars=1000, max_body_bytes=20_000, max_k=50)
+    with TestClient(app) as c:
+        yield c
+
+
+BAD = [
+    # (what, method, path, kwargs, status, a word the message must hold)
+    (
+        "malformed JSON",
+        "post",
+        "/generate",
+        {
+            "content": b'{"name": "const", "input": ',
+            "headers": {"content-type": "application/json"},
+        },
+        422,
+        "not valid JSON",
+    ),
+    (
+        "no content type",
+        "post",
+        "/generate",
+        {"content": b'{"name": "const", "input": "x"}'},
+        422,
+        "JSON object",
+    ),
+    ("not an object", "post", "/generate", {"json": ["const", STATE]}, 422, "JSON object"),
+    ("wrong type", "post", "/generate", {"json": {"name": "const", "input": 12}}, 422, "input"),
+    ("missing field", "post", "/generate", {"json": {"name": "const"}}, 422, "input"),
+    (
+        "unknown model",
+        "post",
+        "/generate",
+        {"json": {"name": "gpt9", "input": STATE}},
+        404,
+        "served models: const",
+    ),
+    (
+        "oversized body",
+        "post",
+        "/generate",
+        {"json": {"name": "const", "input": "x" * 30_000}},
+        413,
+        "max_body_bytes",
+    ),
+    (
+        "over-long input",
+        "post",
+        "/generate",
+        {"json": {"name": "const", "input": "x" * 5000}},
+        413,
+        "max_input_chars",
+    ),
+    (
+        "use_reward without a progress model",
+        "post",
+        "/generate",
+        {"json": {"name": "const", "input": STATE, "use_reward": True}},
+        400,
+        "LEANPROGRESS_MODEL",
+    ),
+    (
+        "too many samples",
+        "post",
+        "/generate",
+        {"json": {"name": "const", "input": STATE, "num_samples": 500}},
+        400,
+        "max_outputs",
+    ),
+    (
+        "zero samples",
+        "post",
+        "/generate",
+        {"json": {"name": "const", "input": STATE, "num_samples": 0}},
+        422,
+        "num_samples",
+    ),
+    ("k too large", "post", "/retrieve", {"json": {"state": STATE, "k": 51}}, 400, "max_k"),
+    ("k zero", "post", "/retrieve", {"json": {"state": STATE, "k": 0}}, 422, "k"),
+    (
+        "encode a generator",
+        "post",
+        "/encode",
+        {"json": {"name": "const", "input": STATE}},
+        400,
+        "encoder",
+    ),
+    (
+        "chat without messages",
+        "post",
+        "/v1/chat/completions",
+        {"json": {"model": "const", "messages": []}},
+        422,
+        "messages",
+    ),
+    (
+        "chat n too large",
+        "post",
+        "/v1/chat/completions",
+        {"json": {"model": "const", "messages": [{"role": "user", "content": STATE}], "n": 99}},
+        400,
+        "max_outputs",
+    ),
+    (
+        "chat unknown model",
+        "post",
+        "/v1/chat/completions",
+        {"json": {"model": "nope", "messages": [{"role": "user", "content": STATE}]}},
+        404,
+        "nope",
+    ),
+    ("wrong method", "get", "/generate", {}, 405, ""),
+    ("unknown route", "post", "/nowhere", {"json": {}}, 404, ""),
+]
+
+
+@pytest.mark.parametrize(
+    ("what", "method", "path", "kwargs", "status", "word"), BAD, ids=[b[0] for b in BAD]
+)
+def test_bad_request_is_a_4xx_with_a_message(client, what, method, path, kwargs, status, word):
+    r = getattr(client, method)(path, **kwargs)
+    assert r.status_code == status, (what, r.status_code, r.text)
+    detail = r.json()["detail"]
+    message = detail if isinstance(detail, str) else str(detail)
+    assert word in message, (what, message)
+    if isinstance(detail, str):
+        assert "\n" not in detail and "Traceback" not in detail
+
+
+def test_openai_routes_answer_errors_in_openais_shape(client) -> None:
+    r = client.post(
+        "/v1/chat/completions",
+        json={"model": "nope", "messages": [{"role": "user", "content": STATE}]},
+    )
+    err = r.json()["error"]
+    assert err["type"] == "invalid_request_error" and "nope" in err["message"]
+
+
+def test_a_burst_of_bad_requests_then_a_good_one(client) -> None:
+    for _ in range(3):
+        for _what, method, path, kwargs, status, _word in BAD:
+            assert getattr(client, method)(path, **kwargs).status_code == status
+    good = client.post("/generate", json={"name": "const", "input": STATE, "prefix": ""})
+    assert good.status_code == 200 and good.json()["outputs"][0]["output"] == "rfl"
+    assert client.get("/health").status_code == 200
+
+
+def test_chunked_body_over_the_limit_is_refused() -> None:
+    app = make_app(CONSTANT, max_body_bytes=1000)
+    with TestClient(app) as c:
+
+        def chunks():
+            yield b'{"name": "const", "input": "'
+            for _ in range(20):
+                yield b"x" * 100
+            yield b'"}'
+
+        r = c.post("/generate", content=chunks(), headers={"content-type": "application/json"})
+        assert r.status_code == 413
+        ok = c.post(
+            "/generate",
+            content=iter([b'{"name": "const", ', b'"input": "a"}']),
+            headers={"content-type": "application/json"},
+        )
+        assert ok.status_code == 200, ok.text
+
+
+def test_token_is_required_everywhere_but_health() -> None:
+    app = make_app(CONSTANT, token=TOKEN)
+    body = {"name": "const", "input": STATE, "prefix": ""}
+    with TestClient(app) as c:
+        assert c.get("/health").status_code == 200
+        for path in ("/models", "/metrics", "/v1/models", "/openapi.json"):
+            assert c.get(path).status_code == 401, path
+        r = c.post("/generate", json=body)
+        assert r.status_code == 401 and "bearer token" in r.json()["detail"]
+        assert r.headers["www-authenticate"] == "Bearer"
+        wrong = c.post("/generate", json=body, headers={"Authorization": "Bearer nope"})
+        assert wrong.status_code == 401 and "wrong" in wrong.json()["detail"]
+        assert TOKEN not in wrong.text
+        ok = c.post("/generate", json=body, headers={"Authorization": f"Bearer {TOKEN}"})
+        assert ok.status_code == 200
+
+
+def test_token_from_the_environment(monkeypatch) -> None:
+    monkeypatch.setenv("LEAN_DOJO_V2_API_TOKEN", TOKEN)
+    with TestClient(make_app(CONSTANT)) as c:
+        assert c.get("/models").status_code == 401
+        assert c.get("/models", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 200
+
+
+def test_cors_is_off_by_default_and_on_when_configured() -> None:
+    origin = {"Origin": "http://editor.example"}
+    with TestClient(make_app(CONSTANT)) as c:
+        assert "access-control-allow-origin" not in c.get("/health", headers=origin).headers
+    with TestClient(make_app(CONSTANT, cors_origins=["http://editor.example"])) as c:
+        r = c.get("/health", headers=origin)
+        assert r.headers["access-control-allow-origin"] == "http://editor.example"
+
+
+def test_bad_registry_entries_fail_at_start_with_one_line() -> None:
+    from lean_dojo_v2.external_api.errors import ModelRegistryError
+
+    for models, word in (
+        ({"m": {"kind": "quantum"}}, "unknown kind"),
+        ({"m": {"kind": "hf", "modle": "x"}}, "unknown option 'modle'"),
+        ({"m": {"kind": "retriever"}}, "path"),
+        ({"m": {"kind": "openai"}}, "'model'"),
+        ({"m": {"kind": "openai", "model": "x", "base_url": "ftp://h"}}, "http"),
+        ({"m": {"kind": "openai", "model": "x", "timeout_s": -1}}, "timeout_s"),
+    ):
+        with pytest.raises(ModelRegistryError, match=word):
+            make_app(models)
+
+
+def test_no_request_names_a_file_the_server_opens(tmp_path) -> None:
+    """Models are the config's, by name: a path as a model name is just an unknown name, and a
+    retriever's ``file_path`` is a key of its corpus, never opened."""
+    secret = tmp_path / "secret.txt"
+    secret.write_text("do not read", "utf-8")
+    with TestClient(make_app(CONSTANT)) as c:
+        for name in (str(secret), "../../etc/passwd", str(tmp_path)):
+            r = c.post("/generate", json={"name": name, "input": STATE})
+            assert r.status_code == 404 and "do not read" not in r.text
+            r = c.post("/encode", json={"name": name, "input": STATE})
+            assert r.status_code == 404
+
+
+def test_preload_loads_every_model_at_start(tiny_bert_dir) -> None:
+    app = make_app(
+        {**CONSTANT, "enc": {"kind": "encoder", "model": str(tiny_bert_dir), "device": "cpu"}},
+        preload=True,
+    )
+    with TestClient(app) as c:
+        loaded = {m["name"]: m["loaded"] for m in c.get("/models").json()["models"]}
+    assert loaded == {"const": True, "enc": True}
