@@ -9,8 +9,13 @@ is recorded in the database. Then evaluate the final retriever on every reposito
 With ``--data DIR`` (default: the bundled sample, offline, small budget): one training pass on that
 LeanDojo dataset, then its test split.
 
-Proving with the trained retriever (LeanAgent's search over ``sorry`` theorems) comes with a later
-issue; today ``lean-dojo-v2 prove`` proves with any generator.
+Then it proves: the retriever is exported beside the run (``<output_dir>-retriever``) and a
+``RetrievalProver`` (the tactic generator ``--generator``, default the bundled SmolLM2, given the
+premises it retrieves) searches the test split of each dataset, with the seed's ``ProverConfig``
+settings (``--num-samples``, ``--max-expansions``, ``--timeout``, ``--prove-limit``) in the
+environment :mod:`lean_dojo_v2.agent.environment` picks (``ReplayEnv`` without Lean, and says so).
+``--no-prove`` stops after the evaluation. ``LeanAgent`` (``lean_dojo_v2.agent``) is the same loop
+from Python, with write-back.
 """
 
 from __future__ import annotations
@@ -32,9 +37,10 @@ def build_parser() -> argparse.ArgumentParser:
         prog="python -m lean_dojo_v2.lean_agent",
         description="LeanAgent's lifelong premise-retrieval loop: curriculum training over the "
         "repositories of a database (--db) with EWC between repositories, then evaluation (R@1, "
-        "R@10, MRR, FullRecall@10 over accessible premises) on every repository's test split. "
-        "Without --db/--data it trains briefly on the bundled sample (offline). Proving with the "
-        "trained retriever comes with a later issue (use `lean-dojo-v2 prove` meanwhile).",
+        "R@10, MRR, FullRecall@10 over accessible premises) on every repository's test split, "
+        "then proof search on those test splits with a RetrievalProver on the trained retriever "
+        "(--no-prove to skip). Without --db/--data it trains briefly on the bundled sample "
+        "(offline).",
     )
     what = p.add_mutually_exclusive_group()
     what.add_argument("--db", metavar="FILE", help="DynamicDatabase file: its curriculum")
@@ -47,6 +53,17 @@ def build_parser() -> argparse.ArgumentParser:
         set_help="override a TrainingConfig key (repeatable), e.g. --set lambda_value=0.5",
     )
     add_run_options(p, force_help="replace output_dir if needed", help_config=None)
+    prove = p.add_argument_group("proving (the seed's ProverConfig)")
+    prove.add_argument("--no-prove", action="store_true", help="train and evaluate only")
+    prove.add_argument(
+        "--generator", default=None, help="tactic generator model (default: bundled SmolLM2)"
+    )
+    prove.add_argument("--num-samples", type=int, default=4, help="tactics per state (4)")
+    prove.add_argument("--max-expansions", type=int, default=8, help="per theorem (8)")
+    prove.add_argument("--timeout", type=int, default=120, help="seconds per theorem (120)")
+    prove.add_argument(
+        "--prove-limit", type=int, default=4, help="theorems per test split at most (4)"
+    )
     return p
 
 
@@ -76,7 +93,7 @@ def run(args: argparse.Namespace) -> dict:
             evaluations[str(d)] = trainer.evaluate(data_path=d, split="test")
         except LeanDojoError as exc:  # e.g. a repository whose test split has no premise use
             evaluations[str(d)] = {"error": str(exc)}
-    return {
+    out = {
         "output_dir": result.output_dir,
         "encoder_dir": result.encoder_dir,
         "passes": [p["label"] for p in result.passes],
@@ -85,6 +102,49 @@ def run(args: argparse.Namespace) -> dict:
         "seconds": result.seconds,
         "test": evaluations,
     }
+    if not args.no_prove:
+        out["prove"] = prove(args, trainer, datasets)
+    return out
+
+
+def prove(args: argparse.Namespace, trainer, datasets: list[Path]) -> dict:
+    """Proof search on the test split of each dataset with a RetrievalProver on the trained
+    retriever (exported to ``<output_dir>-retriever``); a summary per dataset."""
+    from ..agent.environment import choose_env
+    from ..agent.hf_agent import search_config_from_prover_config
+    from ..data.dataset import DatasetDir
+    from ..prover.parallel import prove_theorems
+    from ..prover.retrieval_prover import RetrievalProver
+    from .config import ProverConfig
+
+    settings = ProverConfig(
+        num_workers=1,
+        timeout=args.timeout,
+        max_expansions=args.max_expansions,
+        num_sampled_tactics=args.num_samples,
+    )
+    search = search_config_from_prover_config(settings)
+    export = Path(str(trainer.config.output_dir).rstrip("/\\") + "-retriever")
+    retriever = trainer.export(export, force=args.force)
+    prover = RetrievalProver(args.generator, retriever=str(retriever), device="cpu")
+    summary: dict = {"retriever": str(retriever), "generator": args.generator or "smollm2"}
+    for d in datasets:
+        theorems = [t for t in DatasetDir(d).theorems("random", "test") if t.traced_tactics]
+        theorems = theorems[: args.prove_limit]
+        choice = choose_env(None, d)
+        if choice.notice:
+            print(choice.notice, file=sys.stderr)
+        results = prove_theorems(
+            theorems, choice.make_env, lambda: prover, search, backend="inline", progress=False
+        )
+        summary[str(d)] = {
+            "backend": choice.backend,
+            "attempted": len(results),
+            "proved": sum(r.status == "proved" for r in results),
+            "expansions": sum(r.expansions for r in results),
+            "proofs": {r.theorem: r.proof for r in results if r.status == "proved"},
+        }
+    return summary
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -107,6 +167,12 @@ def main(argv: list[str] | None = None) -> int:
         ]
         for d, m in result["test"].items():
             lines.append(f"  {d}: " + ", ".join(f"{k} {v}" for k, v in m.items()))
+        for d, p in result.get("prove", {}).items():
+            if isinstance(p, dict):
+                lines.append(
+                    f"  proved {p['proved']} of {p['attempted']} test theorem(s) of {d} "
+                    f"(backend {p['backend']}, {p['expansions']} expansions)"
+                )
         return lines
 
     print_summary(result, args.json, text)

@@ -2,8 +2,9 @@
 
 :class:`TrainingConfig` *is* :class:`lean_dojo_v2.trainer.retrieval_config.TrainingConfig` (the
 retriever's config; the seed's field names, documented field by field). :class:`ProverConfig`
-keeps the seed's prover settings as a documented dataclass; proving in the LeanAgent loop comes
-with a later issue (``lean-dojo-v2 prove`` and :mod:`lean_dojo_v2.prover` do the proving today).
+keeps the seed's prover settings as a documented dataclass; the agents
+(``LeanAgent(prover_config=...)``, ``HFAgent(..., prover_config=...)``) and ``python -m
+lean_dojo_v2.lean_agent`` map it onto the search's ``SearchConfig``.
 """
 
 from __future__ import annotations
@@ -18,8 +19,11 @@ from ..trainer.retrieval_config import TrainingConfig
 class ProverConfig:
     r"""The seed's LeanAgent prover settings (``lean_dojo_v2.lean_agent.config.ProverConfig``).
 
-    Not used by ``python -m lean_dojo_v2.lean_agent`` yet: the loop trains and evaluates the
-    retriever; proving with it comes with a later issue. Kept so the seed's code and YAML load.
+    Mapped onto :class:`~lean_dojo_v2.prover.SearchConfig` by the agents and by ``python -m
+    lean_dojo_v2.lean_agent``: ``num_sampled_tactics`` → ``num_samples``, ``max_expansions``
+    (None keeps the search's default), ``timeout``. ``use_vllm``, ``num_workers``,
+    ``batch_size`` and ``debug`` are kept so the seed's code and YAML load (serve a model with vLLM
+    and use ``ExternalAgent`` for the first; ``lean-dojo-v2 prove --workers`` for the second).
 
     Parameters:
         > Parameters that control proof search

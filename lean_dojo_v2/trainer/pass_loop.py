@@ -26,7 +26,7 @@ import os
 import shutil
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -136,6 +136,10 @@ class CurriculumTrainer(ABC, Generic[ResultT]):
     - :meth:`_summarise`: after the last pass, the result (``run.state["passes"]`` holds every
       pass's entry, resumed ones included).
     - :meth:`_record_metrics`: what the database's run record keeps of the result.
+
+    :meth:`add_pass_listener` registers a function called on the main process after each pass
+    this call runs (its model saved, ``training_state.json`` written) with ``(k, pass, dataset,
+    info)``: the agents use it to re-evaluate earlier repositories as the curriculum goes on.
     """
 
     run_kind: ClassVar[str]
@@ -150,6 +154,12 @@ class CurriculumTrainer(ABC, Generic[ResultT]):
     result: ResultT | None
 
     # ------------------------------------------------------------------ the loop
+
+    def add_pass_listener(self, listener: Callable[[int, Pass, PassDataset, dict], Any]) -> None:
+        """Call ``listener(k, pass, dataset, info)`` after each pass of every later ``train()``
+        (main process only; passes skipped by a resume are not reported)."""
+        listeners = self.__dict__.setdefault("_pass_listeners", [])
+        listeners.append(listener)
 
     def train(
         self,
@@ -265,7 +275,8 @@ class CurriculumTrainer(ABC, Generic[ResultT]):
             run.resumed_from = str(self._pass_checkpoint(out, run.first) or self._model_dir(out))
         self._begin(run)
         for k in range(run.first, len(run.plan)):
-            info = self._run_pass(k, run.plan[k], self._pass_dataset(run, k), out)
+            dataset = self._pass_dataset(run, k)
+            info = self._run_pass(k, run.plan[k], dataset, out)
             if is_main_process():
                 self._save_pass(out)
                 state["passes"].append(info)
@@ -273,6 +284,8 @@ class CurriculumTrainer(ABC, Generic[ResultT]):
                 write_json(out / STATE_FILE, state)
                 # The next pass starts from the saved model, not from this pass's checkpoints.
                 shutil.rmtree(out / CHECKPOINTS / pass_name(k), ignore_errors=True)
+                for listener in getattr(self, "_pass_listeners", ()):
+                    listener(k, run.plan[k], dataset, info)
             self._barrier()
         result = self._summarise(run)
         if is_main_process():

@@ -52,14 +52,14 @@ def test_seed_config_names_are_the_retrieval_config_and_a_documented_prover_conf
     assert set(vars(p)) <= set(field_docs(ProverConfig))
 
 
-def test_help_says_proving_comes_later():
+def test_help_says_it_also_proves():
     out = subprocess.run(
         [sys.executable, "-m", "lean_dojo_v2.lean_agent", "--help"],
         capture_output=True,
         text=True,
         check=True,
     ).stdout
-    assert "--db" in out and "later issue" in out
+    assert "--db" in out and "--no-prove" in out and "RetrievalProver" in out
 
 
 def test_lean_agent_loop_trains_the_curriculum_with_ewc_and_evaluates_each_repository(
@@ -101,6 +101,7 @@ def test_lean_agent_loop_trains_the_curriculum_with_ewc_and_evaluates_each_repos
                 "max_seq_len=64",
                 "--set",
                 "batch_size=8",
+                "--no-prove",  # proving: tests/agent/test_lean_agent_main.py
             ]
         )
     finally:

@@ -1,0 +1,714 @@
+"""Layer 4 (agent): :class:`BaseAgent`, the seed's agent loop wired onto this library's pieces.
+
+An agent ties the layers below together; it holds no algorithm of its own::
+
+    agent.setup_github_repository(url, commit)   # trace (needs git + Lean) → DynamicDatabase
+    agent.setup_traced_dataset(path)             # or: an already traced LeanDojo dataset (no Lean)
+    agent.train()                                # the trainer, over the database's curriculum
+    report = agent.prove()                       # search → re-check → record → write back
+
+What each step uses: tracing :func:`lean_dojo_v2.lean_dojo.trace`; the database
+:class:`~lean_dojo_v2.database.DynamicDatabase`; training the subclass's trainer
+(``train(repos, database)``); proving :func:`~lean_dojo_v2.prover.parallel.prove_theorems` on the
+proof environment chosen by :mod:`.environment`, every proof re-checked with
+:func:`~lean_dojo_v2.prover.verify.verify_proof`, recorded with
+:func:`~lean_dojo_v2.prover.recording.record_results` and written back into a working copy with
+:func:`~lean_dojo_v2.prover.writeback.write_back` after the triage of :mod:`.triage`.
+
+A subclass says whether tracing needs the dependencies (:meth:`_get_build_deps`) and builds its
+prover (:meth:`_setup_prover`: sets ``self.prover``, a ``TacticGenerator``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import shutil
+import sys
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..data.model import Theorem
+from ..errors import LeanDojoError
+from .errors import AgentConfigError, NoRepositoryError
+from .results import DEPENDS_ON_SORRY, ProveReport, TheoremOutcome
+
+logger = logging.getLogger(__name__)
+
+SPLITS = ("test", "val", "train")
+DOCTOR_HINT = (
+    "run `lean-dojo-v2 doctor` to see what is missing and how to install it, or start from an "
+    "already traced dataset instead: agent.setup_traced_dataset(PATH) (e.g. "
+    "lean_dojo_v2.data.sample_dataset_path(), the bundled sample), which needs neither git nor Lean"
+)
+
+
+@dataclass
+class AgentRepository:
+    """A repository an agent works on: its database record, the traced dataset it came from
+    (None when it was traced here) and its checkout (for Pantograph and write-back; None when
+    there is none)."""
+
+    info: Any
+    dataset_dir: Path | None = None
+    source_dir: Path | None = None
+
+    @property
+    def url(self) -> str:
+        return self.info.url
+
+    @property
+    def commit(self) -> str:
+        return self.info.commit
+
+    @property
+    def label(self) -> str:
+        return f"{self.info.url}@{self.info.commit[:12]}"
+
+
+@dataclass(frozen=True)
+class ProofTarget:
+    """A theorem to prove and the repository it belongs to."""
+
+    theorem: Theorem
+    repository: AgentRepository
+
+
+class BaseAgent(ABC):
+    """The seed's agent (see the module docstring).
+
+    - ``database_path``: the :class:`~lean_dojo_v2.database.DynamicDatabase` file (default
+      ``$RAID_DIR/dynamic_database.sqlite``); opened when the first repository is added, never
+      before, so a call refused on bad input leaves nothing behind.
+    - ``search_config``: a :class:`~lean_dojo_v2.prover.SearchConfig` (default: its defaults,
+      or the seed's ``prover_config`` of a subclass mapped onto it).
+    - ``backend``: ``"auto"`` (Pantograph when a REPL and a built project are found, else replay
+      with a notice), ``"pantograph"`` or ``"replay"``.
+    - ``work_dir``: where the agent writes its exports (default ``$RAID_DIR/agents/<class>``).
+    - ``quiet``: do not print notices and summaries (they are in the results either way).
+    """
+
+    trainer: Any = None
+    prover: Any = None
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> BaseAgent:
+        # Before any argument is checked: a script's bad input is one line, not a traceback.
+        from . import excepthook
+
+        excepthook.install()
+        return super().__new__(cls)
+
+    def __init__(
+        self,
+        database_path: str | os.PathLike[str] | None = None,
+        *,
+        search_config: Any = None,
+        backend: str = "auto",
+        work_dir: str | os.PathLike[str] | None = None,
+        quiet: bool = False,
+        progress: bool = True,
+    ) -> None:
+        from ..prover.search_config import SearchConfig
+
+        if search_config is not None and not isinstance(search_config, SearchConfig):
+            raise AgentConfigError(
+                f"search_config must be a SearchConfig, got {type(search_config).__name__}"
+            )
+        if backend not in ("auto", "pantograph", "replay"):
+            raise AgentConfigError(f"backend must be auto, pantograph or replay, not {backend!r}")
+        self.database_path = _database_path(database_path)
+        self.search_config = search_config or SearchConfig()
+        self.backend = backend
+        self._work_dir = Path(work_dir) if work_dir is not None else None
+        self.quiet = quiet
+        self.progress = progress
+        self.repositories: list[AgentRepository] = []
+        self._database: Any = None
+        self.trained = False
+        self.last_report: ProveReport | None = None
+
+    # ------------------------------------------------------------------ the seed's attributes
+
+    @property
+    def repos(self) -> list[Any]:
+        """The repositories added so far (database records with ``url`` and ``commit``)."""
+        return [r.info for r in self.repositories]
+
+    @property
+    def database(self) -> Any:
+        """The :class:`~lean_dojo_v2.database.DynamicDatabase` (opened, and created if needed,
+        on first use)."""
+        if self._database is None:
+            from ..database import DynamicDatabase
+
+            self.database_path.parent.mkdir(parents=True, exist_ok=True)
+            self._database = DynamicDatabase(self.database_path)
+        return self._database
+
+    @property
+    def work_dir(self) -> Path:
+        if self._work_dir is None:
+            from ..config import get_settings
+
+            self._work_dir = get_settings().raid_dir / "agents" / type(self).__name__.lower()
+        return self._work_dir
+
+    def close(self) -> None:
+        """Close the database (the agent opens it again if used later)."""
+        if self._database is not None:
+            self._database.close()
+            self._database = None
+
+    def __enter__(self) -> BaseAgent:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ subclass hooks
+
+    @abstractmethod
+    def _get_build_deps(self) -> bool:
+        """Whether tracing must also trace the dependencies (a complete premise corpus)."""
+
+    @abstractmethod
+    def _setup_prover(self) -> None:
+        """Set ``self.prover`` (a ``TacticGenerator``; a ``BaseProver`` for whole proofs)."""
+
+    def _model_label(self) -> str | None:
+        """What generated the tactics, for reports (a model name or path)."""
+        return getattr(self.prover, "model_name", None) or type(self.prover).__name__
+
+    # ------------------------------------------------------------------ repositories
+
+    def setup_github_repository(self, url: str, commit: str | None = None) -> Any:
+        """Trace the repository at ``url`` and ``commit`` (needs git and Lean; checked first, before
+        anything is cloned) and add it to the database. Returns its database record."""
+        self._require_tools(f"tracing {url}")
+        repo = self.trace_repository(url, commit, self._get_build_deps())
+        return self.add_repository(repo)
+
+    def setup_local_repository(self, path: str | os.PathLike[str]) -> Any:
+        """Trace the local git repository at ``path`` (its ``HEAD``) and add it; its checkout is
+        used for Pantograph and write-back."""
+        from ..lean_dojo.errors import RepoNotFoundError
+
+        root = Path(path).expanduser()
+        if not root.is_dir():
+            raise RepoNotFoundError(
+                f"no repository directory at {root}; pass the root of a local Lean project"
+            )
+        self._require_tools(f"tracing {root}")
+        repo = self.trace_repository(str(root.resolve()), None, self._get_build_deps())
+        return self.add_repository(repo, source_dir=root.resolve())
+
+    def trace_repository(
+        self, url: str, commit: str | None = None, build_deps: bool | None = None
+    ) -> Any:
+        """Trace ``url`` at ``commit`` (:func:`lean_dojo_v2.lean_dojo.trace`, cached) and return
+        the traced repository (``to_repository()`` gives its data records; ``root`` its
+        checkout)."""
+        self._require_tools(f"tracing {url}")
+        from ..lean_dojo import LeanGitRepo, trace
+
+        deps = self._get_build_deps() if build_deps is None else build_deps
+        return trace(LeanGitRepo(url, commit), build_deps=deps)
+
+    def add_repository(
+        self,
+        repo: Any,
+        *,
+        source_dir: str | os.PathLike[str] | None = None,
+        dataset_dir: str | os.PathLike[str] | None = None,
+        **add_kwargs: Any,
+    ) -> Any:
+        """Add ``repo`` to the database and to this agent's repositories: a traced repository
+        (from :meth:`trace_repository`), a ``lean_dojo_v2.data.Repository`` or a LeanDojo dataset
+        directory. Returns its database record."""
+        root = getattr(repo, "root", None)
+        if hasattr(repo, "to_repository"):
+            source_dir = source_dir if source_dir is not None else root
+            repo = repo.to_repository()
+        src = Path(source_dir).resolve() if source_dir is not None else None
+        info = self.database.add_repository(
+            repo, **({"source_dir": src} if src is not None else {}), **add_kwargs
+        )
+        entry = AgentRepository(
+            info, Path(dataset_dir).resolve() if dataset_dir is not None else None, src
+        )
+        self.repositories = [
+            r for r in self.repositories if (r.url, r.commit) != (info.url, info.commit)
+        ]
+        self.repositories.append(entry)
+        self.prover = None  # built again for the new set of repositories
+        return info
+
+    def setup_traced_dataset(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        source_dir: str | os.PathLike[str] | None = None,
+        url: str | None = None,
+        commit: str | None = None,
+    ) -> Any:
+        """Add an already traced LeanDojo-layout dataset (``random/``, ``novel_premises/``,
+        ``corpus.jsonl``): the way in without git or Lean. ``source_dir``: the repository's
+        checkout, where ``sorry`` is looked for and proofs are written back; ``url`` / ``commit``:
+        override the dataset's ``metadata.json``. Returns its database record."""
+        from ..data.dataset import DatasetDir, require_complete_dataset
+        from ..errors import DatasetNotFoundError, EmptyDatasetError
+
+        d = Path(path).expanduser()
+        if not d.is_dir():
+            raise DatasetNotFoundError(
+                f"no dataset directory at {d}; pass a LeanDojo-layout dataset (random/, "
+                "novel_premises/, corpus.jsonl), e.g. lean_dojo_v2.data.sample_dataset_path()"
+            )
+        require_complete_dataset(d)
+        if not any(True for _ in DatasetDir(d).all_theorems()):
+            raise EmptyDatasetError(f"dataset {d} holds no theorem: nothing to train on or prove")
+        if source_dir is not None and not Path(source_dir).is_dir():
+            raise DatasetNotFoundError(f"source_dir {source_dir} is not a directory")
+        extra = {k: v for k, v in (("url", url), ("commit", commit)) if v is not None}
+        return self.add_repository(d, source_dir=source_dir, dataset_dir=d, **extra)
+
+    def _require_repositories(self, what: str) -> None:
+        if not self.repositories:
+            raise NoRepositoryError(
+                f"{what} needs a repository: call setup_github_repository(url, commit), "
+                "setup_local_repository(path) or setup_traced_dataset(path) first"
+            )
+
+    def _require_tools(self, what: str) -> None:
+        """git and Lean (elan or lean) must be there before anything is cloned."""
+        from ..errors import LeanNotFoundError
+        from ..system.toolchain import ELAN_INSTALL_COMMAND, find_elan, find_program
+
+        missing = []
+        if shutil.which("git") is None:
+            missing.append("git (install it with your package manager)")
+        if find_elan() is None and find_program("lean") is None:
+            missing.append(f"Lean (install elan: `{ELAN_INSTALL_COMMAND}`)")
+        if missing:
+            raise LeanNotFoundError(
+                f"{what} needs git and Lean, and this machine lacks {' and '.join(missing)}; "
+                + DOCTOR_HINT
+            )
+
+    # ------------------------------------------------------------------ training
+
+    def train(self) -> Any:
+        """Train the agent's trainer over the database's curriculum of this agent's
+        repositories (easiest first); returns the trainer's result."""
+        self._require_repositories("train()")
+        if self.trainer is None:
+            raise AgentConfigError(f"{type(self).__name__} has no trainer to train")
+        result = self.trainer.train(repos=self.repos, database=self.database)
+        self.trained = True
+        self.prover = None  # the next prove() loads the trained model
+        return result
+
+    def evaluate(self) -> Any:
+        """The trainer's own evaluation when it has one; otherwise proof search on the held-out
+        ``random`` test split (no write-back), a :class:`ProveReport`."""
+        self._require_repositories("evaluate()")
+        evaluate = getattr(self.trainer, "evaluate", None)
+        if callable(evaluate):
+            return evaluate()
+        return self.prove(split="test", write_back=False)
+
+    # ------------------------------------------------------------------ proving
+
+    def initialize_prover(self, split: str | None = None) -> list[ProofTarget]:
+        """The theorems :meth:`prove` would try (see there) and ``self.prover`` built."""
+        targets, _, _ = self._targets(split)
+        if self.prover is None:
+            self._setup_prover()
+        return targets
+
+    def prove(
+        self,
+        whole_proof: bool = False,
+        *,
+        split: str | None = None,
+        limit: int | None = None,
+        write_back: bool = True,
+        out: str | os.PathLike[str] | None = None,
+        in_place: bool = False,
+        branch: str | None = None,
+        force: bool = False,
+        include_depends_on_sorry: bool = False,
+        record: bool = True,
+    ) -> ProveReport:
+        """Search for proofs and return a :class:`ProveReport`.
+
+        Targets: the database's unproved ``sorry`` theorems of this agent's repositories; when
+        there are none (a benchmark), the ``random`` test split of the agent's export of them
+        (held out from what :meth:`train` trains on); ``split`` picks a split explicitly.
+        ``limit``: at most that many theorems. Every proof is re-checked with ``verify_proof``
+        and recorded in the database (``record``). Proofs of ``sorry`` theorems are written into
+        a working copy of the repository's checkout (``write_back``; ``out``, ``branch``,
+        ``in_place``, ``force`` as for :func:`~lean_dojo_v2.prover.writeback.write_back`);
+        theorems whose statement uses a ``sorry`` declaration are reported as
+        ``depends_on_sorry`` and not written back unless ``include_depends_on_sorry``."""
+        from ..prover.parallel import prove_theorems
+
+        self._require_repositories("prove()")
+        if split is not None and split not in SPLITS:
+            raise AgentConfigError(f"split must be one of {', '.join(SPLITS)}, not {split!r}")
+        if limit is not None and (isinstance(limit, bool) or limit < 1):
+            raise AgentConfigError(f"limit must be at least 1, got {limit!r}")
+        start = time.perf_counter()
+        self._check_ready()
+        targets, target_kind, data_dir = self._targets(split)
+        startable, left_out = self._startable(targets)
+        if limit is not None:
+            startable = startable[:limit]
+        # Write-back is checked before any search: a bad argument must not cost the proofs.
+        wb_targets = (
+            self._check_write_back(startable, out, in_place, branch, force)
+            if write_back and target_kind == "sorry"
+            else {}
+        )
+        if self.prover is None:
+            self._setup_prover()
+        prover = self.prover
+        config = dataclasses.replace(self.search_config, whole_proof=whole_proof)
+        notes: list[str] = list(self._prove_notes())
+        outcomes: list[TheoremOutcome] = []
+        backends: list[str] = []
+        notice = None
+        recorded: dict[str, Any] | None = None
+        for repo, group in _by_repository(startable):
+            choice = self._choose_env(repo, data_dir, config)
+            if choice.notice and notice is None:
+                notice = choice.notice
+                self._say(choice.notice)
+            backends.append(choice.backend)
+            theorems = [t.theorem for t in group]
+            results = prove_theorems(
+                theorems,
+                choice.make_env,
+                lambda: prover,
+                config,
+                workers=1,
+                backend="inline",
+                progress=self.progress and not self.quiet,
+                desc=f"proving ({choice.backend})",
+            )
+            results = self._recheck(results, theorems, choice)
+            triage = self._triage(repo, theorems)
+            for theorem, result in zip(theorems, results, strict=True):
+                outcomes.append(_outcome(result, repo, triage.get(theorem.full_name)))
+            if record:
+                part = self._record(results, theorems)
+                recorded = _merge_recorded(recorded, part)
+        write_back_info = {}
+        for label, (repo, target, wb_args) in wb_targets.items():
+            write_back_info[label] = self._write_back(
+                repo, target, wb_args, outcomes, include_depends_on_sorry
+            )
+        report = ProveReport(
+            agent=type(self).__name__,
+            backend=_one_or_list(backends, self.backend),
+            target=target_kind,
+            model=self._model_label(),
+            trained=self.trained if self.trainer is not None else None,
+            whole_proof=whole_proof,
+            outcomes=outcomes,
+            seconds=time.perf_counter() - start,
+            backend_notice=notice,
+            left_out=left_out,
+            write_back=write_back_info,
+            recorded=recorded,
+            notes=notes,
+        )
+        self.last_report = report
+        self._say(report.summary(notice=False))  # the notice was said before the search
+        return report
+
+    def prove_theorem(self, theorem: Theorem | str, whole_proof: bool = False) -> TheoremOutcome:
+        """Prove one theorem (a ``Theorem`` of the agent's repositories, or its full name); the
+        proof is re-checked and recorded, not written back."""
+        from ..prover.parallel import prove_theorems
+
+        self._require_repositories("prove_theorem()")
+        self._check_ready()
+        targets, _, data_dir = self._targets("all")
+        name = theorem if isinstance(theorem, str) else theorem.full_name
+        found = [t for t in targets if t.theorem.full_name == name]
+        if not found:
+            from ..interaction.types import UnknownTheoremError
+
+            raise UnknownTheoremError(
+                f"theorem {name!r} is not in this agent's repositories "
+                f"({', '.join(r.label for r in self.repositories)})"
+            )
+        target = found[0]
+        if self.prover is None:
+            self._setup_prover()
+        prover = self.prover
+        config = dataclasses.replace(self.search_config, whole_proof=whole_proof)
+        choice = self._choose_env(target.repository, data_dir, config)
+        if choice.notice:
+            self._say(choice.notice)
+        results = prove_theorems(
+            [target.theorem],
+            choice.make_env,
+            lambda: prover,
+            config,
+            backend="inline",
+            progress=False,
+        )
+        results = self._recheck(results, [target.theorem], choice)
+        self._record(results, [target.theorem])
+        triage = self._triage(target.repository, [target.theorem])
+        return _outcome(results[0], target.repository, triage.get(name))
+
+    # ------------------------------------------------------------------ proving: the parts
+
+    def _check_ready(self) -> None:  # noqa: B027 - an optional hook, not abstract
+        """Refuse, before anything is exported or searched, what cannot work (default: nothing
+        to check; ``ExternalAgent``: the endpoint)."""
+
+    def _prove_notes(self) -> list[str]:
+        """What a subclass says before proving (e.g. that the model is untrained)."""
+        return []
+
+    def _targets(self, split: str | None) -> tuple[list[ProofTarget], str, Path]:
+        """``(targets, target kind, the dataset the replay environment reads)``. The agent's
+        repositories are exported (the same splits its trainers use) to ``work_dir/prove-data``.
+        ``split="all"``: every theorem of every split."""
+        from ..data.dataset import DatasetDir
+
+        db = self.database
+        data_dir = self.work_dir / "prove-data"
+        data_dir.parent.mkdir(parents=True, exist_ok=True)
+        db.export_merged_data(self.repos, data_dir)
+        by_key = {(r.url, r.commit): r for r in self.repositories}
+        default = self.repositories[0]
+
+        def owner(t: Theorem) -> AgentRepository:
+            return by_key.get((t.url, t.commit), default)
+
+        if split is None:
+            sorry = [
+                ProofTarget(t, r)
+                for r in self.repositories
+                for t in db.theorems(r.info, status="sorry_unproved")
+            ]
+            if sorry:
+                return sorry, "sorry", data_dir
+            split = "test"
+        d = DatasetDir(data_dir)
+        theorems = list(d.all_theorems("random")) if split == "all" else d.theorems("random", split)
+        return [ProofTarget(t, owner(t)) for t in theorems], split, data_dir
+
+    def _startable(self, targets: list[ProofTarget]) -> tuple[list[ProofTarget], int]:
+        """All targets for Pantograph; only those with a recorded tactic proof for replay (the
+        only ones it can start). Decided per repository, as the environment is."""
+        out, left_out = [], 0
+        for t in targets:
+            if t.theorem.traced_tactics or self._pantograph_possible(t.repository):
+                out.append(t)
+            else:
+                left_out += 1
+        return out, left_out
+
+    def _pantograph_possible(self, repo: AgentRepository) -> bool:
+        from .environment import is_built_project
+
+        return self.backend != "replay" and is_built_project(repo.source_dir)
+
+    def _choose_env(self, repo: AgentRepository, data_dir: Path, config: Any) -> Any:
+        from .environment import choose_env
+
+        return choose_env(
+            repo.source_dir, data_dir, backend=self.backend, tactic_timeout=config.tactic_timeout
+        )
+
+    def _recheck(self, results: list[Any], theorems: list[Theorem], choice: Any) -> list[Any]:
+        """Every proved result re-checked once more with ``verify_proof`` on a fresh environment
+        of the same kind; a proof it does not accept is not counted."""
+        from ..prover.verify import verify_proof
+        from ..prover.workers import close_env
+
+        if not any(r.status == "proved" for r in results):
+            return results
+        env = choice.make_env()
+        try:
+            out = []
+            for theorem, r in zip(theorems, results, strict=True):
+                if r.status != "proved":
+                    out.append(r)
+                    continue
+                verdict = verify_proof(env, theorem, r.proof)
+                if verdict is not None and verdict.ok:
+                    out.append(dataclasses.replace(r, checked_by=verdict.checked_by))
+                else:
+                    why = "; ".join(verdict.messages) if verdict is not None else "no verdict"
+                    out.append(
+                        dataclasses.replace(
+                            r, status="failed", error=f"the re-check rejected the proof: {why}"
+                        )
+                    )
+            return out
+        finally:
+            close_env(env)
+
+    def _triage(self, repo: AgentRepository, theorems: list[Theorem]) -> dict[str, list[str]]:
+        if repo.source_dir is None:
+            return {}
+        from .triage import placeholder_dependencies
+
+        return placeholder_dependencies(repo.source_dir, theorems)
+
+    def _record(self, results: list[Any], theorems: list[Theorem]) -> dict[str, Any] | None:
+        """Record the proved results in the database; the recording summary (None: nothing
+        proved)."""
+        from ..prover.recording import record_results
+
+        if not any(r.status == "proved" for r in results):
+            return None
+        summary = record_results(self.database, results, theorems, model=self._model_label())
+        return summary.to_dict()
+
+    def _check_write_back(
+        self,
+        targets: list[ProofTarget],
+        out: str | os.PathLike[str] | None,
+        in_place: bool,
+        branch: str | None,
+        force: bool,
+    ) -> dict[str, tuple[AgentRepository, Any, dict[str, Any]]]:
+        from ..prover.writeback import check_write_back
+
+        repos = {t.repository.label: t.repository for t in targets if t.repository.source_dir}
+        if out is not None and len(repos) > 1:
+            raise AgentConfigError(
+                "out= names one working copy, and the theorems come from several repositories: "
+                "leave out to the default (one per repository under RAID_DIR/writeback)"
+            )
+        checked = {}
+        for repo in repos.values():
+            args = {"out": out, "in_place": in_place, "branch": branch, "force": force}
+            checked[repo.label] = (repo, check_write_back(repo.source_dir, **args), args)
+        return checked
+
+    def _write_back(
+        self,
+        repo: AgentRepository,
+        target: Any,
+        args: dict[str, Any],
+        outcomes: list[TheoremOutcome],
+        include_depends_on_sorry: bool,
+    ) -> dict[str, Any]:
+        from ..prover.writeback import ProofEdit, write_back
+
+        mine = [o for o in outcomes if o.repository == repo.label and o.proved]
+        edits = []
+        theorems = {
+            (t.full_name, t.file_path): t
+            for t in self.database.theorems(repo.info, status="sorry", with_tactics=False)
+        }
+        for o in mine:
+            if o.triage == DEPENDS_ON_SORRY and not include_depends_on_sorry:
+                o.reason = (
+                    "not written back: its statement uses "
+                    + ", ".join(o.depends_on)
+                    + ", itself a sorry placeholder, so the proof may be an artefact of it "
+                    "(prove(include_depends_on_sorry=True) writes it anyway)"
+                )
+                continue
+            theorem = theorems.get((o.theorem, o.file_path))
+            if theorem is not None:
+                edits.append(ProofEdit.of(theorem, o.proof or []))
+        if not edits:
+            return {"written": [], "skipped": {}, "files": [], "diff_file": None}
+        try:
+            result = write_back(repo.source_dir, edits, missing="skip", **args)
+        except (LeanDojoError, OSError) as exc:
+            return {"error": str(exc), "written": [], "skipped": {}, "diff_file": None}
+        info = result.to_dict()
+        info["diff_file"] = None
+        if result.diff and not result.in_place:
+            diff_file = result.workdir / ".lean_dojo_v2_proofs.diff"
+            diff_file.write_bytes(result.diff.encode("utf-8"))
+            info["diff_file"] = str(diff_file)
+        written = set(result.written)
+        for o in mine:
+            o.written_back = o.theorem in written
+            if not o.written_back and o.theorem in info.get("skipped", {}):
+                o.reason = f"not written back: {info['skipped'][o.theorem]}"
+        return info
+
+    def _say(self, text: str) -> None:
+        if not self.quiet:
+            print(text, file=sys.stderr, flush=True)
+
+
+def _database_path(path: str | os.PathLike[str] | None) -> Path:
+    if path is None:
+        from ..config import get_settings
+
+        return get_settings().raid_dir / "dynamic_database.sqlite"
+    p = Path(path).expanduser()
+    if p.suffix == ".json":
+        # The seed's default was a JSON file; the database here is SQLite (import an upstream
+        # JSON file with `lean-dojo-v2 db import-json`).
+        return p.with_suffix(".sqlite")
+    return p
+
+
+def _merge_recorded(
+    total: dict[str, Any] | None, part: dict[str, Any] | None
+) -> dict[str, Any] | None:
+    if part is None:
+        return total
+    if total is None:
+        return dict(part)
+    return {k: total[k] + part[k] for k in total}
+
+
+def _by_repository(
+    targets: Sequence[ProofTarget],
+) -> list[tuple[AgentRepository, list[ProofTarget]]]:
+    groups: dict[str, tuple[AgentRepository, list[ProofTarget]]] = {}
+    for t in targets:
+        groups.setdefault(t.repository.label, (t.repository, []))[1].append(t)
+    return list(groups.values())
+
+
+def _one_or_list(backends: list[str], configured: str) -> str | list[str]:
+    unique = sorted(set(backends))
+    if not unique:
+        return "replay" if configured == "auto" else configured
+    return unique[0] if len(unique) == 1 else unique
+
+
+def _outcome(result: Any, repo: AgentRepository, depends_on: list[str] | None) -> TheoremOutcome:
+    reason = result.error
+    if result.status == "failed" and not reason:
+        reason = str(result.stats.get("stop_reason") or "") or None
+    return TheoremOutcome(
+        theorem=result.theorem,
+        file_path=result.file_path,
+        status=result.status,
+        proof=list(result.proof) if result.status == "proved" and result.proof else None,
+        backend=result.backend,
+        checked_by=result.checked_by if result.status == "proved" else None,
+        expansions=result.expansions,
+        seconds=result.seconds,
+        repository=repo.label,
+        triage=DEPENDS_ON_SORRY if depends_on else None,
+        depends_on=list(depends_on or []),
+        reason=reason,
+    )
+
+
+__all__ = ["AgentRepository", "BaseAgent", "ProofTarget"]

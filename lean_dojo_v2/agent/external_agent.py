@@ -1,0 +1,88 @@
+"""Layer 4 (agent): :class:`ExternalAgent`, proving with a model behind an OpenAI-compatible API.
+
+``ExternalAgent(model_name=...)`` proves with an :class:`~lean_dojo_v2.prover.ExternalProver`
+(vLLM, a hosted API, the library's own server): nothing to train, so ``train()`` says so and
+returns. The endpoint is asked once, before any search, whether it is there and serves the model;
+an unreachable one is a one-line ``ExternalModelError``.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from .base import BaseAgent
+
+
+class ExternalAgent(BaseAgent):
+    """An agent whose prover is a remote model.
+
+    ``model_name``: the model the server serves (default ``$LEAN_DOJO_V2_EXTERNAL_MODEL``, else
+    the first one it lists); ``base_url``: the API root (default ``$OPENAI_BASE_URL``, else a
+    local vLLM at ``http://localhost:8000/v1``); ``api_key``: default ``$OPENAI_API_KEY``;
+    ``prover_kwargs``: the rest of ``ExternalProver``'s settings (``temperature``, ``timeout``,
+    ``max_retries``...). Other keywords: :class:`BaseAgent`'s."""
+
+    def __init__(
+        self,
+        model_name: str | None = None,
+        database_path: str | os.PathLike[str] | None = None,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        prover_kwargs: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        from ..prover.external_prover import ExternalProver
+
+        # Checked now (a bad URL or setting is one line here), asked nothing of the network yet.
+        self._external = ExternalProver(
+            model_name, base_url=base_url, api_key=api_key, **(prover_kwargs or {})
+        )
+        super().__init__(database_path, **kwargs)
+        self.model_name = model_name
+        self._endpoint_ok = False
+
+    def _get_build_deps(self) -> bool:
+        return False
+
+    def train(self) -> None:
+        """Nothing to train: the model is served elsewhere. Says so and returns None."""
+        self._say(
+            f"ExternalAgent: nothing to train (the model is served at {self._external.base_url}); "
+            "prove() uses it as it is"
+        )
+        return None
+
+    def evaluate(self) -> Any:
+        """Proof search on the held-out ``random`` test split (no write-back)."""
+        self._require_repositories("evaluate()")
+        return self.prove(split="test", write_back=False)
+
+    def _setup_prover(self) -> None:
+        self._check_ready()
+        self.prover = self._external
+
+    def _check_ready(self) -> None:
+        """One request before anything else: the server answers and serves the model (once;
+        an unreachable one is a one-line ``ExternalModelError``)."""
+        if self._endpoint_ok:
+            return
+        self._check_endpoint()
+        self._endpoint_ok = True
+
+    def _check_endpoint(self) -> None:
+        prover = self._external
+        if prover._model_name is None:
+            prover.model_name  # noqa: B018 - asks the server (ExternalModelError when unreachable)
+            return
+        from ..prover.cli import _check_endpoint
+
+        _check_endpoint(prover.base_url, prover._model_name, prover._api_key)
+
+    def _model_label(self) -> str | None:
+        name = self._external._model_name or self.model_name or "<first served model>"
+        return f"{name} @ {self._external.base_url}"
+
+
+__all__ = ["ExternalAgent"]

@@ -1,0 +1,130 @@
+"""Layer 4 (agent): :class:`HFAgent`, the seed's agent around a causal-LM trainer.
+
+``HFAgent(trainer=SFTTrainer(...) | GRPOTrainer(...))``: ``train()`` runs the trainer over the
+database's curriculum; ``prove()`` proves with ``HFProver(trainer.output_dir,
+use_lora=trainer.lora_config is not None)``: the trained model, read from where the trainer wrote
+it. Before ``train()`` it proves with the trainer's base model and says so.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from .base import BaseAgent
+from .errors import AgentConfigError
+
+
+def search_config_from_prover_config(prover_config: Any, base: Any = None) -> Any:
+    """The seed's ``ProverConfig`` (``lean_dojo_v2.lean_agent.config``) as a ``SearchConfig``:
+    ``num_sampled_tactics`` → ``num_samples``, ``max_expansions`` (None keeps the default),
+    ``timeout``."""
+    import dataclasses
+
+    from ..prover.search_config import SearchConfig
+
+    config = base or SearchConfig()
+    if prover_config is None:
+        return config
+    values = {
+        "num_samples": prover_config.num_sampled_tactics,
+        "timeout": float(prover_config.timeout),
+    }
+    if prover_config.max_expansions is not None:
+        values["max_expansions"] = prover_config.max_expansions
+    return dataclasses.replace(config, **values)
+
+
+class HFAgent(BaseAgent):
+    """An agent whose prover is a local Hugging Face model trained by ``trainer``.
+
+    ``trainer``: an ``SFTTrainer`` or ``GRPOTrainer`` (anything with ``train(repos, database)``,
+    ``output_dir``, ``lora_config`` and ``model_name``). ``prover_config``: the seed's
+    ``ProverConfig`` (mapped onto ``search_config``); ``device`` and ``prover_kwargs`` go to
+    ``HFProver`` (e.g. ``{"temperature": 0.7}``). ``training_config`` is the seed's argument and
+    unused (the trainer carries its config). Other keywords: :class:`BaseAgent`'s."""
+
+    def __init__(
+        self,
+        trainer: Any,
+        database_path: str | os.PathLike[str] | None = None,
+        training_config: Any = None,
+        prover_config: Any = None,
+        *,
+        device: str = "auto",
+        prover_kwargs: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        output_dir = getattr(trainer, "output_dir", None)
+        if trainer is None or not callable(getattr(trainer, "train", None)):
+            raise AgentConfigError(
+                "HFAgent needs a trainer: HFAgent(trainer=SFTTrainer(...)) or GRPOTrainer(...)"
+            )
+        if output_dir is None or not str(os.fspath(output_dir)).strip():
+            raise AgentConfigError(
+                f"the trainer {type(trainer).__name__} has no output_dir: HFAgent loads the trained "
+                "model from there; give the trainer output_dir='outputs-...'"
+            )
+        if prover_config is not None:
+            kwargs["search_config"] = search_config_from_prover_config(
+                prover_config, kwargs.get("search_config")
+            )
+        super().__init__(database_path, **kwargs)
+        self.trainer = trainer
+        self.training_config = training_config
+        self.prover_config = prover_config
+        self.device = device
+        self.prover_kwargs = dict(prover_kwargs or {})
+
+    @property
+    def output_dir(self) -> Path:
+        return Path(os.fspath(self.trainer.output_dir))
+
+    @property
+    def use_lora(self) -> bool:
+        return getattr(self.trainer, "lora_config", None) is not None
+
+    def _get_build_deps(self) -> bool:
+        return False
+
+    def _base_model(self) -> tuple[str | None, bool]:
+        """The trainer's starting model and whether it is a LoRA adapter directory."""
+        name = getattr(self.trainer, "model_name", None)
+        is_adapter = name is not None and (Path(os.fspath(name)) / "adapter_config.json").is_file()
+        return (os.fspath(name) if name is not None else None), is_adapter
+
+    def _setup_prover(self) -> None:
+        from ..prover.hf_prover import HFProver
+
+        if self.trained:
+            self.prover = HFProver(
+                str(self.output_dir),
+                use_lora=self.use_lora,
+                device=self.device,
+                **self.prover_kwargs,
+            )
+        else:
+            name, is_adapter = self._base_model()
+            self.prover = HFProver(
+                name, use_lora=is_adapter, device=self.device, **self.prover_kwargs
+            )
+
+    def _model_label(self) -> str | None:
+        if self.trained:
+            return str(self.output_dir)
+        name, _ = self._base_model()
+        return name or "smollm2"
+
+    def _prove_notes(self) -> list[str]:
+        if self.trained:
+            return []
+        note = (
+            f"not trained yet: proving with the trainer's base model {self._model_label()} "
+            "(call train() first to prove with the fine-tuned one)"
+        )
+        self._say(note)
+        return [note]
+
+
+__all__ = ["HFAgent", "search_config_from_prover_config"]

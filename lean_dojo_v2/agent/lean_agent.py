@@ -1,0 +1,195 @@
+"""Layer 4 (agent): :class:`LeanAgent`, lifelong premise retrieval and proving with it.
+
+``LeanAgent()`` trains the premise retriever (:class:`~lean_dojo_v2.trainer.RetrievalTrainer`)
+over the database's curriculum, one repository after another, with EWC guarding the earlier ones
+(the trainer's loop). After each new repository it re-evaluates every earlier one (R@10 on its
+held-out split) and reports *forgetting*: R@10 now minus R@10 right after that repository was
+learnt. ``prove()`` then searches with a :class:`~lean_dojo_v2.prover.RetrievalProver` (the tactic
+generator given premises retrieved by the trained retriever, accessible at each theorem).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from .base import BaseAgent
+from .errors import AgentConfigError
+from .hf_agent import search_config_from_prover_config
+from .results import LifelongResult
+
+
+class LeanAgent(BaseAgent):
+    """LeanAgent (see the module docstring).
+
+    ``training_config``: the retriever's ``TrainingConfig`` (``lean_dojo_v2.lean_agent.config``;
+    default: its defaults, the bundled MiniLM encoder); ``prover_config``: the seed's
+    ``ProverConfig`` (mapped onto ``search_config``); ``generator``: the tactic generator's model
+    (default: the bundled SmolLM2; an SFT output directory, a hub id); ``num_premises``: premises
+    per prompt. Other keywords: :class:`BaseAgent`'s."""
+
+    def __init__(
+        self,
+        database_path: str | os.PathLike[str] | None = None,
+        training_config: Any = None,
+        prover_config: Any = None,
+        *,
+        generator: str | os.PathLike[str] | None = None,
+        num_premises: int = 5,
+        device: str = "auto",
+        prover_kwargs: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        from ..trainer.retrieval_config import TrainingConfig
+        from ..trainer.retrieval_trainer import RetrievalTrainer
+
+        if training_config is not None and not isinstance(training_config, TrainingConfig):
+            raise AgentConfigError(
+                f"training_config must be a TrainingConfig, got {type(training_config).__name__}"
+            )
+        if prover_config is not None:
+            kwargs["search_config"] = search_config_from_prover_config(
+                prover_config, kwargs.get("search_config")
+            )
+        super().__init__(database_path, **kwargs)
+        self.training_config = training_config or TrainingConfig()
+        self.prover_config = prover_config
+        self.trainer = RetrievalTrainer(self.training_config)
+        self.generator = generator
+        self.num_premises = num_premises
+        self.device = device
+        self.prover_kwargs = dict(prover_kwargs or {})
+        self.retriever_dir: Path | None = None
+        self.lifelong: LifelongResult | None = None
+
+    def _get_build_deps(self) -> bool:
+        return True  # retrieval needs the whole premise corpus, dependencies included
+
+    def train(self) -> LifelongResult:
+        """Train over the curriculum, re-evaluating every earlier repository after each new one;
+        export the retriever (``work_dir/retriever``) for :meth:`prove`."""
+        self._require_repositories("train()")
+        tracker = _ForgettingTracker(self.trainer)
+        self.trainer.add_pass_listener(tracker)
+        try:
+            training = super().train()
+        finally:
+            self.trainer._pass_listeners.remove(tracker)
+        self.retriever_dir = self.trainer.export(self.work_dir / "retriever", force=False)
+        self.lifelong = LifelongResult(
+            repositories=tracker.labels,
+            training=training,
+            r10=tracker.r10,
+            eval_splits=tracker.splits,
+            forgetting=tracker.forgetting(),
+            retriever_dir=str(self.retriever_dir),
+        )
+        self._say(_lifelong_summary(self.lifelong))
+        return self.lifelong
+
+    def evaluate(self) -> dict[str, Any]:
+        """R@1, R@10, MRR, FullRecall@10 of the current retriever on each repository's held-out
+        split (the last training's exports; before training, the agent's own export)."""
+        self._require_repositories("evaluate()")
+        if self.lifelong is not None:
+            passes = sorted((Path(self.trainer.config.output_dir) / "data").glob("pass-*"))
+            return {str(p): _evaluate(self.trainer, p)[1] for p in passes}
+        _, _, data_dir = self._targets("test")
+        return {str(data_dir): _evaluate(self.trainer, data_dir)[1]}
+
+    def _setup_prover(self) -> None:
+        from ..prover.retrieval_prover import RetrievalProver
+
+        retriever: Any = self.retriever_dir
+        if retriever is None:
+            # Before train(): BM25 over the agent's export of its repositories.
+            from ..data.dataset import DatasetDir
+            from ..models.bm25 import BM25Retriever
+
+            _, _, data_dir = self._targets("test")
+            retriever = BM25Retriever(DatasetDir(data_dir).corpus())
+        self.prover = RetrievalProver(
+            self.generator,
+            retriever=retriever,
+            num_premises=self.num_premises,
+            device=self.device,
+            **self.prover_kwargs,
+        )
+
+    def _model_label(self) -> str | None:
+        gen = os.fspath(self.generator) if self.generator is not None else "smollm2"
+        ret = str(self.retriever_dir) if self.retriever_dir is not None else "bm25 (untrained)"
+        return f"{gen} + retriever {ret}"
+
+    def _prove_notes(self) -> list[str]:
+        if self.retriever_dir is not None:
+            return []
+        note = "not trained yet: premises are retrieved with BM25 (call train() for the trained retriever)"
+        self._say(note)
+        return [note]
+
+
+def _evaluate(trainer: Any, data_dir: Path, split: str | None = None) -> tuple[str | None, dict]:
+    """``(split, metrics)``: the retriever on ``split`` of ``data_dir`` (default: test, else val
+    when the test split has no premise to retrieve)."""
+    from ..errors import DatasetNotFoundError, EmptyDatasetError
+
+    for s in [split] if split else ["test", "val"]:
+        try:
+            return s, trainer.evaluate(data_path=data_dir, split=s)
+        except (EmptyDatasetError, DatasetNotFoundError):
+            continue
+    return None, {}
+
+
+class _ForgettingTracker:
+    """A pass listener: after pass ``k``, R@10 of every repository ``j <= k``."""
+
+    def __init__(self, trainer: Any) -> None:
+        self.trainer = trainer
+        self.labels: list[str] = []
+        self.dirs: list[Path] = []
+        self.splits: list[str | None] = []
+        self.r10: list[list[float | None]] = []
+
+    def __call__(self, k: int, p: Any, dataset: Any, info: dict) -> None:
+        if dataset.path is None:
+            return
+        self.labels.append(p.label)
+        self.dirs.append(Path(dataset.path))
+        self.splits.append(None)
+        row: list[float | None] = []
+        for j, d in enumerate(self.dirs):
+            split, metrics = _evaluate(self.trainer, d, self.splits[j])
+            self.splits[j] = split
+            row.append(metrics.get("R@10") if metrics else None)
+        self.r10.append(row)
+
+    def forgetting(self) -> dict[str, float | None]:
+        out: dict[str, float | None] = {}
+        for j, label in enumerate(self.labels):
+            first = self.r10[j][j] if j < len(self.r10) else None
+            last = self.r10[-1][j] if self.r10 and j < len(self.r10[-1]) else None
+            out[label] = None if first is None or last is None else round(last - first, 6)
+        return out
+
+
+def _lifelong_summary(result: LifelongResult) -> str:
+    lines = [f"LeanAgent: trained the retriever over {len(result.repositories)} repositories"]
+    for j, label in enumerate(result.repositories):
+        first = result.r10[j][j] if j < len(result.r10) else None
+        last = result.r10[-1][j] if result.r10 else None
+        change = result.forgetting.get(label)
+        lines.append(
+            f"  {label}: R@10 {_fmt(first)} when learnt, {_fmt(last)} at the end "
+            f"(forgetting {_fmt(change)}; {result.eval_splits[j] or 'no'} split)"
+        )
+    return "\n".join(lines)
+
+
+def _fmt(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.3f}"
+
+
+__all__ = ["LeanAgent"]

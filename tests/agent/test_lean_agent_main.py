@@ -1,0 +1,58 @@
+"""``python -m lean_dojo_v2.lean_agent`` trains, evaluates, then proves the test split with a
+RetrievalProver on the exported retriever (tiny encoder and generator; replay, said so)."""
+
+from __future__ import annotations
+
+import json
+
+
+def test_lean_agent_main_also_proves(tmp_path, capsys, tiny_encoder, tiny_causal, sample):
+    import torch
+
+    from lean_dojo_v2.lean_agent.__main__ import main
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        rc = main(
+            [
+                "--data",
+                str(sample),
+                "-o",
+                str(tmp_path / "out"),
+                "--json",
+                "--set",
+                f"model_name={tiny_encoder}",
+                "--set",
+                "max_steps=1",
+                "--set",
+                "accelerator=cpu",
+                "--set",
+                "progress_bar=false",
+                "--set",
+                "report_to=none",
+                "--set",
+                "max_seq_len=64",
+                "--set",
+                "batch_size=8",
+                "--generator",
+                str(tiny_causal),
+                "--num-samples",
+                "2",
+                "--max-expansions",
+                "2",
+                "--prove-limit",
+                "1",
+            ]
+        )
+    finally:
+        torch.set_num_threads(threads)
+    captured = capsys.readouterr()
+    assert rc == 0, captured.err
+    result = json.loads(captured.out.strip().splitlines()[-1])
+    prove = result["prove"]
+    assert prove["retriever"] == str(tmp_path / "out") + "-retriever"
+    assert prove["generator"] == str(tiny_causal)
+    entry = prove[str(sample)]
+    assert entry["backend"] == "replay" and entry["attempted"] == 1
+    assert "backend: replay" in captured.err
