@@ -87,31 +87,6 @@ def cmd_data_split(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_quickstart(args: argparse.Namespace) -> int:
-    # Until the training/proving loop lands, the quickstart shows the bundled real sample.
-    from .data.dataset import DatasetDir
-    from .data.sample import sample_dataset_path
-    from .data.stats import compute_stats
-
-    path = sample_dataset_path()
-    d = DatasetDir(path)
-    stats = compute_stats(d.all_theorems()).to_dict()
-    meta = d.metadata()
-    if args.json:
-        print(json.dumps({"dataset": str(path), **stats}))
-        return 0
-    origin = meta.get("from_repo", {})
-    print("lean-dojo-v2 quickstart: the bundled real sample")
-    print(f"  {path}")
-    print(f"  traced from {origin.get('url', '?')} @ {origin.get('commit', '?')[:12]}")
-    _print_stats(stats, False, "  counts:")
-    for strategy in ("random", "novel_premises"):
-        sizes = {s: len(d.theorems(strategy, s)) for s in ("train", "val", "test")}
-        print(f"  {strategy:<15} " + "  ".join(f"{k}={v}" for k, v in sizes.items()))
-    print("Next: `lean-dojo-v2 data stats PATH` on your own LeanDojo dataset.")
-    return 0
-
-
 def build_parser() -> argparse.ArgumentParser:
     from . import __version__
     from .config.cli import CommandParser
@@ -130,9 +105,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    qs = sub.add_parser("quickstart", help="run the main job offline on the bundled sample")
-    qs.add_argument("--json", action="store_true", help="print JSON")
-    qs.set_defaults(func=cmd_quickstart)
+    from .quickstart.cli import add_quickstart_parser
+
+    add_quickstart_parser(sub)
 
     data = sub.add_parser("data", help="inspect and split LeanDojo-layout datasets")
     data_sub = data.add_subparsers(dest="data_command", metavar="COMMAND")
@@ -182,7 +157,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--json", action="store_true", help="print split sizes as JSON")
     sp.set_defaults(func=cmd_data_split)
 
+    from .agent.doctor import add_doctor_parser
     from .database.cli import add_db_parser
+    from .external_api.cli import add_serve_parser
     from .lean_dojo.cli import add_trace_parser
     from .models.cli import add_generate_parser
     from .models.retrieval_cli import add_eval_parser
@@ -195,6 +172,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_eval_parser(sub)
     add_train_parser(sub)
     add_prove_parser(sub)
+    add_serve_parser(sub)
+    add_doctor_parser(sub)
     return parser
 
 

@@ -170,8 +170,11 @@ def test_every_command_has_help(argv):
     assert proc.returncode == 0 and "usage: lean-dojo-v2" in proc.stdout
 
 
-def test_quickstart_reports_the_bundled_sample(capsys):
-    code, out, _ = _run(capsys, "quickstart", "--json")
+def test_data_stats_reports_the_bundled_sample(capsys):
+    # What `quickstart` printed before it ran the whole loop (tests/test_quickstart.py).
+    from lean_dojo_v2.data import sample_dataset_path
+
+    code, out, _ = _run(capsys, "data", "stats", str(sample_dataset_path()), "--json")
     assert code == 0
     data = json.loads(out)
     assert data["theorems"] == 100 and data["tactics"] == 158

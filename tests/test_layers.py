@@ -47,6 +47,7 @@ LAYERS: dict[str, int] = {
     "external_api": 4,
     "lean_agent": 4,
     "cli": 5,
+    "quickstart": 5,  # lean-dojo-v2 quickstart: the whole loop, wired from layers 0-3
     "__main__": 5,  # python -m lean_dojo_v2: the command line
 }
 

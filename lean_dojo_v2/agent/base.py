@@ -634,12 +634,7 @@ class BaseAgent(ABC):
             result = write_back(repo.source_dir, edits, missing="skip", **args)
         except (LeanDojoError, OSError) as exc:
             return {"error": str(exc), "written": [], "skipped": {}, "diff_file": None}
-        info = result.to_dict()
-        info["diff_file"] = None
-        if result.diff and not result.in_place:
-            diff_file = result.workdir / ".lean_dojo_v2_proofs.diff"
-            diff_file.write_bytes(result.diff.encode("utf-8"))
-            info["diff_file"] = str(diff_file)
+        info = result.report()
         written = set(result.written)
         for o in mine:
             o.written_back = o.theorem in written

@@ -525,13 +525,7 @@ def _write_back(
         missing="skip",
         force=args.force,
     )
-    info = result.to_dict()
-    info["diff_file"] = None
-    if result.diff and not result.in_place:
-        diff_file = result.workdir / ".lean_dojo_v2_proofs.diff"
-        diff_file.write_bytes(result.diff.encode("utf-8"))
-        info["diff_file"] = str(diff_file)
-    return info
+    return result.report()
 
 
 def _write_back_failed(

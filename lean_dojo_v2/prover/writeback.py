@@ -64,6 +64,7 @@ __all__ = [
 _COPY_IGNORE = (".lake", "lake-packages")
 _GIT_TIMEOUT = 600.0
 _DEFAULT_AUTHOR = ("lean-dojo-v2", "lean-dojo-v2@localhost")
+DIFF_FILE = ".lean_dojo_v2_proofs.diff"
 
 
 class WriteBackError(LeanDojoError):
@@ -338,6 +339,18 @@ class WriteBackResult:
             "commit": self.commit,
             "in_place": self.in_place,
         }
+
+    def report(self) -> dict[str, Any]:
+        """:meth:`to_dict` plus ``diff_file``: the diff saved as ``.lean_dojo_v2_proofs.diff`` in
+        the working copy (None in place, where git shows it, or without changes), so that
+        ``git apply`` can replay it on another checkout."""
+        info = self.to_dict()
+        info["diff_file"] = None
+        if self.diff and not self.in_place:
+            diff_file = self.workdir / DIFF_FILE
+            diff_file.write_bytes(self.diff.encode("utf-8"))
+            info["diff_file"] = str(diff_file)
+        return info
 
 
 def _git(args: Sequence[str], cwd: Path, env: Mapping[str, str] | None = None) -> str:

@@ -177,9 +177,7 @@ except ImportError:  # not installed into this interpreter: use the checkout bes
     sys.path.insert(0, str(REPO_ROOT))
 
 from lean_dojo_v2.data import (  # noqa: E402
-    Pos,
     Theorem,
-    TracedTactic,
     find_declarations,
     load_theorems,
     sample_dataset_path,
@@ -193,9 +191,6 @@ from lean_dojo_v2.interaction.replay import (  # noqa: E402
 )
 
 MINIF2F_RELATIVE = Path("minictx") / "derived" / "minif2f_test_traced_tactics.json"
-MINIF2F_URL = "https://github.com/rah4927/lean-dojo-mew"
-MINIF2F_COMMIT = "d00c776260c77de7e70125ef0cd119de6c0ff1de"
-MINIF2F_FILE = "MiniF2F/Test.lean"
 
 NOT_RECORDED = "unknown tactic (not among recorded transitions)"
 NOT_EMULATED = "the fake Pantograph REPL does not emulate"
@@ -517,52 +512,16 @@ def _json_loads(text: str) -> Any:
 # Recorded data.
 # ---------------------------------------------------------------------------------------------
 
-_NO_GOALS_FINAL = {"no goals", "🎉 no goals"}
-_BLOCK_SEPARATOR = "\n-/\n/-\n"
-
-
 # The real data bundled with the tests (a trimmed copy of shared/data, same layout).
 REAL_DATA = REPO_ROOT / "tests" / "data" / "real"
 
 
-def _minictx_state(state: str) -> str:
-    # The derived file unwrapped each state from "/- … -/"; where miniCTX printed one comment block
-    # per goal the inner separators remain. Wrap it again so goals.clean_state splits the blocks.
-    return f"/-\n{state}\n-/" if _BLOCK_SEPARATOR in state else state
-
-
 def minif2f_theorems(records: list[dict[str, Any]]) -> list[Theorem]:
-    """miniCTX's derived miniF2F-test chains → :class:`Theorem` (malformed chains skipped)."""
-    out = []
-    for rec in records:
-        steps = rec.get("traced_tactics") or []
-        if not steps or steps[-1].get("state_after", "").strip() not in _NO_GOALS_FINAL:
-            continue  # a final state that is not a clean "no goals" is malformed in the source
-        inner = [s["state_before"] for s in steps] + [s["state_after"] for s in steps[:-1]]
-        if any(not state.strip() for state in inner):
-            continue  # Lean printed no state there (the prefix did not elaborate)
-        tactics = [
-            TracedTactic.unannotated(
-                s["tactic"], _minictx_state(s["state_before"]), _minictx_state(s["state_after"])
-            )
-            for s in steps
-        ]
-        if any("-/" in g for t in tactics for g in goal_texts(t.state_before)):
-            continue
-        out.append(
-            Theorem(
-                url=MINIF2F_URL,
-                commit=MINIF2F_COMMIT,
-                file_path=MINIF2F_FILE,
-                full_name=rec["full_name"],
-                start=Pos(1, 1),
-                end=Pos(1, 1),
-                traced_tactics=tactics,
-                theorem_statement=rec.get("statement"),
-                has_statement_field=True,
-            )
-        )
-    return out
+    """miniCTX's derived miniF2F-test chains → :class:`Theorem` (malformed chains skipped): the
+    library's reader, which also builds the quickstart's bundled copy."""
+    from lean_dojo_v2.quickstart.minif2f import chains_to_theorems
+
+    return chains_to_theorems(records)
 
 
 def _load_path(path: Path) -> list[Theorem]:

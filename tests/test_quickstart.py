@@ -1,0 +1,169 @@
+"""``lean-dojo-v2 quickstart``: the bundled data, the focused set, the pipeline with a tiny model,
+bad input, and (slow) the real default run's claim: training reaches search."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from lean_dojo_v2.cli import main
+from lean_dojo_v2.data.dataset import DatasetDir
+from lean_dojo_v2.quickstart.focused import MAX_TACTIC_CHARS, focused_theorems, is_focused
+from lean_dojo_v2.quickstart.minif2f import build_dataset, bundled_dataset_path, is_held_out
+
+ROOT = Path(__file__).resolve().parents[1]
+MINIF2F = (
+    ROOT / "tests" / "data" / "real" / "minictx" / "derived" / "minif2f_test_traced_tactics.json"
+)
+REQUIRED = ("backend", "attempted", "proved", "expansions", "seconds", "plot", "adapter")
+
+
+def _run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory) -> Path:
+    sys.path.insert(0, str(ROOT / "tests"))
+    from tiny_models import build_tiny_causal
+
+    return build_tiny_causal(tmp_path_factory.mktemp("quickstart") / "tiny")
+
+
+def _tiny_args(model: Path, out: Path, *extra: str) -> list[str]:
+    sets = [
+        f"model_name={model}",
+        "train_steps=1",
+        "batch_size=4",
+        "num_samples=2",
+        "max_new_tokens=4",
+        "max_expansions=1",
+        "max_theorems=2",
+        "threads=1",
+    ]
+    return ["quickstart", "--out", str(out), *extra] + [a for s in sets for a in ("--set", s)]
+
+
+# -- the data ------------------------------------------------------------------------------------
+
+
+def test_bundled_dataset_is_what_build_dataset_writes(tmp_path):
+    built = build_dataset(json.loads(MINIF2F.read_text("utf-8")), tmp_path / "built")
+    bundled = bundled_dataset_path()
+    names = sorted(
+        str(p.relative_to(built)) for p in built.rglob("*") if p.is_file() and p.name[0] != "."
+    )
+    assert names == [
+        "corpus.jsonl",
+        "metadata.json",
+        *(f"random/{s}.json" for s in ("test", "train", "val")),
+        "traced_files.jsonl",
+    ]
+    for name in names:
+        assert (bundled / name).read_bytes() == (built / name).read_bytes(), name
+    assert (bundled / "SOURCE.txt").is_file()
+
+
+def test_split_and_focused_set():
+    d = DatasetDir(bundled_dataset_path())
+    train, test = d.theorems("random", "train"), d.theorems("random", "test")
+    assert (len(train), len(test)) == (44, 12)
+    assert not any(is_held_out(t.full_name) for t in train)
+    assert all(is_held_out(t.full_name) for t in test)
+    focused_train, focused_test = focused_theorems(train), focused_theorems(test)
+    assert (len(focused_train), len(focused_test)) == (34, 10)
+    assert sum(len(t.traced_tactics) for t in focused_train) == 46
+    for t in focused_train + focused_test:
+        assert 1 <= len(t.traced_tactics) <= 2
+        assert all(len(tt.tactic) <= MAX_TACTIC_CHARS for tt in t.traced_tactics)
+    long_proof = next(t for t in train if len(t.traced_tactics) > 2)
+    assert not is_focused(long_proof)
+
+
+# -- the pipeline with a tiny model --------------------------------------------------------------
+
+
+def test_tiny_run_then_reuse(capsys, tiny_model, tmp_path):
+    out = tmp_path / "qs"
+    code, stdout, _ = _run(capsys, *_tiny_args(tiny_model, out, "--json"))
+    assert code == 0
+    report = json.loads(stdout.strip().splitlines()[-1])
+    for key in REQUIRED:
+        assert key in report
+        if key not in ("plot", "adapter", "backend"):
+            assert key in report["untrained"]
+    assert report["backend"] == "replay" and report["attempted"] == 4
+    assert report["untrained"]["attempted"] == 4
+    assert set(report["splits"]) == {"train", "held_out"}
+    assert Path(report["plot"]).is_file() and Path(report["plot"]).stat().st_size > 0
+    assert (Path(report["adapter"]) / "adapter_config.json").is_file()
+    assert report["training"]["reused"] is False and report["training"]["steps"] == 1
+    assert "backend: replay" in stdout and "only" in stdout
+    assert json.loads((out / "report.json").read_text()) == report
+
+    code, stdout, _ = _run(capsys, *_tiny_args(tiny_model, out, "--json"))
+    again = json.loads(stdout.strip().splitlines()[-1])
+    assert code == 0 and again["training"]["reused"] is True
+    assert again["training"]["first_loss"] == report["training"]["first_loss"]
+    assert again["untrained"]["reused"] is True and report["untrained"]["reused"] is False
+    assert again["untrained"]["splits"] == report["untrained"]["splits"]
+    assert "reusing the adapter" in stdout and "first run's" in stdout
+
+    code, stdout, _ = _run(capsys, *_tiny_args(tiny_model, out, "--json", "--retrain"))
+    third = json.loads(stdout.strip().splitlines()[-1])
+    assert code == 0 and third["training"]["reused"] is False
+    assert third["untrained"]["reused"] is False
+
+
+# -- bad input: one line, nothing written ---------------------------------------------------------
+
+
+def test_foreign_output_dir_is_refused_untouched(capsys, tiny_model, tmp_path):
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    code, _, err = _run(capsys, *_tiny_args(tiny_model, out))
+    assert code == 1 and err.count("\n") == 1 and "did not write" in err
+    assert sorted(p.name for p in out.iterdir()) == ["notes.txt"]
+
+
+def test_missing_model_fails_before_output(capsys, tmp_path):
+    out = tmp_path / "qs"
+    code, _, err = _run(
+        capsys, "quickstart", "--out", str(out), "--set", f"model_name={tmp_path / 'nope'}"
+    )
+    assert code == 1 and err.count("\n") == 1 and "error:" in err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    "setting", ["train_steps=0", "temperature=-1", "max_theorems=0", "bogus=1"]
+)
+def test_bad_setting_is_one_line(capsys, tmp_path, setting):
+    out = tmp_path / "qs"
+    code, _, err = _run(capsys, "quickstart", "--out", str(out), "--set", setting)
+    assert code == 1 and err.count("\n") == 1
+    assert not out.exists()
+
+
+# -- the real default run (minutes) --------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_default_run_trained_proves_more_training_theorems(capsys, tmp_path):
+    """The quickstart's claim, measured: the SFT-trained default model proves more of the theorems
+    it was trained on than the untrained one, through ReplayEnv at the same budget."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    code, stdout, _ = _run(capsys, "quickstart", "--json", "--out", str(tmp_path / "qs"))
+    assert code == 0
+    report = json.loads(stdout.strip().splitlines()[-1])
+    trained, untrained = report["splits"]["train"], report["untrained"]["splits"]["train"]
+    assert trained["attempted"] == untrained["attempted"] == 34
+    assert trained["proved"] > untrained["proved"]
+    assert report["splits"]["held_out"]["attempted"] == 10
