@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
 import subprocess
 
 import pytest
@@ -229,7 +228,6 @@ def test_the_default_config_serves_default_and_default_encoder_without_loading()
     assert not any(m["loaded"] for m in models.values())
 
 
-@pytest.mark.skipif(shutil.which("curl") is None, reason="needs curl (LeanCopilot's client)")
 @pytest.mark.parametrize("size", ["small", "large"])
 def test_leancopilots_curl_request_works(size: str) -> None:
     """The exact command LeanCopilot's ``send`` runs (``LeanCopilot/Models/External.lean``): a
