@@ -1,38 +1,48 @@
-"""Layer 4 (external_api): micro-batching: one bounded queue and one worker per model.
+"""Layer 4 (external_api): micro-batching: one bounded queue and its model threads per model.
 
-A request becomes an item ``(key, payload)`` in its model's queue; the worker takes the first
-item, every item already waiting (up to ``max_batch``) and, while requests are arriving
-concurrently, those that come within ``window_s``; then it makes one call of the model per key
-(items with equal keys, e.g. equal ``num_samples``, ``prefix`` and decoding options, share a call)
-in a thread of the model's own (``concurrency`` threads), never on the event loop. A lone request does not
-wait for the window: with no other request in sight the batch starts at once.
+A request becomes an item ``(key, payload)`` in its model's queue. When a model thread is free,
+the first waiting item is taken with every other one already waiting that has the same key (up
+to ``max_batch``; equal keys mean equal ``num_samples``, ``prefix`` and decoding options) and,
+while requests are arriving concurrently, those that come within ``window_s``; the batch is one
+call of the model, made in a long-lived thread of the model's own (``concurrency`` of them),
+never on the event loop. A lone request does not wait for the window: with no other request in
+sight it is handed to the thread at once, by the request itself (no scheduler task between).
 
 Load shedding: a full queue answers :class:`ServerOverloadedError` (503, ``Retry-After``) at
 once; an item whose deadline passes while it waits is dropped before the model sees it (503),
 and so is one whose client gave up. An item already handed to the model is waited for.
+
+The hot path is kept short on purpose (a lone request costs one hand-off to the model thread
+and one wake-up of the event loop): no task per request or per batch, no timer per request (one
+timer per model, for the oldest waiting item's deadline), no ``concurrent.futures`` machinery.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
-import time
+import queue
+import sys
+import threading
+from collections import deque
 from collections.abc import Callable, Hashable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import ServerOverloadedError
 
+_get_running_loop = asyncio.get_running_loop
 
-@dataclass(eq=False)
+
 class _Item:
-    key: Hashable
-    payload: Any
-    future: asyncio.Future
-    deadline: float
-    started: bool = False
-    dropped: bool = False
+    __slots__ = ("key", "payload", "future", "deadline", "started", "dropped")
+
+    def __init__(self, key: Hashable, payload: Any, future: asyncio.Future, deadline: float):
+        self.key = key
+        self.payload = payload
+        self.future = future
+        self.deadline = deadline  # in the event loop's clock (``loop.time()``)
+        self.started = False
+        self.dropped = False
 
 
 @dataclass
@@ -47,11 +57,12 @@ class BatchStats:
 
 
 class Batcher:
-    """The queue and worker(s) of one model.
+    """The queue and model thread(s) of one model.
 
     ``run(key, payloads) -> results`` is the blocking model call (one result per payload, in
-    order). ``concurrency`` workers drain the queue (1 for a local model: one call at a time).
-    ``on_batch(size)`` is told the size of every call (metrics).
+    order). At most ``concurrency`` calls run at once (1 for a local model: one call at a time),
+    each in a thread of this batcher's. ``on_batch(size)`` is told the size of every call
+    (metrics). Everything but the model call runs on the event loop.
     """
 
     def __init__(
@@ -69,61 +80,88 @@ class Batcher:
     ) -> None:
         self.name = name
         self.run = run
-        self.max_batch = max_batch if batchable else 1
-        self.max_queue = max_queue
+        self.max_batch = max(1, max_batch if batchable else 1)
+        self.max_queue = max_queue if max_queue > 0 else sys.maxsize  # as asyncio.Queue(0)
         self.window_s = window_s
         self.timeout_s = timeout_s
         self.concurrency = max(1, concurrency)
         self.on_batch = on_batch
         self.stats = BatchStats()
-        self._queue: asyncio.Queue[_Item] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._workers: list[asyncio.Task] = []
+        self._pending: deque[_Item] = deque()
+        """Items waiting, oldest first (so deadlines ascend)."""
+        self._running: dict[int, list[_Item]] = {}
+        """Batches handed to the threads and not answered yet (by ``id``)."""
+        self._slots = 0  # calls in flight, or reserved by a batching window
+        self._window: asyncio.TimerHandle | None = None
+        self._sweeper: asyncio.TimerHandle | None = None
         self._busy = False  # requests were seen together lately: worth a window
-        # Threads of its own: a slow upstream cannot take the threads a local model needs.
-        self._threads = ThreadPoolExecutor(self.concurrency, thread_name_prefix=f"model-{name}")
+        self._epoch = 0  # bumped by a reset: answers of an older epoch free no slot
+        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
+        self._threads: list[threading.Thread] = []
 
     # ..................................................................... the client side
 
     def depth(self) -> int:
         """Requests waiting (not yet handed to the model)."""
-        return self._queue.qsize() if self._queue is not None else 0
-
-    def _start(self) -> asyncio.Queue[_Item]:
-        loop = asyncio.get_running_loop()
-        if self._loop is not loop or self._queue is None:
-            # A new event loop (a test client, a restarted server): a new queue and workers.
-            self._loop = loop
-            self._queue = asyncio.Queue(self.max_queue)
-            self._workers = [loop.create_task(self._work()) for _ in range(self.concurrency)]
-        return self._queue
+        return len(self._pending)
 
     async def submit(self, key: Hashable, payload: Any) -> Any:
         """The model's result for ``payload`` (waits for its batch); 503 when the queue is
         full or the deadline passes first."""
-        queue = self._start()
-        loop = asyncio.get_running_loop()
-        item = _Item(key, payload, loop.create_future(), time.monotonic() + self.timeout_s)
-        try:
-            queue.put_nowait(item)
-        except asyncio.QueueFull:
+        loop = _get_running_loop()
+        if loop is not self._loop:
+            self._bind(loop)
+        pending = self._pending
+        if len(pending) >= self.max_queue and not self._prune():
             self.stats.rejected_full += 1
             raise ServerOverloadedError(
                 f"model {self.name!r} has {self.max_queue} requests waiting (max_queue); retry "
                 "in a moment",
                 retry_after=1,
-            ) from None
-        # The deadline: a timer, not a task per request (cheap on the hot path).
-        timer = loop.call_at(loop.time() + self.timeout_s, self._expire, item)
-        try:
-            return await item.future  # cancelled with its client: the worker then skips it
-        finally:
-            timer.cancel()
+            )
+        future = loop.create_future()
+        pending.append(_Item(key, payload, future, loop.time() + self.timeout_s))
+        if self._slots < self.concurrency and self._window is None:
+            self._kick()
+        if pending and self._sweeper is None:
+            self._arm_sweeper()
+        # Cancelled with its client: the item is skipped when its batch is formed.
+        return await future
 
-    def _expire(self, item: _Item) -> None:
-        if not item.started and not item.future.done():  # started: the answer is coming
-            item.dropped = True
-            item.future.set_exception(self._late())
+    def _bind(self, loop: asyncio.AbstractEventLoop) -> None:
+        """A new event loop (the first request, a test client, a restarted server): start
+        afresh. Whatever waited on the old loop is left to it."""
+        self._reset()
+        self._loop = loop
+
+    def _prune(self) -> bool:
+        """Forget waiting items whose client went away; whether there is room now."""
+        live = [item for item in self._pending if not item.future.done()]
+        self._pending.clear()
+        self._pending.extend(live)
+        return len(live) < self.max_queue
+
+    def _arm_sweeper(self) -> None:
+        loop = self._loop
+        assert loop is not None
+        self._sweeper = loop.call_at(self._pending[0].deadline, self._sweep)
+
+    def _sweep(self) -> None:
+        """Drop the waiting items past their deadline (the oldest first)."""
+        self._sweeper = None
+        loop = self._loop
+        if loop is None:
+            return
+        now = loop.time()
+        pending = self._pending
+        while pending and (pending[0].deadline <= now or pending[0].future.done()):
+            item = pending.popleft()
+            if not item.future.done():
+                item.dropped = True
+                item.future.set_exception(self._late())
+        if pending:
+            self._arm_sweeper()
 
     def _late(self) -> ServerOverloadedError:
         self.stats.dropped_deadline += 1
@@ -133,10 +171,80 @@ class Batcher:
             retry_after=max(1, round(self.timeout_s / 4)),
         )
 
-    # ..................................................................... the worker side
+    # ..................................................................... the batch side
+
+    def _kick(self) -> None:
+        """Start batches while items wait and threads are free: at once, or after the window
+        when requests are arriving together (so the stragglers join)."""
+        pending = self._pending
+        while pending and self._slots < self.concurrency and self._window is None:
+            self._slots += 1
+            if (
+                self.window_s > 0
+                and len(pending) < self.max_batch
+                and (self._busy or len(pending) > 1)
+            ):
+                loop = self._loop
+                assert loop is not None
+                self._window = loop.call_later(self.window_s, self._after_window)
+            elif not self._start_batch():
+                self._slots -= 1
+
+    def _after_window(self) -> None:
+        self._window = None
+        if not self._start_batch():
+            self._slots -= 1
+        self._kick()  # what is left, while threads are free (``concurrency`` > 1)
+
+    def _start_batch(self) -> bool:
+        """Take a batch from the queue and hand it to a model thread (its slot is reserved);
+        False when nothing usable waits."""
+        loop = self._loop
+        assert loop is not None
+        pending = self._pending
+        now = loop.time()
+        first = None
+        while pending:
+            item = pending.popleft()
+            if self._usable(item, now):
+                first = item
+                break
+        if first is None:
+            return False
+        batch = [first]
+        if pending and self.max_batch > 1:
+            key = first.key
+            others: list[_Item] = []
+            while pending and len(batch) < self.max_batch:
+                item = pending.popleft()
+                if not self._usable(item, now):
+                    continue
+                if item.key == key:
+                    batch.append(item)
+                else:
+                    others.append(item)
+            if others:  # back to the front, in their order (deadlines stay ascending)
+                pending.extendleft(reversed(others))
+        self._busy = len(batch) > 1 or bool(pending)
+        size = len(batch)
+        for item in batch:
+            item.started = True
+        stats = self.stats
+        stats.calls += 1
+        stats.items += size
+        if len(stats.batch_sizes) < 100_000:
+            stats.batch_sizes.append(size)
+        if self.on_batch is not None:
+            self.on_batch(size)
+        self._running[id(batch)] = batch
+        if len(self._threads) < self._slots:
+            self._spawn()
+        payloads = [first.payload] if size == 1 else [item.payload for item in batch]
+        self._jobs.put((self._epoch, loop, first.key, payloads, batch))
+        return True
 
     def _usable(self, item: _Item, now: float) -> bool:
-        if item.dropped or item.future.done():
+        if item.future.done():  # its client went away, or it was dropped
             return False
         if now > item.deadline:
             item.dropped = True
@@ -144,79 +252,87 @@ class Batcher:
             return False
         return True
 
-    def _drain(self, queue: asyncio.Queue[_Item], batch: list[_Item]) -> None:
-        now = time.monotonic()
-        while len(batch) < self.max_batch and not queue.empty():
-            item = queue.get_nowait()
-            if self._usable(item, now):
-                batch.append(item)
+    def _spawn(self) -> None:
+        thread = threading.Thread(
+            target=self._serve,
+            args=(self._jobs,),
+            name=f"model-{self.name}-{len(self._threads)}",
+            daemon=True,
+        )
+        thread.start()
+        self._threads.append(thread)
 
-    async def _work(self) -> None:
-        queue = self._queue
-        assert queue is not None
+    def _serve(self, jobs: queue.SimpleQueue) -> None:
+        """A model thread: make each call handed to it, hand the answer back to the loop."""
         while True:
-            first = await queue.get()
-            if not self._usable(first, time.monotonic()):
-                continue
-            batch = [first]
-            self._drain(queue, batch)
-            if self.window_s > 0 and len(batch) < self.max_batch and (self._busy or len(batch) > 1):
-                # Requests are arriving together: give the stragglers a moment to join.
-                await asyncio.sleep(self.window_s)
-                self._drain(queue, batch)
-            self._busy = len(batch) > 1 or not queue.empty()
-            groups: dict[Hashable, list[_Item]] = {}
-            for item in batch:
-                groups.setdefault(item.key, []).append(item)
-            for key, items in groups.items():
-                await self._call(key, items)
-
-    async def _call(self, key: Hashable, items: list[_Item]) -> None:
-        for item in items:
-            item.started = True
-        self.stats.calls += 1
-        self.stats.items += len(items)
-        if len(self.stats.batch_sizes) < 100_000:
-            self.stats.batch_sizes.append(len(items))
-        if self.on_batch is not None:
-            self.on_batch(len(items))
-        try:
-            loop = asyncio.get_running_loop()
-            call = functools.partial(self.run, key, [it.payload for it in items])
-            results = await loop.run_in_executor(self._threads, call)
-            if len(results) != len(items):
-                raise RuntimeError(
-                    f"model {self.name!r} returned {len(results)} results for {len(items)} inputs"
-                )
-        except asyncio.CancelledError:  # the server is stopping
-            for item in items:
-                if not item.future.done():
-                    item.future.set_exception(
-                        ServerOverloadedError("the server is shutting down; retry", retry_after=1)
+            job = jobs.get()
+            if job is None:
+                return
+            epoch, loop, key, payloads, batch = job
+            results: Any = None
+            error: BaseException | None = None
+            try:
+                results = self.run(key, payloads)
+                if len(results) != len(payloads):
+                    raise RuntimeError(
+                        f"model {self.name!r} returned {len(results)} results for "
+                        f"{len(payloads)} inputs"
                     )
-            raise
-        except Exception as exc:  # handed to every request of the batch
-            for item in items:
-                if not item.future.done():
-                    item.future.set_exception(exc)
+            except Exception as exc:  # handed to every request of the batch
+                error = exc
+            except BaseException as exc:  # noqa: BLE001  (a thread must always answer)
+                error = RuntimeError(f"model {self.name!r} failed: {exc!r}")
+            try:
+                loop.call_soon_threadsafe(self._answer, epoch, batch, results, error)
+            except RuntimeError:  # that loop is closed: nobody waits for the answer
+                pass
+            del job, batch, results, error
+
+    def _answer(
+        self, epoch: int, batch: list[_Item], results: Any, error: BaseException | None
+    ) -> None:
+        """On the loop: a call came back; answer its requests, start the next batch."""
+        if epoch != self._epoch:
             return
-        for item, result in zip(items, results, strict=True):
-            if not item.future.done():
-                item.future.set_result(result)
+        self._running.pop(id(batch), None)
+        self._slots -= 1
+        if error is None:
+            for item, result in zip(batch, results, strict=True):
+                if not item.future.done():
+                    item.future.set_result(result)
+        else:
+            for item in batch:
+                if not item.future.done():
+                    item.future.set_exception(error)
+        if self._pending:
+            self._kick()
+
+    # ..................................................................... shutdown
+
+    def _reset(self) -> None:
+        """Forget the queue, timers and threads (the threads end after their current call)."""
+        if self._window is not None:
+            self._window.cancel()
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+        self._window = self._sweeper = None
+        self._pending = deque()
+        self._running = {}
+        self._slots = 0
+        self._busy = False
+        self._epoch += 1
+        for _ in self._threads:
+            self._jobs.put(None)
+        self._threads = []
+        self._jobs = queue.SimpleQueue()
+        self._loop = None
 
     async def aclose(self) -> None:
-        """Stop the workers (server shutdown)."""
-        for task in self._workers:
-            task.cancel()
-        for task in self._workers:
-            try:
-                await task
-            except (asyncio.CancelledError, RuntimeError):
-                pass
-        self._workers = []
-        self._queue = None
-        self._loop = None
-        self._threads.shutdown(wait=False)
-        self._threads = ThreadPoolExecutor(
-            self.concurrency, thread_name_prefix=f"model-{self.name}"
-        )
+        """Stop (server shutdown): what waits or runs is answered 503 (shutting down)."""
+        waiting = [*self._pending, *(i for batch in self._running.values() for i in batch)]
+        self._reset()
+        for item in waiting:
+            if not item.future.done():
+                item.future.set_exception(
+                    ServerOverloadedError("the server is shutting down; retry", retry_after=1)
+                )

@@ -54,6 +54,12 @@ def add_serve_parser(sub: Any) -> argparse.ArgumentParser:
         choices=["critical", "error", "warning", "info", "debug"],
         help="uvicorn's log level (default info)",
     )
+    p.add_argument(
+        "--access-log",
+        action="store_true",
+        help="log a line per request (uvicorn's access log; off by default: it costs about as "
+        "much server CPU as the rest of a /generate request; /metrics counts requests)",
+    )
     p.set_defaults(func=cmd_serve)
     return p
 
@@ -88,7 +94,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
     )
     import uvicorn
 
-    uvicorn.run(app, host=config.host, port=config.port, log_level=args.log_level)
+    uvicorn.run(
+        app,
+        host=config.host,
+        port=config.port,
+        log_level=args.log_level,
+        access_log=bool(getattr(args, "access_log", False)),
+    )
     return 0
 
 

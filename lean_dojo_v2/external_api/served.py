@@ -255,6 +255,9 @@ class ConstantGenerator(GeneratorModel):
         self.delay_s = float(delay) / 1000.0
         self.default_num_samples = self.spec.get("num_samples")
         self.calls = 0
+        self._answers: dict[tuple[int, str], tuple[Candidate, ...]] = {}
+        """(num_samples, prefix) → the answer (candidates are immutable): a call costs next
+        to nothing but its delay, so a load test measures the server."""
 
     def generate(
         self, states: list[str], num_samples: int, prefix: str | None, options: GenOptions
@@ -262,8 +265,12 @@ class ConstantGenerator(GeneratorModel):
         self.calls += 1
         if self.delay_s:
             time.sleep(self.delay_s)
-        texts = [(prefix or "") + o for o in self.outputs][:num_samples]
-        cands = [Candidate(t, -0.5 * (i + 1)) for i, t in enumerate(texts)]
+        cands = self._answers.get((num_samples, prefix or ""))
+        if cands is None:
+            texts = [(prefix or "") + o for o in self.outputs][:num_samples]
+            cands = tuple(Candidate(t, -0.5 * (i + 1)) for i, t in enumerate(texts))
+            if len(self._answers) < 1024:
+                self._answers[(num_samples, prefix or "")] = cands
         return [list(cands) for _ in states]
 
 

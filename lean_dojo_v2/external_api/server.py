@@ -14,11 +14,14 @@ Routes (docs/api_server.md has the exact bodies):
   ``GET /openapi.json`` and ``/docs``.
 
 One gate in front of every route (:class:`_Gate`, plain ASGI so it costs microseconds): the
-bearer token, the body-size limit, the request metrics; it also serves JSON POSTs to the model
-routes itself, with the same pydantic models and handlers the FastAPI routes declare (the
-routes' OpenAPI schema is FastAPI's), which takes about three quarters of the framework's cost
-per request off the hot path. Every model call goes through its
-model's :class:`~lean_dojo_v2.external_api.batching.Batcher` (a thread, never the event loop).
+bearer token, the body-size limit, the request metrics. JSON POSTs to the model routes are
+served by the gate directly (:meth:`_Gate.direct`), with the same pydantic models and handlers
+the FastAPI routes declare (the routes' OpenAPI schema is FastAPI's); the app (:class:`_App`)
+hands them to it before FastAPI's middleware stack (error, telemetry and body-limit layers,
+routing), which together cost more than serving the request; with CORS on (or FastAPI's
+OpenTelemetry configured) the gate serves them from inside the stack instead. Every model call
+goes through its model's :class:`~lean_dojo_v2.external_api.batching.Batcher` (a thread of the
+model's, never the event loop).
 No route reads or writes a file named by a request: models are the config's, by name.
 """
 
@@ -38,6 +41,7 @@ import orjson
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response, StreamingResponse
+from pydantic import ValidationError
 
 from ..errors import LeanDojoError
 from .batching import Batcher
@@ -82,6 +86,7 @@ ROUTES = (
 )
 OPEN_ROUTES = frozenset({"/health"})
 _ERRORS = {c: {"model": ErrorResponse} for c in (400, 401, 404, 413, 422, 500, 502, 503, 504)}
+_DEFAULT_OPTIONS = GenOptions()
 
 
 def _json(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
@@ -97,7 +102,8 @@ def _error_body(path: str, status: int, message: str) -> dict[str, Any]:
 
 class _Gate:
     """Token, body size and metrics for every request (plain ASGI middleware); a JSON POST to
-    a model route is served here directly (:meth:`_fast`), anything else goes on to FastAPI."""
+    a model route is served here directly (:meth:`direct`), anything else goes on to FastAPI.
+    :class:`_App` calls :meth:`direct` itself, before the framework's middleware stack."""
 
     def __init__(self, app: Any, state: ServerState) -> None:
         self.app = app
@@ -105,12 +111,18 @@ class _Gate:
         token = state.config.token or os.environ.get(TOKEN_ENV, "").strip() or None
         self.token = f"Bearer {token}".encode() if token else None
         self.max_body = state.config.max_body_bytes
+        self.metrics = state.metrics
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         path = scope["path"]
+        method = scope.get("method")
+        if method == "POST":
+            fast = self.state.fast_routes.get(path)
+            if fast is not None and await self.direct(scope, receive, send, fast):
+                return
         route = path if path in ROUTES else "other"
         start = time.perf_counter()
         status_box = [500]
@@ -122,11 +134,6 @@ class _Gate:
 
         try:
             refusal = self._check(scope, path)
-            method = scope.get("method")
-            fast = self.state.fast_routes.get(path) if method == "POST" else None
-            if refusal is None and fast is not None and _is_json(scope):
-                await self._fast(scope, receive, send_wrapper, path, *fast)
-                return
             if refusal is None and method in ("POST", "PUT", "PATCH"):
                 refusal, receive = await self._body_limit(scope, receive)
             if refusal is not None:
@@ -135,40 +142,97 @@ class _Gate:
                 return
             await self.app(scope, receive, send_wrapper)
         finally:
-            self.state.metrics.request(route, status_box[0], time.perf_counter() - start)
+            self.metrics.request(route, status_box[0], time.perf_counter() - start)
 
-    async def _fast(
-        self, scope: dict, receive: Any, send: Any, path: str, model: Any, handler: Any
-    ) -> None:
-        """A JSON POST to a model route, without the framework's per-request machinery: the
-        body read within the limit, validated by the route's pydantic model (the same one the
-        FastAPI route declares), the same handler, errors answered alike."""
-        from pydantic import ValidationError
+    async def direct(self, scope: dict, receive: Any, send: Any, route: tuple[Any, Any]) -> bool:
+        """Serve a POST to a model route without the framework's per-request machinery, if
+        it is JSON (else False, having read nothing): the token checked, the body read within
+        the limit, validated by the route's pydantic model (the one the FastAPI route
+        declares), the same handler, errors answered alike, the request counted."""
+        start = time.perf_counter()
+        content_type = length = auth = None
+        for name, value in scope["headers"]:
+            if name == b"content-type":
+                if content_type is None:
+                    content_type = value
+            elif name == b"content-length":
+                if length is None:
+                    length = value
+            elif name == b"authorization":
+                if auth is None:
+                    auth = value
+        if content_type is None or (
+            content_type != b"application/json"
+            and content_type.split(b";", 1)[0].strip().lower() != b"application/json"
+        ):
+            return False
+        path = scope["path"]
+        status = 500
+        result: Any = None
+        try:
+            if self.token is not None and not (auth and hmac.compare_digest(auth, self.token)):
+                refusal = self._unauthorized(auth)
+            else:
+                refusal = self._length_refusal(length)
+            if refusal is None:
+                message = await receive()
+                body = message.get("body", b"") if message["type"] == "http.request" else b""
+                if message.get("more_body", False):
+                    body, refusal = await self._read_rest(body, receive)
+                elif len(body) > self.max_body:
+                    refusal = self._too_big()
+            if refusal is None:
+                model, handler = route
+                try:
+                    result = await handler(model.model_validate_json(body or b"null"))
+                except ValidationError as exc:
+                    refusal = (422, _validation_message(_in_body(exc.errors())), [])
+                except APIServerError as exc:
+                    headers = []
+                    if isinstance(exc, ServerOverloadedError):
+                        retry = str(max(1, math.ceil(exc.retry_after))).encode()
+                        headers = [(b"retry-after", retry)]
+                    refusal = (exc.status, str(exc), headers)
+                except Exception:
+                    log.exception("%s failed", path)
+                    refusal = (500, f"{path} failed on the server; see the server log", [])
+            if refusal is not None:
+                status, message, headers = refusal
+                await _send_json(send, status, _error_body(path, status, message), headers)
+            elif isinstance(result, Response):  # a stream
+                await result(scope, receive, send)
+                status = result.status_code
+            else:
+                data = orjson.dumps(result)
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 200,
+                        "headers": [
+                            (b"content-length", str(len(data)).encode()),
+                            (b"content-type", b"application/json"),
+                        ],
+                    }
+                )
+                status = 200
+                await send({"type": "http.response.body", "body": data})
+        finally:
+            self.metrics.request(path, status, time.perf_counter() - start)
+        return True
 
-        body, refusal = await self._read_body(scope, receive)
-        if refusal is None:
-            try:
-                response = await handler(model.model_validate_json(body or b"null"))
-            except ValidationError as exc:
-                refusal = (422, _validation_message(_in_body(exc.errors())), [])
-            except APIServerError as exc:
-                headers = []
-                if isinstance(exc, ServerOverloadedError):
-                    headers = [(b"retry-after", str(max(1, math.ceil(exc.retry_after))).encode())]
-                refusal = (exc.status, str(exc), headers)
-        if refusal is not None:
-            status, message, headers = refusal
-            await _send_json(send, status, _error_body(path, status, message), headers)
-            return
-        await response(scope, receive, send)
+    def _length_refusal(self, length: bytes | None) -> tuple[int, str, list] | None:
+        if length is None:
+            return None
+        try:
+            size = int(length)
+        except ValueError:
+            return (400, "Content-Length is not a number", [])
+        return self._too_big() if size > self.max_body else None
 
-    async def _read_body(self, scope: dict, receive: Any) -> tuple[bytes, Any]:
-        """The whole body, or a 413 refusal past ``max_body_bytes`` (by Content-Length before
-        reading anything, else while reading)."""
-        refusal, _ = await self._body_limit(scope, receive, check_only=True)
-        if refusal is not None:
-            return b"", refusal
-        chunks, size, more = [], 0, True
+    async def _read_rest(self, body: bytes, receive: Any) -> tuple[bytes, Any]:
+        """The whole body of a request sent in several messages (``body`` the first's), or a
+        413 refusal past ``max_body_bytes``."""
+        chunks, size, more = [body], len(body), True
         while more:
             message = await receive()
             if message["type"] != "http.request":
@@ -199,6 +263,9 @@ class _Gate:
                 break
         if given and hmac.compare_digest(given, self.token):
             return None
+        return self._unauthorized(given)
+
+    def _unauthorized(self, given: bytes | None) -> tuple[int, str, list]:
         what = "a wrong bearer token" if given else "no bearer token"
         return (
             401,
@@ -207,9 +274,7 @@ class _Gate:
             [(b"www-authenticate", b"Bearer")],
         )
 
-    async def _body_limit(
-        self, scope: dict, receive: Any, *, check_only: bool = False
-    ) -> tuple[Any, Any]:
+    async def _body_limit(self, scope: dict, receive: Any) -> tuple[Any, Any]:
         length = None
         for name, value in scope["headers"]:
             if name == b"content-length":
@@ -219,8 +284,8 @@ class _Gate:
                     return (400, "Content-Length is not a number", []), receive
                 break
         too_big = self._too_big()
-        if length is not None or check_only:
-            return (too_big if length is not None and length > self.max_body else None), receive
+        if length is not None:
+            return (too_big if length > self.max_body else None), receive
         # No length given (chunked): read it here, within the limit, then hand it on.
         chunks, size, more = [], 0, True
         while more:
@@ -246,11 +311,33 @@ class _Gate:
         return None, replay
 
 
-def _is_json(scope: dict) -> bool:
-    for name, value in scope["headers"]:
-        if name == b"content-type":
-            return value.split(b";", 1)[0].strip().lower() == b"application/json"
-    return False
+class _App(FastAPI):
+    """FastAPI, with the model routes' JSON POSTs handed to :meth:`_Gate.direct` before the
+    framework's middleware stack (its error, telemetry and body-limit layers, then routing:
+    together several times what serving the request costs). Not when CORS is on (its
+    middleware must see every answer) or FastAPI's OpenTelemetry is configured (checked at
+    most once a second): then :class:`_Gate` serves them from inside the stack."""
+
+    _gate: _Gate | None = None
+    _otel_checked = -1.0
+    _otel_on_cached = False
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        gate = self._gate
+        if gate is not None and scope["type"] == "http" and scope["method"] == "POST":
+            route = gate.state.fast_routes.get(scope["path"])
+            if route is not None and not self._otel_on() and not self.root_path:
+                if await gate.direct(scope, receive, send, route):
+                    return
+        await super().__call__(scope, receive, send)
+
+    def _otel_on(self) -> bool:
+        now = time.monotonic()
+        if now - self._otel_checked > 1.0:
+            self._otel_checked = now
+            native = getattr(self, "_native_telemetry", None)
+            self._otel_on_cached = native is not None and bool(native.enabled())
+        return self._otel_on_cached
 
 
 def _in_body(errors: Any) -> list:
@@ -424,7 +511,7 @@ def create_app(config: ServeConfig | None = None, registry: ModelRegistry | None
 
     from .. import __version__
 
-    app = FastAPI(
+    app = _App(
         title="lean-dojo-v2 API server",
         version=__version__,
         description="LeanCopilot's /generate and /encode, lean-premise-server's /retrieve, an "
@@ -447,20 +534,24 @@ def create_app(config: ServeConfig | None = None, registry: ModelRegistry | None
 
     # ........................................................................ LeanCopilot
 
-    @app.post("/generate", response_model=GenerateResponse, responses=_ERRORS)
-    async def generate(req: GenerateRequest) -> Response:
-        """Tactics for a goal state (LeanCopilot's ``ExternalGenerator``)."""
-        state.check_text("input", req.input)
-        state.check_text("prefix", req.prefix)
+    # Each route's work is a function of its validated request returning the JSON answer (or
+    # a Response: a stream): the FastAPI route wraps it, and _Gate.direct calls it as well.
+    max_chars = config.max_input_chars
+    exp = math.exp
+
+    async def _generate(req: GenerateRequest) -> Any:
+        if len(req.input) > max_chars or (req.prefix is not None and len(req.prefix) > max_chars):
+            state.check_text("input", req.input)
+            state.check_text("prefix", req.prefix)
         model = registry.get(req.name, "generator")
         assert isinstance(model, GeneratorModel)
         n = req.num_samples or model.default_num_samples or config.num_samples
         state.check_count("num_samples", n, config.max_outputs, "max_outputs")
         if req.use_reward and not registry.has_progress:
             registry.progress()  # the 400 saying how to configure one, before any generation
-        key = ("generate", n, req.prefix or "", GenOptions())
+        key = ("generate", n, req.prefix or "", _DEFAULT_OPTIONS)
         cands = await state.submit(model, key, req.input)
-        outputs = [{"output": c.tactic, "score": math.exp(c.logprob)} for c in cands]
+        outputs = [{"output": c.tactic, "score": exp(c.logprob)} for c in cands]
         if req.use_reward and outputs:
             steps = await asyncio.to_thread(
                 _predict, registry, req.input, req.prefix, [o["output"] for o in outputs]
@@ -468,21 +559,27 @@ def create_app(config: ServeConfig | None = None, registry: ModelRegistry | None
             for o, s in zip(outputs, steps, strict=True):
                 o.update(model_score=o["score"], steps_remaining=s, reward=-s, score=-s)
             outputs.sort(key=lambda o: -o["score"])  # stable: ties keep the model's order
-        return _json({"outputs": outputs})
+        return {"outputs": outputs}
+
+    @app.post("/generate", response_model=GenerateResponse, responses=_ERRORS)
+    async def generate(req: GenerateRequest) -> Response:
+        """Tactics for a goal state (LeanCopilot's ``ExternalGenerator``)."""
+        return _json(await _generate(req))
+
+    async def _encode(req: EncodeRequest) -> Any:
+        state.check_text("input", req.input)
+        model = registry.get(req.name, "encoder")
+        row = await state.submit(model, ("encode",), req.input)
+        return {"outputs": [float(x) for x in row.tolist()]}
 
     @app.post("/encode", response_model=EncodeResponse, responses=_ERRORS)
     async def encode(req: EncodeRequest) -> Response:
         """One embedding of a text (LeanCopilot's ``ExternalEncoder``)."""
-        state.check_text("input", req.input)
-        model = registry.get(req.name, "encoder")
-        row = await state.submit(model, ("encode",), req.input)
-        return _json({"outputs": [float(x) for x in row.tolist()]})
+        return _json(await _encode(req))
 
     # ........................................................................ premises
 
-    @app.post("/retrieve", response_model=list[RetrievedPremise], responses=_ERRORS)
-    async def retrieve(req: RetrieveRequest) -> Response:
-        """The ``k`` best premises for a state (lean-premise-server's request and answer)."""
+    async def _retrieve_route(req: RetrieveRequest) -> Any:
         state.check_text("state", req.state)
         state.check_count("k", req.k, config.max_k, "max_k")
         news = req.new_premises or []
@@ -508,13 +605,16 @@ def create_app(config: ServeConfig | None = None, registry: ModelRegistry | None
             model = served[0]
         else:
             model = registry.get(req.name, "retriever")
-        return _json(await state.submit(model, ("retrieve",), req))
+        return await state.submit(model, ("retrieve",), req)
+
+    @app.post("/retrieve", response_model=list[RetrievedPremise], responses=_ERRORS)
+    async def retrieve(req: RetrieveRequest) -> Response:
+        """The ``k`` best premises for a state (lean-premise-server's request and answer)."""
+        return _json(await _retrieve_route(req))
 
     # ........................................................................ OpenAI
 
-    @app.post("/v1/chat/completions", response_model=ChatResponse, responses=_ERRORS)
-    async def chat_completions(req: ChatRequest) -> Response:
-        """OpenAI-compatible chat completions over the same generators."""
+    async def _chat(req: ChatRequest) -> Any:
         model = registry.get(req.model, "generator")
         assert isinstance(model, GeneratorModel)
         state.check_count("n", req.n, config.max_outputs, "max_outputs")
@@ -523,7 +623,11 @@ def create_app(config: ServeConfig | None = None, registry: ModelRegistry | None
             state.check_count("max_tokens", max_tokens, config.max_tokens, "max_tokens")
         messages = [{"role": m.role, "content": message_text(m.content)} for m in req.messages]
         state.check_text("the messages", "".join(m["content"] for m in messages))
-        options = GenOptions(req.temperature, max_tokens)
+        options = (
+            _DEFAULT_OPTIONS
+            if req.temperature is None and max_tokens is None
+            else GenOptions(req.temperature, max_tokens)
+        )
         if type(model).chat is GeneratorModel.chat:
             # A local model: the goal state of the chat joins the /generate batches.
             goal, prefix = chat_state(messages)
@@ -545,16 +649,20 @@ def create_app(config: ServeConfig | None = None, registry: ModelRegistry | None
             return StreamingResponse(
                 _stream(ident, created, req.model, choices), media_type="text/event-stream"
             )
-        return _json(
-            {
-                "id": ident,
-                "object": "chat.completion",
-                "created": created,
-                "model": req.model,
-                "choices": choices,
-                "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
-            }
-        )
+        return {
+            "id": ident,
+            "object": "chat.completion",
+            "created": created,
+            "model": req.model,
+            "choices": choices,
+            "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+        }
+
+    @app.post("/v1/chat/completions", response_model=ChatResponse, responses=_ERRORS)
+    async def chat_completions(req: ChatRequest) -> Response:
+        """OpenAI-compatible chat completions over the same generators."""
+        answer = await _chat(req)
+        return answer if isinstance(answer, Response) else _json(answer)
 
     @app.get("/v1/models", response_model=ModelList, responses=_ERRORS)
     async def list_models_openai() -> Response:
@@ -591,13 +699,15 @@ def create_app(config: ServeConfig | None = None, registry: ModelRegistry | None
         )
 
     state.fast_routes = {
-        "/generate": (GenerateRequest, generate),
-        "/encode": (EncodeRequest, encode),
-        "/retrieve": (RetrieveRequest, retrieve),
-        "/v1/chat/completions": (ChatRequest, chat_completions),
+        "/generate": (GenerateRequest, _generate),
+        "/encode": (EncodeRequest, _encode),
+        "/retrieve": (RetrieveRequest, _retrieve_route),
+        "/v1/chat/completions": (ChatRequest, _chat),
     }
     app.add_middleware(_Gate, state=state)
-    if config.cors_origins:
+    if not config.cors_origins:
+        app._gate = _Gate(None, state)
+    else:
         from starlette.middleware.cors import CORSMiddleware
 
         app.add_middleware(
