@@ -1,8 +1,10 @@
-"""``examples/grpo.py`` runs as a user runs it (here on the tiny model: 2 SFT steps, then 2 GRPO
-steps from that adapter with the Lean-checked reward on replay)."""
+"""``examples/grpo.py`` runs as a user runs it (here on the tiny model: the focused miniF2F set cut
+to 4 goal states, 2 SFT steps, the sampled reward, 2 GRPO steps from that adapter with the
+Lean-checked reward on replay, the sampled reward again)."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -22,6 +24,8 @@ def test_grpo_example_runs_sft_then_grpo_and_prints_the_reward(tiny_model_dir, t
             "2",
             "--prompts",
             "4",
+            "--k",
+            "2",
             "--model",
             str(tiny_model_dir),
         ],
@@ -31,7 +35,13 @@ def test_grpo_example_runs_sft_then_grpo_and_prints_the_reward(tiny_model_dir, t
         env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "SFT: 2 steps" in proc.stdout and "GRPO (grpo): 2 steps on 4 prompts" in proc.stdout
-    assert "rewards checked by replay: mean reward" in proc.stdout
+    out = proc.stdout
+    assert "focused set:" in out and "SFT: 2 steps" in out, out
+    assert re.search(r"GRPO \(dapo\): 2 steps on \d+ prompts .* rewards checked by replay", out), (
+        out
+    )
+    m = re.search(r"lean_tactic reward of 2 sampled tactics at each of (\d+) states \(seed 0\): "
+                  r"SFT (\d\.\d+) -> GRPO (\d\.\d+)", out)  # fmt: skip
+    assert m and int(m.group(1)) >= 4, out
     assert (tmp_path / "out" / "grpo" / "adapter_model.safetensors").is_file()
     assert (tmp_path / "out" / "grpo" / "grpo_curves.png").is_file()
