@@ -80,23 +80,21 @@ def sampled_tactic_reward(
         )
     )
     start = time.perf_counter()
-    states = [t.traced_tactics[i].state_before for t, i in rows for _ in range(k)]
-    drawn = generator.generate(states, 1)
+    draws = [(t, i) for t, i in rows for _ in range(k)]  # each state k times: independent draws
+    drawn = generator.generate([t.traced_tactics[i].state_before for t, i in draws], 1)
     ctx = context if context is not None else open_reward_context(theorems, backend="replay")
     try:
         score = get_scorer(scorer, context=ctx)
         trajectories = [
             Trajectory(
                 completion=cands[0].tactic if cands else "",
-                state=state,
+                state=t.traced_tactics[i].state_before,
                 theorem=t,
                 step=i,
                 recorded_tactic=t.traced_tactics[i].tactic,
                 mode="tactic",
             )
-            for (t, i), state, cands in zip(
-                [r for r in rows for _ in range(k)], states, drawn, strict=True
-            )
+            for (t, i), cands in zip(draws, drawn, strict=True)
         ]
         scored = score.score_batch(trajectories)
     finally:
