@@ -11,6 +11,8 @@ HTTP/1.1 over loopback, the exact bytes LeanCopilot's ``curl`` sends, so the cli
 
 1. ``serial``: one client, one request at a time, ``--serial-gen-ms`` (default 0): the latency a
    LeanCopilot user sees from the server alone (p50, p99).
+   Beside it, the floor: uvicorn answering the same bytes from a bare ASGI function
+   (``bare_uvicorn_serial``), so that serial figures from different machines can be compared.
 2. ``c64``: 64 concurrent clients: requests/s, p50, p99, errors, for both servers.
 3. ``overload``: a model-bound server (``--overload-gen-ms`` 100 ms per call, ``max_batch`` 4,
    ``max_queue`` 4), the case load shedding is for: the model, not HTTP, is the bottleneck (an
@@ -139,6 +141,24 @@ uvicorn.run(server.app, host="127.0.0.1", port={port}, log_level="warning", acce
 """
 
 
+# The floor of the serial path on this machine: uvicorn (httptools, uvloop) answering a constant
+# from a bare ASGI function, no routing, validation or model call. Serial latencies differ ~3x
+# between the machines this runs on; against this floor they can be read across machines.
+BARE = """
+import uvicorn
+BODY = {body!r}
+HEAD = [(b"content-type", b"application/json"), (b"content-length", str(len(BODY)).encode())]
+async def app(scope, receive, send):
+    if scope["type"] != "http":
+        return
+    while (await receive()).get("more_body"):
+        pass
+    await send({{"type": "http.response.start", "status": 200, "headers": HEAD}})
+    await send({{"type": "http.response.body", "body": BODY}})
+uvicorn.run(app, host="127.0.0.1", port={port}, log_level="warning", access_log=False)
+"""
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -221,6 +241,16 @@ def start_ours(
         spec=spec, max_queue=max_queue, max_batch=max_batch, queue_timeout=queue_timeout, port=port
     )
     server = Server(Path(sys.executable), code, port, {**_env(), **(env or {})})
+    server.wait_ready()
+    return server
+
+
+def start_bare() -> Server:
+    """:data:`BARE` answering what our server answers to the serial request."""
+    port = free_port()
+    outputs = [{"output": o, "score": 0.5 ** (i + 1)} for i, o in enumerate(OUTPUTS)]
+    body = json.dumps({"outputs": outputs}).encode()
+    server = Server(Path(sys.executable), BARE.format(body=body, port=port), port, _env())
     server.wait_ready()
     return server
 
@@ -446,6 +476,12 @@ def run(args) -> dict:
             finally:
                 server.stop()
             print(f"[api_bench] {side} {name}: {report[side][name]}", file=sys.stderr)
+    server = start_bare()
+    try:
+        report["bare_uvicorn_serial"] = server.measure(1, args.seconds)
+    finally:
+        server.stop()
+    print(f"[api_bench] bare uvicorn serial: {report['bare_uvicorn_serial']}", file=sys.stderr)
     if not args.serial_only:
         report["overload"] = overload(args, sides.get("upstream"))
     if not (args.skip_model or args.serial_only):
@@ -454,11 +490,22 @@ def run(args) -> dict:
     report["notes"] = NOTES
     report["machine"] = {
         "cpus": os.cpu_count(),
+        "cpu_model": cpu_model(),
         "python": sys.version.split()[0],
         "load_average_at_end": list(os.getloadavg()),
         "note": "2 cores shared with other work; server, client and other jobs compete",
     }
     return report
+
+
+def cpu_model() -> str | None:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return None
 
 
 def overload(args, upstream: Path | None) -> dict:
@@ -550,6 +597,11 @@ def ratios(report: dict) -> dict:
     serial = ours.get("serial", {})
     out["serial_p50_ms"] = serial.get("p50_ms")
     out["serial_p50_ms_upstream"] = up.get("serial", {}).get("p50_ms")
+    floor = report.get("bare_uvicorn_serial", {}).get("p50_ms")
+    if floor and serial.get("p50_ms"):
+        # what our routing, validation and model hand-off add to a lone request
+        out["serial_p50_ms_bare_uvicorn"] = floor
+        out["serial_p50_ms_over_bare_uvicorn"] = round(serial["p50_ms"] - floor, 3)
     over = report.get("overload", {})
     hot, calm = over.get("overload_4x", {}), over.get("unloaded_0.5x", {})
     if hot.get("p99_ms") and calm.get("p99_ms"):
