@@ -256,11 +256,14 @@ class BaseAgent(ABC):
         url: str | None = None,
         commit: str | None = None,
     ) -> Any:
-        """Add an already traced LeanDojo-layout dataset (``random/``, ``novel_premises/``,
-        ``corpus.jsonl``): the way in without git or Lean. ``source_dir``: the repository's
-        checkout, where ``sorry`` is looked for and proofs are written back; ``url`` / ``commit``:
-        override the dataset's ``metadata.json``. Returns its database record."""
-        from ..data.dataset import DatasetDir, require_complete_dataset
+        """Add an already traced LeanDojo-layout dataset (the three split files of ``random/``,
+        else of ``novel_premises/``, and ``corpus.jsonl``, as the database takes it): the way in
+        without git or Lean. ``source_dir``: the repository's checkout, where ``sorry`` is looked
+        for and proofs are written back; ``url`` / ``commit``: override the dataset's
+        ``metadata.json``. Returns its database record."""
+        from ..data.dataset import read_theorems
+        from ..data.splits import STRATEGIES
+        from ..database.ingest import plan_dataset
         from ..errors import DatasetNotFoundError, EmptyDatasetError
 
         d = Path(path).expanduser()
@@ -269,12 +272,14 @@ class BaseAgent(ABC):
                 f"no dataset directory at {d}; pass a LeanDojo-layout dataset (random/, "
                 "novel_premises/, corpus.jsonl), e.g. lean_dojo_v2.data.sample_dataset_path()"
             )
-        require_complete_dataset(d)
-        if not any(True for _ in DatasetDir(d).all_theorems()):
+        extra = {k: v for k, v in (("url", url), ("commit", commit)) if v is not None}
+        split_files = sorted(f for s in STRATEGIES for f in (d / s).glob("*.json") if f.is_file())
+        if split_files and not any(read_theorems(f) for f in split_files):
             raise EmptyDatasetError(f"dataset {d} holds no theorem: nothing to train on or prove")
+        # The database's own check, before the database is opened: a missing part is named.
+        plan_dataset(d, extra)
         if source_dir is not None and not Path(source_dir).is_dir():
             raise DatasetNotFoundError(f"source_dir {source_dir} is not a directory")
-        extra = {k: v for k, v in (("url", url), ("commit", commit)) if v is not None}
         return self.add_repository(d, source_dir=source_dir, dataset_dir=d, **extra)
 
     def _require_repositories(self, what: str) -> None:

@@ -93,10 +93,30 @@ def build_dataset(records: Iterable[Mapping[str, Any]], dst: str | Path) -> Path
     theorems = chains_to_theorems(records)
     train = [t for t in theorems if not is_held_out(t.full_name)]
     test = [t for t in theorems if is_held_out(t.full_name)]
+    return write_chain_dataset(
+        dst,
+        train,
+        test,
+        split=f"random: test = theorems whose name's CRC-32 % {HELD_OUT_MODULUS} == 1",
+    )
+
+
+def write_chain_dataset(
+    dst: str | Path,
+    train: Iterable[Theorem],
+    test: Iterable[Theorem] = (),
+    *,
+    split: str = "random: as chosen by the writer",
+    force: bool = False,
+) -> Path:
+    """A complete LeanDojo dataset at ``dst`` holding theorems of these chains (the bundled set
+    or a part of it, such as the quickstart's focused set): the ``random`` split as given (``val``
+    empty), the one-file corpus and the metadata of :func:`build_dataset`, so that
+    ``agent.setup_traced_dataset(dst)`` and the database take it like any traced repository."""
     metadata = {
         "dataset_name": "miniF2F-test recorded tactic proofs (miniCTX)",
         "from_repo": {"url": URL, "commit": COMMIT},
-        "split": f"random: test = theorems whose name's CRC-32 % {HELD_OUT_MODULUS} == 1",
+        "split": split,
         "licence": "Apache-2.0 (miniCTX data); miniF2F statements MIT / Apache-2.0",
     }
     return write_dataset(
@@ -105,4 +125,5 @@ def build_dataset(records: Iterable[Mapping[str, Any]], dst: str | Path) -> Path
         corpus=[PremiseFile(path=FILE_PATH, imports=[], premises=[])],
         traced_files=[FILE_PATH],
         metadata=metadata,
+        force=force,
     )

@@ -216,6 +216,30 @@ def test_empty_and_missing_datasets_are_refused_and_nothing_is_written(tmp_path,
     assert not (tmp_path / "db.sqlite").exists() and agent.repos == []
 
 
+def test_a_dataset_the_database_takes_is_taken_and_a_missing_part_is_named(tmp_path, sample):
+    """One strategy's split files and the corpus are what the database needs (the bundled
+    miniF2F set has no ``novel_premises``); without the corpus, the error names it and nothing
+    is written."""
+    import shutil
+
+    from lean_dojo_v2.errors import IncompleteDatasetError
+    from lean_dojo_v2.quickstart.minif2f import bundled_dataset_path
+
+    agent = _agent(tmp_path, sample)
+    info = agent.setup_traced_dataset(bundled_dataset_path())
+    assert info.url == "https://github.com/rah4927/lean-dojo-mew"
+    assert agent.database.stats()["theorems"] == 56
+    agent.close()
+
+    broken = tmp_path / "broken"
+    shutil.copytree(bundled_dataset_path(), broken)
+    (broken / "corpus.jsonl").unlink()
+    other = _agent(tmp_path / "other", sample)
+    with pytest.raises(IncompleteDatasetError, match="corpus.jsonl"):
+        other.setup_traced_dataset(broken)
+    assert not (tmp_path / "other" / "db.sqlite").exists() and other.repos == []
+
+
 def test_nonexistent_repository_is_one_line_and_nothing_is_written(tmp_path, sample, monkeypatch):
     from lean_dojo_v2.lean_dojo.errors import RepoNotFoundError
 

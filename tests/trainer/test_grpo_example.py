@@ -1,6 +1,7 @@
 """``examples/grpo.py`` runs as a user runs it (here on the tiny model: the focused miniF2F set cut
-to 4 goal states, 2 SFT steps, the sampled reward, 2 GRPO steps from that adapter with the
-Lean-checked reward on replay, the sampled reward again)."""
+to 4 goal states, set up with ``setup_traced_dataset``; an ``HFAgent`` trains 2 SFT steps, the
+sampled reward, a second ``HFAgent`` on the same database 2 GRPO steps from that adapter with
+the Lean-checked reward on replay, the sampled reward again, then ``prove()``)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,8 @@ def test_grpo_example_runs_sft_then_grpo_and_prints_the_reward(tiny_model_dir, t
             "4",
             "--k",
             "2",
+            "--prove",
+            "2",
             "--model",
             str(tiny_model_dir),
         ],
@@ -43,5 +46,16 @@ def test_grpo_example_runs_sft_then_grpo_and_prints_the_reward(tiny_model_dir, t
     m = re.search(r"lean_tactic reward of 2 sampled tactics at each of (\d+) states \(seed 0\): "
                   r"SFT (\d\.\d+) -> GRPO (\d\.\d+)", out)  # fmt: skip
     assert m and int(m.group(1)) >= 4, out
+    assert re.search(
+        r"best-first search with the GRPO model: proved \d of 2 trained-on theorems; "
+        r"backend replay",
+        out,
+    ), out
     assert (tmp_path / "out" / "grpo" / "adapter_model.safetensors").is_file()
+    # one database: one repository, SFT's run and GRPO's
+    from lean_dojo_v2.database import DynamicDatabase
+
+    with DynamicDatabase(tmp_path / "out" / "dynamic_database.sqlite") as db:
+        assert len(db.repositories()) == 1
+        assert [r.kind for r in db.training_runs()] == ["sft", "grpo"]
     assert (tmp_path / "out" / "grpo" / "grpo_curves.png").is_file()
