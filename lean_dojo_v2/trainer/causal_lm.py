@@ -349,7 +349,7 @@ def training_arguments(cfg: Any, k: int, out: Path, loaded: LoadedCausalLM) -> d
             f"deepspeed config {cfg.deepspeed} does not exist; pass the path of a DeepSpeed "
             "JSON config (docs/training.md has examples)"
         )
-    return dict(
+    args = dict(
         output_dir=str(out / CHECKPOINTS / pass_name(k)),
         num_train_epochs=cfg.epochs_per_repo,
         max_steps=cfg.max_steps,
@@ -360,7 +360,6 @@ def training_arguments(cfg: Any, k: int, out: Path, loaded: LoadedCausalLM) -> d
         warmup_steps=cfg.warmup_steps,
         weight_decay=cfg.weight_decay,
         max_grad_norm=cfg.max_grad_norm,
-        gradient_checkpointing=cfg.gradient_checkpointing,
         # Autocast only: the weights the optimizer updates are float32 (trainer.numerics).
         bf16=autocast == "bf16",
         fp16=autocast == "fp16",
@@ -380,6 +379,40 @@ def training_arguments(cfg: Any, k: int, out: Path, loaded: LoadedCausalLM) -> d
         disable_tqdm=not cfg.progress_bar,
         deepspeed=cfg.deepspeed,
     )
+    # Always named: TRL's configs turn checkpointing on by default (about 30-40 % slower).
+    args[checkpointing_argument()] = cfg.gradient_checkpointing
+    return args
+
+
+def checkpointing_argument() -> str:
+    """transformers 5.x renamed ``gradient_checkpointing`` to ``activation_checkpointing`` (the
+    old name warns); the name this transformers takes."""
+    import dataclasses
+
+    import transformers
+
+    names = {f.name for f in dataclasses.fields(transformers.TrainingArguments)}
+    if "activation_checkpointing" in names:
+        return "activation_checkpointing"
+    return "gradient_checkpointing"
+
+
+def apply_trl_args(
+    args: dict[str, Any], trl_config_cls: type, trl_args: Mapping[str, Any], name: str
+) -> dict[str, Any]:
+    """``args`` with the user's ``trl_args`` over them (checked by :func:`check_trl_args`); the
+    old and new spellings of checkpointing (``gradient_checkpointing*``,
+    ``activation_checkpointing*``) land on the name this transformers takes, so either wins over
+    the config's value."""
+    check_trl_args(trl_config_cls, trl_args, name)
+    new = checkpointing_argument()
+    old = "gradient_checkpointing" if new == "activation_checkpointing" else new
+    out = dict(args)
+    for key, value in trl_args.items():
+        if new != old and key.startswith(old):
+            key = new + key[len(old) :]
+        out[key] = value
+    return out
 
 
 def check_trl_args(trl_config_cls: type, trl_args: Mapping[str, Any], name: str) -> None:

@@ -48,7 +48,7 @@ from typing import Any
 
 from .causal_lm import (
     CausalLMTrainerAttributes,
-    check_trl_args,
+    apply_trl_args,
     load_causal_lm,
     lora_config_values,
     lora_fields,
@@ -430,8 +430,7 @@ class GRPOTrainer(CausalLMTrainerAttributes, CurriculumTrainer[GRPOResult]):
         )
         if cfg.vllm_server_base_url is not None:
             args["vllm_server_base_url"] = cfg.vllm_server_base_url
-        check_trl_args(TRLConfig, cfg.trl_args, "trl.GRPOConfig")
-        args.update(cfg.trl_args)
+        args = apply_trl_args(args, TRLConfig, cfg.trl_args, "trl.GRPOConfig")
         return TRLConfig(**args)
 
     def _train_pass(

@@ -40,7 +40,7 @@ from typing import Any
 
 from .causal_lm import (
     CausalLMTrainerAttributes,
-    check_trl_args,
+    apply_trl_args,
     load_causal_lm,
     lora_config_values,
     lora_fields,
@@ -314,8 +314,7 @@ class SFTTrainer(CausalLMTrainerAttributes, CurriculumTrainer[TrainResult]):
             completion_only_loss=True,
             dataset_num_proc=None,
         )
-        check_trl_args(TRLConfig, cfg.trl_args, "trl.SFTConfig")
-        args.update(cfg.trl_args)
+        args = apply_trl_args(args, TRLConfig, cfg.trl_args, "trl.SFTConfig")
         return TRLConfig(**args)
 
     def _train_pass(self, k: int, rows: list[dict[str, list[int]]], out: Path):
