@@ -91,6 +91,11 @@ class BaseAgent(ABC):
       with a notice), ``"pantograph"`` or ``"replay"``.
     - ``work_dir``: where the agent writes its exports (default ``$RAID_DIR/agents/<class>``).
     - ``quiet``: do not print notices and summaries (they are in the results either way).
+    - ``workers``: provers searching in parallel, each a worker process with its own model and
+      environment (:func:`~lean_dojo_v2.prover.parallel.prove_theorems`, backend ``process``;
+      the seed's ``ProverConfig.num_workers``). 1 (the default) proves in this process. An agent
+      whose prover cannot be rebuilt in a worker (:meth:`_prover_factory` is None) proves in this
+      process and says so.
     """
 
     trainer: Any = None
@@ -112,6 +117,7 @@ class BaseAgent(ABC):
         work_dir: str | os.PathLike[str] | None = None,
         quiet: bool = False,
         progress: bool = True,
+        workers: int = 1,
     ) -> None:
         from ..prover.search_config import SearchConfig
 
@@ -121,6 +127,9 @@ class BaseAgent(ABC):
             )
         if backend not in ("auto", "pantograph", "replay"):
             raise AgentConfigError(f"backend must be auto, pantograph or replay, not {backend!r}")
+        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+            raise AgentConfigError(f"workers must be a whole number >= 1, got {workers!r}")
+        self.workers = workers
         self.database_path = _database_path(database_path)
         self.search_config = search_config or SearchConfig()
         self.backend = backend
@@ -179,6 +188,12 @@ class BaseAgent(ABC):
     @abstractmethod
     def _setup_prover(self) -> None:
         """Set ``self.prover`` (a ``TacticGenerator``; a ``BaseProver`` for whole proofs)."""
+
+    def _prover_factory(self) -> Any | None:
+        """A picklable callable without arguments that builds this agent's prover in a worker
+        process (e.g. :class:`~lean_dojo_v2.prover.parallel.HFProverSpec`), for ``workers`` > 1;
+        None (the default): the prover is built once, here, and proves inline."""
+        return None
 
     def _model_label(self) -> str | None:
         """What generated the tactics, for reports (a model name or path)."""
@@ -380,11 +395,12 @@ class BaseAgent(ABC):
             if write_back and target_kind == "sorry"
             else {}
         )
-        if self.prover is None:
+        notes: list[str] = list(self._prove_notes())
+        factory = self._parallel_factory(len(startable), notes)
+        if factory is None and self.prover is None:
             self._setup_prover()
         prover = self.prover
         config = dataclasses.replace(self.search_config, whole_proof=whole_proof)
-        notes: list[str] = list(self._prove_notes())
         outcomes: list[TheoremOutcome] = []
         backends: list[str] = []
         notice = None
@@ -399,10 +415,10 @@ class BaseAgent(ABC):
             results = prove_theorems(
                 theorems,
                 choice.make_env,
-                lambda: prover,
+                factory or (lambda: prover),
                 config,
-                workers=1,
-                backend="inline",
+                workers=self.workers if factory is not None else 1,
+                backend="process" if factory is not None else "inline",
                 progress=self.progress and not self.quiet,
                 desc=f"proving ({choice.backend})",
             )
@@ -476,6 +492,21 @@ class BaseAgent(ABC):
         return _outcome(results[0], target.repository, triage.get(name))
 
     # ------------------------------------------------------------------ proving: the parts
+
+    def _parallel_factory(self, targets: int, notes: list[str]) -> Any | None:
+        """The prover factory for worker processes when ``workers`` > 1 and there is more than
+        one theorem; otherwise None (inline). Says so when the agent cannot prove in parallel."""
+        if self.workers == 1 or targets < 2:
+            return None
+        factory = self._prover_factory()
+        if factory is None:
+            note = (
+                f"{type(self).__name__} proves in this process: its prover cannot be rebuilt in "
+                f"worker processes (workers={self.workers} ignored)"
+            )
+            self._say(note)
+            notes.append(note)
+        return factory
 
     def _check_ready(self) -> None:  # noqa: B027 - an optional hook, not abstract
         """Refuse, before anything is exported or searched, what cannot work (default: nothing

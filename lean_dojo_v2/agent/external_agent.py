@@ -42,6 +42,7 @@ class ExternalAgent(BaseAgent):
         super().__init__(database_path, **kwargs)
         self.model_name = model_name
         self._endpoint_ok = False
+        self._prover_kwargs = dict(prover_kwargs or {})
 
     def _get_build_deps(self) -> bool:
         return False
@@ -62,6 +63,23 @@ class ExternalAgent(BaseAgent):
     def _setup_prover(self) -> None:
         self._check_ready()
         self.prover = self._external
+
+    def _prover_factory(self) -> Any | None:
+        """The same endpoint and settings in each worker process; the key is read there from
+        ``$OPENAI_API_KEY`` (never pickled), so a key given in code that differs from it keeps
+        the search in this process."""
+        from ..prover.external_prover import API_KEY_ENV
+        from ..prover.parallel import ExternalProverSpec
+
+        key = self._external._api_key
+        if key and key != os.environ.get(API_KEY_ENV):
+            return None
+        return ExternalProverSpec(
+            self._external.model_name,  # resolved by the endpoint check before any search
+            self._external.base_url,
+            API_KEY_ENV,
+            self._prover_kwargs,
+        )
 
     def _check_ready(self) -> None:
         """One request before anything else: the server answers and serves the model (once;

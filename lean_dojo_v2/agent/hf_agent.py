@@ -36,13 +36,28 @@ def search_config_from_prover_config(prover_config: Any, base: Any = None) -> An
     return dataclasses.replace(config, **values)
 
 
+def agent_kwargs_from_prover_config(prover_config: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """An agent's keywords with the seed's ``ProverConfig`` applied: the search settings
+    (:func:`search_config_from_prover_config`) and ``num_workers`` → ``workers``, unless
+    ``workers`` is given."""
+    if prover_config is None:
+        return kwargs
+    out = dict(kwargs)
+    out["search_config"] = search_config_from_prover_config(
+        prover_config, kwargs.get("search_config")
+    )
+    out.setdefault("workers", prover_config.num_workers)
+    return out
+
+
 class HFAgent(BaseAgent):
     """An agent whose prover is a local Hugging Face model trained by ``trainer``.
 
     ``trainer``: an ``SFTTrainer`` or ``GRPOTrainer`` (anything with ``train(repos, database)``,
     ``output_dir``, ``lora_config`` and ``model_name``). ``prover_config``: the seed's
     ``ProverConfig`` (mapped onto ``search_config``); ``device`` and ``prover_kwargs`` go to
-    ``HFProver`` (e.g. ``{"temperature": 0.7}``). ``training_config`` is the seed's argument and
+    ``HFProver`` (e.g. ``{"temperature": 0.7}``); ``prover_config.num_workers`` sets ``workers``
+    (one ``HFProver`` per worker process) unless ``workers`` is given. ``training_config`` is the seed's argument and
     unused (the trainer carries its config). Other keywords: :class:`BaseAgent`'s."""
 
     def __init__(
@@ -66,10 +81,7 @@ class HFAgent(BaseAgent):
                 f"the trainer {type(trainer).__name__} has no output_dir: HFAgent loads the trained "
                 "model from there; give the trainer output_dir='outputs-...'"
             )
-        if prover_config is not None:
-            kwargs["search_config"] = search_config_from_prover_config(
-                prover_config, kwargs.get("search_config")
-            )
+        kwargs = agent_kwargs_from_prover_config(prover_config, kwargs)
         super().__init__(database_path, **kwargs)
         self.trainer = trainer
         self.training_config = training_config
@@ -110,6 +122,16 @@ class HFAgent(BaseAgent):
                 name, use_lora=is_adapter, device=self.device, **self.prover_kwargs
             )
 
+    def _prover_factory(self) -> Any:
+        """The prover :meth:`_setup_prover` builds, built again in each worker process."""
+        from ..prover.parallel import HFProverSpec
+
+        if self.trained:
+            model, lora = str(self.output_dir), self.use_lora
+        else:
+            model, lora = self._base_model()
+        return HFProverSpec(model, self.device, {"use_lora": lora, **self.prover_kwargs})
+
     def _model_label(self) -> str | None:
         if self.trained:
             return str(self.output_dir)
@@ -127,4 +149,4 @@ class HFAgent(BaseAgent):
         return [note]
 
 
-__all__ = ["HFAgent", "search_config_from_prover_config"]
+__all__ = ["HFAgent", "agent_kwargs_from_prover_config", "search_config_from_prover_config"]

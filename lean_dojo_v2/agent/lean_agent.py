@@ -16,7 +16,7 @@ from typing import Any
 
 from .base import BaseAgent
 from .errors import AgentConfigError
-from .hf_agent import search_config_from_prover_config
+from .hf_agent import agent_kwargs_from_prover_config
 from .results import LifelongResult
 
 
@@ -48,10 +48,7 @@ class LeanAgent(BaseAgent):
             raise AgentConfigError(
                 f"training_config must be a TrainingConfig, got {type(training_config).__name__}"
             )
-        if prover_config is not None:
-            kwargs["search_config"] = search_config_from_prover_config(
-                prover_config, kwargs.get("search_config")
-            )
+        kwargs = agent_kwargs_from_prover_config(prover_config, kwargs)
         super().__init__(database_path, **kwargs)
         self.training_config = training_config or TrainingConfig()
         self.prover_config = prover_config
@@ -99,18 +96,26 @@ class LeanAgent(BaseAgent):
         return {str(data_dir): _evaluate(self.trainer, data_dir)[1]}
 
     def _setup_prover(self) -> None:
+        self.prover = self._prover_factory()()
+
+    def _prover_factory(self) -> Any:
+        """``RetrievalProver(generator, retriever, ...)`` as a picklable factory: the exported
+        retriever's directory after :meth:`train`, else BM25 over the agent's export of its
+        repositories (built here, pickled to the workers)."""
+        import functools
+
         from ..prover.retrieval_prover import RetrievalProver
 
-        retriever: Any = self.retriever_dir
+        retriever: Any = str(self.retriever_dir) if self.retriever_dir is not None else None
         if retriever is None:
-            # Before train(): BM25 over the agent's export of its repositories.
             from ..data.dataset import DatasetDir
             from ..models.bm25 import BM25Retriever
 
             _, _, data_dir = self._targets("test")
             retriever = BM25Retriever(DatasetDir(data_dir).corpus())
-        self.prover = RetrievalProver(
-            self.generator,
+        return functools.partial(
+            RetrievalProver,
+            os.fspath(self.generator) if self.generator is not None else None,
             retriever=retriever,
             num_premises=self.num_premises,
             device=self.device,

@@ -64,6 +64,12 @@ def build_parser() -> argparse.ArgumentParser:
     prove.add_argument(
         "--prove-limit", type=int, default=4, help="theorems per test split at most (4)"
     )
+    prove.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="provers in parallel, a process each with its own model (1: in this process)",
+    )
     return p
 
 
@@ -117,8 +123,10 @@ def prove(args: argparse.Namespace, trainer, datasets: list[Path]) -> dict:
     from ..prover.retrieval_prover import RetrievalProver
     from .config import ProverConfig
 
+    import functools
+
     settings = ProverConfig(
-        num_workers=1,
+        num_workers=args.workers,
         timeout=args.timeout,
         max_expansions=args.max_expansions,
         num_sampled_tactics=args.num_samples,
@@ -126,7 +134,9 @@ def prove(args: argparse.Namespace, trainer, datasets: list[Path]) -> dict:
     search = search_config_from_prover_config(settings)
     export = Path(str(trainer.config.output_dir).rstrip("/\\") + "-retriever")
     retriever = trainer.export(export, force=args.force)
-    prover = RetrievalProver(args.generator, retriever=str(retriever), device="cpu")
+    factory = functools.partial(RetrievalProver, args.generator, retriever=str(retriever))
+    parallel = settings.num_workers > 1
+    prover = None if parallel else factory()
     summary: dict = {"retriever": str(retriever), "generator": args.generator or "smollm2"}
     for d in datasets:
         theorems = [t for t in DatasetDir(d).theorems("random", "test") if t.traced_tactics]
@@ -135,7 +145,13 @@ def prove(args: argparse.Namespace, trainer, datasets: list[Path]) -> dict:
         if choice.notice:
             print(choice.notice, file=sys.stderr)
         results = prove_theorems(
-            theorems, choice.make_env, lambda: prover, search, backend="inline", progress=False
+            theorems,
+            choice.make_env,
+            factory if parallel else (lambda: prover),
+            search,
+            workers=settings.num_workers,
+            backend="process" if parallel else "inline",
+            progress=False,
         )
         summary[str(d)] = {
             "backend": choice.backend,

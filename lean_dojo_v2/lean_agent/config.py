@@ -21,9 +21,10 @@ class ProverConfig:
 
     Mapped onto :class:`~lean_dojo_v2.prover.SearchConfig` by the agents and by ``python -m
     lean_dojo_v2.lean_agent``: ``num_sampled_tactics`` → ``num_samples``, ``max_expansions``
-    (None keeps the search's default), ``timeout``. ``use_vllm``, ``num_workers``,
-    ``batch_size`` and ``debug`` are kept so the seed's code and YAML load (serve a model with vLLM
-    and use ``ExternalAgent`` for the first; ``lean-dojo-v2 prove --workers`` for the second).
+    (None keeps the search's default), ``timeout``; ``num_workers`` → the agent's ``workers``
+    (provers in parallel, a process each; ``python -m lean_dojo_v2.lean_agent --workers``).
+    ``use_vllm``, ``batch_size`` and ``debug`` are kept so the seed's code and YAML load (serve a
+    model with vLLM and use ``ExternalAgent`` for the first).
 
     Parameters:
         > Parameters that control proof search
@@ -31,7 +32,7 @@ class ProverConfig:
         use_vllm (`bool`, *optional*, defaults to `False`):
             Generate tactics with vLLM (a GPU inference server) instead of transformers.
         num_workers (`int`, *optional*, defaults to `4`):
-            Provers running in parallel (processes or Ray actors), each with its own Lean process.
+            Provers running in parallel (worker processes), each with its own model and Lean process.
         timeout (`int`, *optional*, defaults to `600`):
             Wall-clock seconds allowed per theorem.
         max_expansions (`int` or `None`, *optional*, defaults to `None`):

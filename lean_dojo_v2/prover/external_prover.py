@@ -64,6 +64,8 @@ DEFAULT_BASE_URL = "http://localhost:8000/v1"
 is given."""
 BASE_URL_ENV = "OPENAI_BASE_URL"
 """The variable the ``openai`` client itself reads for its base URL."""
+API_KEY_ENV = "OPENAI_API_KEY"
+"""The variable the key is read from when ``api_key`` is not given (in each worker process, too)."""
 MODEL_ENV = "LEAN_DOJO_V2_EXTERNAL_MODEL"
 """The model to ask for when ``model_name`` is not given."""
 
@@ -210,7 +212,7 @@ class ExternalProver(BaseProver):
             if self._client is None:
                 import openai
 
-                key = self._api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"
+                key = self._api_key or os.environ.get(API_KEY_ENV) or "EMPTY"
                 self._client = openai.OpenAI(
                     base_url=self.base_url,
                     api_key=key,

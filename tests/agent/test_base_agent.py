@@ -364,3 +364,77 @@ def test_a_script_with_a_bad_agent_argument_ends_in_one_line(tmp_path):
         timeout=120,
     )
     assert "Traceback" in proc.stderr and "AgentConfigError" in proc.stderr
+
+
+class ParallelOracleAgent(OracleAgent):
+    """The custom agent with a picklable prover factory: it can prove in worker processes."""
+
+    def _prover_factory(self):
+        from prover.pipeline_oracle import OracleSpec
+
+        return OracleSpec(str(self.data))
+
+
+def _spy_backends(monkeypatch) -> list[tuple[str, int]]:
+    import lean_dojo_v2.prover.parallel as parallel
+
+    seen: list[tuple[str, int]] = []
+    real = parallel.prove_theorems
+
+    def spy(*args, **kwargs):
+        seen.append((kwargs["backend"], kwargs["workers"]))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(parallel, "prove_theorems", spy)
+    return seen
+
+
+def test_workers_prove_in_processes_what_one_proves_inline(tmp_path, sample, monkeypatch):
+    seen = _spy_backends(monkeypatch)
+    one = _agent(tmp_path / "one", sample)
+    one.setup_traced_dataset(sample)
+    inline = one.prove(split="train", limit=4, write_back=False)
+    two = ParallelOracleAgent(
+        sample,
+        database_path=tmp_path / "two" / "db.sqlite",
+        search_config=SearchConfig(num_samples=4, max_expansions=30, timeout=60),
+        quiet=True,
+        progress=False,
+        workers=2,
+    )
+    two.setup_traced_dataset(sample)
+    par = two.prove(split="train", limit=4, write_back=False)
+    assert seen == [("inline", 1), ("process", 2)]
+    assert two.prover is None  # the model lives in the workers only
+    assert par.proved >= 2 and par.proved == inline.proved
+    assert [(o.theorem, o.status, o.proof, o.checked_by) for o in par.outcomes] == [
+        (o.theorem, o.status, o.proof, o.checked_by) for o in inline.outcomes
+    ]
+    assert par.recorded == inline.recorded  # re-checked and recorded in this process
+    one.close()
+    two.close()
+
+
+def test_an_agent_without_a_factory_proves_inline_and_says_so(tmp_path, sample, monkeypatch):
+    seen = _spy_backends(monkeypatch)
+    agent = _agent(tmp_path, sample, workers=3)
+    agent.setup_traced_dataset(sample)
+    report = agent.prove(split="train", limit=2, write_back=False)
+    assert seen == [("inline", 1)]
+    assert any("workers=3 ignored" in n for n in report.notes)
+    # one theorem: no processes to start, nothing to say
+    seen.clear()
+    one = ParallelOracleAgent(sample, database_path=tmp_path / "db.sqlite", quiet=True, workers=2)
+    one.setup_traced_dataset(sample)
+    single = one.prove(split="train", limit=1, write_back=False)
+    assert seen == [("inline", 1)] and not single.notes
+    agent.close()
+    one.close()
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True, "2"])
+def test_workers_must_be_a_whole_number_of_at_least_one(tmp_path, sample, bad):
+    from lean_dojo_v2.agent import AgentConfigError
+
+    with pytest.raises(AgentConfigError, match="workers"):
+        _agent(tmp_path, sample, workers=bad)

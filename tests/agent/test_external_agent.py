@@ -110,3 +110,33 @@ def test_bad_endpoint_settings_fail_at_construction(tmp_path):
 
     with pytest.raises(ExternalModelError, match="http"):
         ExternalAgent(model_name="m", base_url="localhost:8000")
+
+
+def test_external_agent_searches_in_worker_processes(tmp_path, sample, monkeypatch):
+    """``workers=2``: each worker process asks the same endpoint (the key from
+    ``$OPENAI_API_KEY``, never pickled); a key given in code keeps the search here, said."""
+    import lean_dojo_v2.prover.parallel as parallel
+
+    seen = []
+    real = parallel.prove_theorems
+    monkeypatch.setattr(
+        parallel,
+        "prove_theorems",
+        lambda *a, **k: seen.append(k["backend"]) or real(*a, **k),
+    )
+    monkeypatch.setenv("OPENAI_API_KEY", "from-the-environment")
+    with FakeOpenAI(completions=oracle_answer(), models=("fake-model",)) as server:
+        kwargs = dict(base_url=server.base_url, search_config=SEARCH, progress=False, quiet=True)
+        agent = ExternalAgent("fake-model", tmp_path / "a.sqlite", workers=2, **kwargs)
+        agent.setup_traced_dataset(sample)
+        report = agent.prove(split="val")
+        keyed = ExternalAgent(
+            "fake-model", tmp_path / "b.sqlite", api_key="in-code", workers=2, **kwargs
+        )
+        keyed.setup_traced_dataset(sample)
+        inline = keyed.prove(split="val")
+    assert seen == ["process", "inline"]
+    assert report.attempted == 2 and report.proved >= 1 and report.proved == inline.proved
+    assert any("workers=2 ignored" in n for n in inline.notes) and not report.notes
+    agent.close()
+    keyed.close()

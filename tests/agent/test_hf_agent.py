@@ -117,3 +117,37 @@ def test_prover_config_of_the_seed_sets_the_search(tmp_path):
     )
     c = agent.search_config
     assert (c.num_samples, c.timeout, c.max_expansions) == (3, 9.0, 7)
+
+
+def test_prover_config_num_workers_sets_workers_unless_given(tmp_path):
+    from lean_dojo_v2.lean_agent.config import ProverConfig
+
+    trainer = _sft("smollm2", tmp_path / "o")
+    assert HFAgent(trainer, prover_config=ProverConfig(num_workers=3)).workers == 3
+    assert HFAgent(trainer, prover_config=ProverConfig(num_workers=3), workers=1).workers == 1
+    assert HFAgent(trainer).workers == 1
+
+
+def test_sft_agent_proves_with_worker_processes(tmp_path, sample, tiny_causal):
+    """``workers=2``: each worker process loads the model the agent would (the base model before
+    train(), the trained one after), and the results match proving in this process."""
+    from lean_dojo_v2.prover.parallel import HFProverSpec
+
+    trainer = _sft(tiny_causal, tmp_path / "out", lora_config=True)
+    kwargs = dict(device="cpu", search_config=SEARCH, progress=False, quiet=True)
+    kwargs["prover_kwargs"] = {"strategy": "beam"}  # deterministic: same candidates everywhere
+    agent = HFAgent(trainer, database_path=tmp_path / "db.sqlite", workers=2, **kwargs)
+    agent.setup_traced_dataset(sample)
+    spec = agent._prover_factory()
+    assert spec == HFProverSpec(str(tiny_causal), "cpu", {"use_lora": False, "strategy": "beam"})
+    agent.train()
+    spec = agent._prover_factory()
+    assert spec == HFProverSpec(str(tmp_path / "out"), "cpu", {"use_lora": True, "strategy": "beam"})
+    par = agent.prove(split="train", limit=3, write_back=False)
+    assert agent.prover is None and par.attempted == 3 and par.trained
+    agent.workers = 1
+    inline = agent.prove(split="train", limit=3, write_back=False)
+    assert [(o.theorem, o.status, o.expansions) for o in par.outcomes] == [
+        (o.theorem, o.status, o.expansions) for o in inline.outcomes
+    ]
+    agent.close()

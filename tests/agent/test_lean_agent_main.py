@@ -5,8 +5,13 @@ from __future__ import annotations
 
 import json
 
+import pytest
 
-def test_lean_agent_main_also_proves(tmp_path, capsys, tiny_encoder, tiny_causal, sample):
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_lean_agent_main_also_proves(tmp_path, capsys, tiny_encoder, tiny_causal, sample, workers):
+    """``--workers 2``: two prover processes, each loading the generator and the exported
+    retriever, on two theorems."""
     import torch
 
     from lean_dojo_v2.lean_agent.__main__ import main
@@ -42,7 +47,9 @@ def test_lean_agent_main_also_proves(tmp_path, capsys, tiny_encoder, tiny_causal
                 "--max-expansions",
                 "2",
                 "--prove-limit",
-                "1",
+                str(workers),
+                "--workers",
+                str(workers),
             ]
         )
     finally:
@@ -54,5 +61,5 @@ def test_lean_agent_main_also_proves(tmp_path, capsys, tiny_encoder, tiny_causal
     assert prove["retriever"] == str(tmp_path / "out") + "-retriever"
     assert prove["generator"] == str(tiny_causal)
     entry = prove[str(sample)]
-    assert entry["backend"] == "replay" and entry["attempted"] == 1
+    assert entry["backend"] == "replay" and entry["attempted"] == workers
     assert "backend: replay" in captured.err
