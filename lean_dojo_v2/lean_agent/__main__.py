@@ -116,14 +116,14 @@ def run(args: argparse.Namespace) -> dict:
 def prove(args: argparse.Namespace, trainer, datasets: list[Path]) -> dict:
     """Proof search on the test split of each dataset with a RetrievalProver on the trained
     retriever (exported to ``<output_dir>-retriever``); a summary per dataset."""
+    import functools
+
     from ..agent.environment import choose_env
     from ..agent.hf_agent import search_config_from_prover_config
     from ..data.dataset import DatasetDir
     from ..prover.parallel import prove_theorems
     from ..prover.retrieval_prover import RetrievalProver
     from .config import ProverConfig
-
-    import functools
 
     settings = ProverConfig(
         num_workers=args.workers,

@@ -142,7 +142,9 @@ def test_sft_agent_proves_with_worker_processes(tmp_path, sample, tiny_causal):
     assert spec == HFProverSpec(str(tiny_causal), "cpu", {"use_lora": False, "strategy": "beam"})
     agent.train()
     spec = agent._prover_factory()
-    assert spec == HFProverSpec(str(tmp_path / "out"), "cpu", {"use_lora": True, "strategy": "beam"})
+    assert spec == HFProverSpec(
+        str(tmp_path / "out"), "cpu", {"use_lora": True, "strategy": "beam"}
+    )
     par = agent.prove(split="train", limit=3, write_back=False)
     assert agent.prover is None and par.attempted == 3 and par.trained
     agent.workers = 1
