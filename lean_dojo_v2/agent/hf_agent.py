@@ -55,10 +55,11 @@ class HFAgent(BaseAgent):
 
     ``trainer``: an ``SFTTrainer`` or ``GRPOTrainer`` (anything with ``train(repos, database)``,
     ``output_dir``, ``lora_config`` and ``model_name``). ``prover_config``: the seed's
-    ``ProverConfig`` (mapped onto ``search_config``); ``device`` and ``prover_kwargs`` go to
-    ``HFProver`` (e.g. ``{"temperature": 0.7}``); ``prover_config.num_workers`` sets ``workers``
-    (one ``HFProver`` per worker process) unless ``workers`` is given. ``training_config`` is the seed's argument and
-    unused (the trainer carries its config). Other keywords: :class:`BaseAgent`'s."""
+    ``ProverConfig`` (mapped onto ``search_config``; its ``num_workers`` sets ``workers``, one
+    ``HFProver`` per worker process, unless ``workers`` is given); ``device`` and
+    ``prover_kwargs`` go to ``HFProver`` (e.g. ``{"temperature": 0.7}``). ``training_config`` is
+    the seed's argument and unused (the trainer carries its config). Other keywords:
+    :class:`BaseAgent`'s."""
 
     def __init__(
         self,
