@@ -23,9 +23,9 @@ does, and both agents share one database (one repository, two training runs, the
    dynamic sampling drops the flat groups) on the same states, rewarded by that same check
    (+ 0.1 × ``format``);
 4. the reward the GRPO model earns, measured as in 2 (same states, same seed);
-5. ``agent.prove(split="train")``: best-first search with the GRPO model through ``ReplayEnv`` on
-   the theorems it trained on (the set has no ``sorry`` and nothing held out), re-checked and
-   recorded in the database.
+5. ``agent.prove(split="train")`` with each model (after 2 and after 4): best-first search
+   through ``ReplayEnv`` at the same budget on the theorems they trained on (the set has no
+   ``sorry`` and nothing held out), re-checked and recorded in the database.
 
 It prints both rewards, the flat-group drop rate and what the search proved. MEASURED_HERE
 With a Lean toolchain and Pantograph, the reward checks with Lean instead
@@ -113,9 +113,12 @@ def main() -> int:
         )
         sft_agent.setup_traced_dataset(data)  # the one line to change (see above)
         sft = sft_agent.train()
-        sft_agent.close()
         print(f"SFT: {sft.steps} steps, loss {sft.first_loss:.3f} -> {sft.last_loss:.3f}")
         before = sampled_tactic_reward(sft.model_dir, theorems, k=args.k, seed=0)
+        # The focused set has no sorry and its database export holds out (almost) nothing, so
+        # the agents search the theorems they trained on: what each policy proves.
+        sft_report = sft_agent.prove(split="train", limit=args.prove)
+        sft_agent.close()
 
         agent = HFAgent(
             trainer=GRPOTrainer(
@@ -141,8 +144,6 @@ def main() -> int:
         agent.setup_traced_dataset(data)  # already in the database: the same record
         result = agent.train()
         after = sampled_tactic_reward(result.model_dir, theorems, k=args.k, seed=0)
-        # The focused set has no sorry and its database export holds out (almost) nothing, so
-        # the agent searches the theorems it trained on: what GRPO's policy proves.
         report = agent.prove(split="train", limit=args.prove)
         agent.close()
     except LeanDojoError as exc:
@@ -160,8 +161,9 @@ def main() -> int:
         f"closed {before.closed:.2f} -> {after.closed:.2f})"
     )
     print(
-        f"best-first search with the GRPO model: proved {report.proved} of {report.attempted} "
-        f"trained-on theorems; backend {report.backend}"
+        f"best-first search at the same budget: SFT proved {sft_report.proved} of "
+        f"{sft_report.attempted}, GRPO {report.proved} of {report.attempted} trained-on "
+        f"theorems; backend {report.backend}"
     )
     print(f"adapter in {result.model_dir}; curves in {result.curves}")
     print(f"TensorBoard: tensorboard --logdir {result.output_dir}/logs")

@@ -47,8 +47,8 @@ def test_grpo_example_runs_sft_then_grpo_and_prints_the_reward(tiny_model_dir, t
                   r"SFT (\d\.\d+) -> GRPO (\d\.\d+)", out)  # fmt: skip
     assert m and int(m.group(1)) >= 4, out
     assert re.search(
-        r"best-first search with the GRPO model: proved \d of 2 trained-on theorems; "
-        r"backend replay",
+        r"best-first search at the same budget: SFT proved \d of 2, GRPO \d of 2 trained-on "
+        r"theorems; backend replay",
         out,
     ), out
     assert (tmp_path / "out" / "grpo" / "adapter_model.safetensors").is_file()
