@@ -9,10 +9,10 @@ runs; its training split) whose proofs are one or two short tactics (the quickst
 ``focused_theorems``: ``norm_num``, ``linarith``, ``rw [h₀] at h₁``...). Focused, because GRPO
 learns only from groups whose completions differ in reward: a model that reproduces none of the
 recorded tactics gets all-zero groups and nothing to learn from, and a short SFT of a 135M model
-reproduces short tactics, not long ones. It measures whether GRPO reached the policy. The set is
-written as a traced dataset and goes in with
-``agent.setup_traced_dataset`` (no git, no Lean); each trainer goes into an ``HFAgent`` as the seed
-does, and both agents share one database (one repository, two training runs, the proofs found).
+reproduces short tactics, not long ones. It measures whether GRPO reached the policy. The set
+is written as a traced dataset and goes in with ``agent.setup_traced_dataset`` (no git, no Lean);
+each trainer goes into an ``HFAgent`` as the seed does, and both agents share one database (one
+repository, two training runs, the proofs found).
 
 1. ``HFAgent(trainer=SFTTrainer(...)).train()``: a short LoRA SFT of the bundled SmolLM2-135M-Instruct
    on those goal states (the database's export of the repository: its train split);
