@@ -101,10 +101,13 @@ def describe_config(cls: type) -> str:
     """A plain-text listing of every field of ``cls``: group, name, type, default and description
     (what ``--help-config`` prints, e.g. ``lean-dojo-v2 train sft --help-config``)."""
     docs = field_docs(cls)
-    # Each group once, in order of first appearance: a config may declare its fields in another
-    # order than its docstring groups them (dataclass field order is positional API).
+    fields = config_fields(cls)
+    # In the docstring's order, each group once: a config may declare its fields in another
+    # order (dataclass field order is positional API, and inherited fields come first).
+    order = [n for n in docs if n in fields] + [n for n in fields if n not in docs]
     groups: dict[str, list[str]] = {}
-    for name, f in config_fields(cls).items():
+    for name in order:
+        f = fields[name]
         group, _type_text, text = docs.get(name, ("Other parameters", "", ""))
         entry = groups.setdefault(group, [])
         entry.append(f"  {name} = {json.dumps(_default_of(f), default=str)}")

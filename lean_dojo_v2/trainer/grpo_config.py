@@ -6,8 +6,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
-from ..config.loading import check_finite_floats
-from .causal_lm import check_causal_lm_fields, need
+from .causal_lm import need
+from .causal_lm_config import CausalLMConfig
 
 MODES = ("tactic", "proof")
 REWARD_BACKENDS = ("auto", "replay", "lean")
@@ -27,7 +27,7 @@ def _reward_type(value: Any) -> dict[str, Any]:
 
 
 @dataclass
-class GRPOConfig:
+class GRPOConfig(CausalLMConfig):
     r"""Configuration of :class:`~lean_dojo_v2.trainer.grpo_trainer.GRPOTrainer`: reinforcement
     learning of a tactic (or whole-proof) generator with the GRPO family on TRL, rewarded by Lean.
 
@@ -208,16 +208,11 @@ class GRPOConfig:
         "reward_type": _reward_type,
     }
 
-    # model
-    model_name: str | None = None
-    dtype: str = "auto"
-    device: str = "auto"
-    lora: bool = False
-    lora_r: int = 16
-    lora_alpha: int = 32
-    lora_dropout: float = 0.05
-    lora_target_modules: list[str] = field(default_factory=lambda: ["all-linear"])
-    merge_lora: bool = False
+    # Declared in CausalLMConfig (shared with SFTConfig): model, LoRA, strategy, splits, the
+    # training, output, logging and scale-out fields; GRPO's own defaults of three of them:
+    batch_size: int = 8
+    output_dir: str = "outputs-grpo"
+    save_steps: int = 50
     # algorithm and rewards
     mode: Literal["tactic", "proof"] = "tactic"
     algorithm: str = "grpo"
@@ -229,8 +224,6 @@ class GRPOConfig:
     temperature: float = 1.0
     top_p: float = 1.0
     # data
-    strategy: Literal["random", "novel_premises"] = "random"
-    splits: list[str] = field(default_factory=lambda: ["train"])
     max_prompts: int | None = None
     max_prompt_len: int = 512
     # reward checks
@@ -238,42 +231,15 @@ class GRPOConfig:
     reward_envs: int = 4
     tactic_timeout: float = 10.0
     max_proof_steps: int = 1
-    # training
-    epochs_per_repo: float = 1.0
-    batch_size: int = 8
-    gradient_accumulation_steps: int = 1
-    lr: float = 2e-5
-    lr_scheduler_type: str = "linear"
-    warmup_steps: int = 0
-    weight_decay: float = 0.0
-    max_grad_norm: float = 1.0
-    max_steps: int = -1
-    gradient_checkpointing: bool = False
-    bf16: bool | None = None
-    use_cpu: bool = False
-    seed: int = 42
-    # outputs
-    output_dir: str = "outputs-grpo"
-    overwrite_output_dir: bool = False
-    resume: bool = True
-    save_steps: int = 50
-    save_total_limit: int | None = 2
     # logging
-    logging_steps: int = 1
-    report_to: list[str] = field(default_factory=lambda: ["tensorboard"])
-    run_name: str | None = None
-    progress_bar: bool = True
     curves: bool = True
     # scale-out
     use_vllm: bool = False
     vllm_mode: Literal["colocate", "server"] = "colocate"
     vllm_server_base_url: str | None = None
-    deepspeed: str | None = None
-    trl_args: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        check_finite_floats(self)
-        check_causal_lm_fields(self)
+        super().__post_init__()
         need(self, self.mode in MODES, "mode", f"one of {', '.join(MODES)}")
         need(self, bool(self.algorithm), "algorithm", "an algorithm name")
         need(self, self.num_generations >= 2, "num_generations", "at least 2 (a group)")
@@ -298,11 +264,6 @@ class GRPOConfig:
             "reward_weights",
             "a mapping of reward names to weights of 0 or more",
         )
-
-    @property
-    def reporters(self) -> list[str]:
-        """``report_to`` without ``none``."""
-        return [r for r in self.report_to if r != "none"]
 
     def reward_names(self) -> list[str]:
         """The reward functions by name: ``rewards``, or the mode's default composite."""

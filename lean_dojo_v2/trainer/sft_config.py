@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from dataclasses import dataclass
 
-from ..config.loading import check_finite_floats
-from .causal_lm import REPORT_TO_CHOICES, SPLITS, STRATEGIES, check_causal_lm_fields, need
+from .causal_lm import REPORT_TO_CHOICES, SPLITS, STRATEGIES, need
+from .causal_lm_config import CausalLMConfig
 
 __all__ = ["REPORT_TO_CHOICES", "SPLITS", "STRATEGIES", "SFTConfig"]
 
 
 @dataclass
-class SFTConfig:
+class SFTConfig(CausalLMConfig):
     r"""Configuration of :class:`~lean_dojo_v2.trainer.sft_trainer.SFTTrainer`: supervised
     fine-tuning of a causal LM on (goal state → next tactic) pairs from traced proofs.
 
@@ -144,57 +143,17 @@ class SFTConfig:
             derived from the fields above. An unknown name is an error listing the valid ones.
     """
 
-    # model
-    model_name: str | None = None
-    dtype: str = "auto"
-    device: str = "auto"
-    lora: bool = False
-    lora_r: int = 16
-    lora_alpha: int = 32
-    lora_dropout: float = 0.05
-    lora_target_modules: list[str] = field(default_factory=lambda: ["all-linear"])
-    merge_lora: bool = False
+    # Declared in CausalLMConfig (shared with GRPOConfig): model, LoRA, strategy, splits, the
+    # training, output, logging and scale-out fields.
     # data
-    strategy: Literal["random", "novel_premises"] = "random"
-    splits: list[str] = field(default_factory=lambda: ["train"])
     use_premises: bool = False
     max_seq_len: int = 1024
     max_examples: int | None = None
-    # training
-    epochs_per_repo: float = 1.0
-    batch_size: int = 1
-    gradient_accumulation_steps: int = 1
-    lr: float = 2e-5
-    lr_scheduler_type: str = "linear"
-    warmup_steps: int = 0
-    weight_decay: float = 0.0
-    max_grad_norm: float = 1.0
-    max_steps: int = -1
-    gradient_checkpointing: bool = False
-    bf16: bool | None = None
-    use_cpu: bool = False
-    seed: int = 42
-    # outputs
-    output_dir: str = "outputs"
-    overwrite_output_dir: bool = False
-    resume: bool = True
-    save_steps: int = 200
-    save_total_limit: int | None = 2
     # logging
-    logging_steps: int = 1
-    report_to: list[str] = field(default_factory=lambda: ["tensorboard"])
-    run_name: str | None = None
-    progress_bar: bool = True
     loss_curve: bool = True
-    # distributed
-    deepspeed: str | None = None
-    trl_args: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        # inf passes every range check below (lr > 0) and trains NaN weights.
-        check_finite_floats(self)
-
-        check_causal_lm_fields(self)
+        super().__post_init__()
         need(self, self.max_seq_len >= 8, "max_seq_len", "at least 8")
         need(
             self,
@@ -202,8 +161,3 @@ class SFTConfig:
             "max_examples",
             "None or at least 1",
         )
-
-    @property
-    def reporters(self) -> list[str]:
-        """``report_to`` without ``none``."""
-        return [r for r in self.report_to if r != "none"]
