@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 from ..config.cli import add_config_options
 from ..trainer.cli_options import add_run_options, print_summary
@@ -30,6 +31,16 @@ from ..trainer.cli_options import training_config_from_args as config_from_args
 
 # The offline default run: small enough for a CPU in about a minute.
 QUICK_DEFAULTS = {"max_epochs": 2, "batch_size": 16, "lr": 5e-5, "output_dir": "outputs-lean-agent"}
+
+
+def _at_least_one(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}")
+    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -58,15 +69,17 @@ def build_parser() -> argparse.ArgumentParser:
     prove.add_argument(
         "--generator", default=None, help="tactic generator model (default: bundled SmolLM2)"
     )
-    prove.add_argument("--num-samples", type=int, default=4, help="tactics per state (4)")
-    prove.add_argument("--max-expansions", type=int, default=8, help="per theorem (8)")
-    prove.add_argument("--timeout", type=int, default=120, help="seconds per theorem (120)")
+    prove.add_argument("--num-samples", type=_at_least_one, default=4, help="tactics per state (4)")
+    prove.add_argument("--max-expansions", type=_at_least_one, default=8, help="per theorem (8)")
     prove.add_argument(
-        "--prove-limit", type=int, default=4, help="theorems per test split at most (4)"
+        "--timeout", type=_at_least_one, default=120, help="seconds per theorem (120)"
+    )
+    prove.add_argument(
+        "--prove-limit", type=_at_least_one, default=4, help="theorems per test split at most (4)"
     )
     prove.add_argument(
         "--workers",
-        type=int,
+        type=_at_least_one,
         default=1,
         help="provers in parallel, a process each with its own model (1: in this process)",
     )
@@ -81,6 +94,7 @@ def run(args: argparse.Namespace) -> dict:
     # Quick defaults (no --config) apply only to keys --set does not give.
     defaults = {} if args.config else QUICK_DEFAULTS
     config = config_from_args(args, TrainingConfig, defaults=defaults)
+    settings = prover_settings(args)  # checked before anything trains or is written
     trainer = RetrievalTrainer.from_config(config)
     if args.db:
         result = trainer.train(database=args.db)
@@ -109,11 +123,23 @@ def run(args: argparse.Namespace) -> dict:
         "test": evaluations,
     }
     if not args.no_prove:
-        out["prove"] = prove(args, trainer, datasets)
+        out["prove"] = prove(args, trainer, datasets, settings)
     return out
 
 
-def prove(args: argparse.Namespace, trainer, datasets: list[Path]) -> dict:
+def prover_settings(args: argparse.Namespace) -> Any:
+    """The seed's ``ProverConfig`` of the proving options (a bad value is a one-line error)."""
+    from .config import ProverConfig
+
+    return ProverConfig(
+        num_workers=args.workers,
+        timeout=args.timeout,
+        max_expansions=args.max_expansions,
+        num_sampled_tactics=args.num_samples,
+    )
+
+
+def prove(args: argparse.Namespace, trainer, datasets: list[Path], settings: Any) -> dict:
     """Proof search on the test split of each dataset with a RetrievalProver on the trained
     retriever (exported to ``<output_dir>-retriever``); a summary per dataset."""
     import functools
@@ -123,14 +149,7 @@ def prove(args: argparse.Namespace, trainer, datasets: list[Path]) -> dict:
     from ..data.dataset import DatasetDir
     from ..prover.parallel import prove_theorems
     from ..prover.retrieval_prover import RetrievalProver
-    from .config import ProverConfig
 
-    settings = ProverConfig(
-        num_workers=args.workers,
-        timeout=args.timeout,
-        max_expansions=args.max_expansions,
-        num_sampled_tactics=args.num_samples,
-    )
     search = search_config_from_prover_config(settings)
     export = Path(str(trainer.config.output_dir).rstrip("/\\") + "-retriever")
     retriever = trainer.export(export, force=args.force)

@@ -63,3 +63,16 @@ def test_lean_agent_main_also_proves(tmp_path, capsys, tiny_encoder, tiny_causal
     entry = prove[str(sample)]
     assert entry["backend"] == "replay" and entry["attempted"] == workers
     assert "backend: replay" in captured.err
+
+
+@pytest.mark.parametrize("option", ["--workers", "--num-samples", "--timeout", "--prove-limit"])
+@pytest.mark.parametrize("value", ["0", "-2", "x"])
+def test_bad_proving_options_are_refused_before_anything_trains(tmp_path, capsys, option, value):
+    from lean_dojo_v2.lean_agent.__main__ import main
+
+    with pytest.raises(SystemExit) as info:
+        main(["-o", str(tmp_path / "out"), option, value])
+    assert info.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert f"argument {option}: must be a whole number >= 1, got '{value}'" in err
+    assert not (tmp_path / "out").exists()
