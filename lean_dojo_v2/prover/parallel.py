@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -257,6 +258,41 @@ class _Worker:
     started: float = 0.0
 
 
+def _needs_main_module(*objects: Any) -> bool:
+    """Whether unpickling ``objects`` in a worker needs the parent's ``__main__`` module (a
+    factory class defined in the user's script). Unpicklable objects count as needing it: the
+    worker's start then fails as multiprocessing would have it fail."""
+    import pickle
+
+    try:
+        return b"__main__" in pickle.dumps(objects)
+    except Exception:  # noqa: BLE001 - any pickling failure: leave multiprocessing's default
+        return True
+
+
+@contextmanager
+def _main_module_hidden(hide: bool) -> Iterator[None]:
+    """While a worker starts, hide the parent's ``__main__`` from ``spawn``, which would
+    otherwise import it again in the worker and run a script's top-level code once more there: a
+    seed-style script without an ``if __name__ == "__main__":`` guard would train again in every
+    worker, then fail. Only when the factories do not need ``__main__``
+    (:func:`_needs_main_module`); ``spawn`` reads these attributes while ``start()`` runs."""
+    import sys
+
+    main = sys.modules.get("__main__")
+    if not hide or main is None:
+        yield
+        return
+    saved = {k: main.__dict__[k] for k in ("__file__", "__spec__") if k in main.__dict__}
+    main.__dict__.pop("__file__", None)
+    main.__dict__["__spec__"] = None
+    try:
+        yield
+    finally:
+        main.__dict__.pop("__spec__", None)
+        main.__dict__.update(saved)
+
+
 def _run_processes(
     theorems: Sequence[Theorem],
     make_env: Callable[[], Any],
@@ -271,6 +307,7 @@ def _run_processes(
 
     ctx = mp.get_context("spawn")
     threads = max(1, (os.cpu_count() or 1) // workers)
+    hide_main = not _needs_main_module(make_env, make_generator, config)
     pending = TaskQueue(theorems, collector, retries)
     pool: list[_Worker] = []
     backend = "unknown"
@@ -284,7 +321,8 @@ def _run_processes(
             name="lean-dojo-v2-prover",
             daemon=True,
         )
-        proc.start()
+        with _main_module_hidden(hide_main):
+            proc.start()
         child.close()
         pool.append(_Worker(proc, parent, started=time.perf_counter()))
 
@@ -308,7 +346,8 @@ def _run_processes(
             if start_failures >= MAX_START_FAILURES:
                 raise WorkerStartError(
                     f"proof workers died while starting ({how}) {start_failures} times in a row; "
-                    "check memory (each worker loads its own model) or run with --workers 1"
+                    "check memory (each worker loads its own model), or prove in one process "
+                    "(--workers 1, workers=1)"
                 )
         if worker.task is not None:
             pending.lost(

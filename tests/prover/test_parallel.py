@@ -154,3 +154,87 @@ def test_bad_arguments_are_config_errors(theorems: list, data: str) -> None:
     with pytest.raises(ConfigError, match="Theorem records"):
         prove_theorems(["a"], ReplayEnvSpec(data), OracleSpec(data), CONFIG)
     assert prove_theorems([], ReplayEnvSpec(data), OracleSpec(data), CONFIG) == []
+
+
+# -- scripts without a main guard ----------------------------------------------------------------
+
+_SCRIPT = """
+import sys
+sys.path.insert(0, {tests!r})
+with open({marker!r}, "a") as f:
+    f.write("top-level code ran\\n")
+from lean_dojo_v2.data import load_theorems
+from lean_dojo_v2.prover.parallel import ReplayEnvSpec, prove_theorems
+from lean_dojo_v2.prover.search import SearchConfig
+from prover.pipeline_oracle import OracleSpec
+{factory}
+def run():
+    theorems = [t for t in load_theorems({data!r}) if t.traced_tactics][:4]
+    results = prove_theorems(theorems, ReplayEnvSpec({data!r}), FACTORY,
+                             SearchConfig(num_samples=4, max_expansions=30, timeout=60),
+                             workers=2, backend="process", progress=False)
+    print(sum(r.status == "proved" for r in results), len(results))
+{call}
+"""
+_LIBRARY_FACTORY = "FACTORY = OracleSpec({data!r})"
+_SCRIPT_FACTORY = """
+class ScriptFactory:  # defined in the script: a worker needs __main__ to unpickle it
+    def __call__(self):
+        return OracleSpec({data!r})()
+FACTORY = ScriptFactory()
+"""
+
+
+def _run_script(tmp_path: Path, data: str, factory: str, call: str) -> tuple[str, int]:
+    import subprocess
+    import sys
+
+    marker = tmp_path / "ran.txt"
+    tests = str(Path(__file__).resolve().parents[1])
+    text = _SCRIPT.format(
+        tests=tests, marker=str(marker), data=data, factory=factory.format(data=data), call=call
+    )
+    script = tmp_path / "seed_style.py"
+    script.write_text(text)
+    proc = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=240, check=False
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout.strip(), len(marker.read_text().splitlines())
+
+
+def test_a_script_without_a_main_guard_runs_its_top_level_code_once(tmp_path, data):
+    """The seed's scripts are top-level code: a worker must not import the script again (it
+    would train again, then fail to start its own workers)."""
+    out, runs = _run_script(tmp_path, data, _LIBRARY_FACTORY, "run()")
+    assert out == "4 4" and runs == 1
+
+
+def test_a_guarded_script_may_define_its_factory_in_the_script(tmp_path, data):
+    """A factory of the script's own needs ``__main__`` in the worker: multiprocessing's usual
+    rule (the guard) applies and works."""
+    out, runs = _run_script(
+        tmp_path, data, _SCRIPT_FACTORY, 'if __name__ == "__main__":\n    run()'
+    )
+    # the parent ran the top level once and each worker imported the script once more
+    assert out == "4 4" and runs >= 2
+
+
+def test_needs_main_module_tells_library_factories_from_script_ones(data):
+    import __main__
+
+    from lean_dojo_v2.prover.parallel import _needs_main_module
+
+    assert not _needs_main_module(OracleSpec(data), ReplayEnvSpec(data), CONFIG)
+    assert _needs_main_module(lambda: None)  # unpicklable: multiprocessing's own error
+
+    class Local:
+        pass
+
+    Local.__module__ = "__main__"
+    Local.__qualname__ = "Local"
+    __main__.Local = Local
+    try:
+        assert _needs_main_module(Local())
+    finally:
+        del __main__.Local
