@@ -11,6 +11,14 @@ steps-remaining model, and ask it about proof states.
    within-1 accuracy on held-out proofs. A few minutes on a laptop CPU.
 3. ``ProgressModel`` loads the result (as search does through ``LEANPROGRESS_MODEL``) and predicts
    the steps remaining of held-out states, with the tactics so far as the prefix.
+
+With Lean installed, change one line to label the proofs of a GitHub repository instead of the
+bundled sample (its dataset is traced first, then labelled)::
+
+    from lean_dojo_v2.lean_dojo import LeanGitRepo, generate_benchmark
+    summary = create_sample_dataset(data, generate_benchmark(
+        [LeanGitRepo("https://github.com/durant42040/lean4-example",
+                     "005de00d03f1aaa32cb2923d5e3cbaf0b954a192")])[0].path, force=data.exists())
 """
 
 from __future__ import annotations
