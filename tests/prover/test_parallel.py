@@ -222,7 +222,6 @@ def test_a_guarded_script_may_define_its_factory_in_the_script(tmp_path, data):
 
 def test_needs_main_module_tells_library_factories_from_script_ones(data):
     import __main__
-
     from lean_dojo_v2.prover.parallel import _needs_main_module
 
     assert not _needs_main_module(OracleSpec(data), ReplayEnvSpec(data), CONFIG)
