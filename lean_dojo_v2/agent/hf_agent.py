@@ -108,23 +108,11 @@ class HFAgent(BaseAgent):
         return (os.fspath(name) if name is not None else None), is_adapter
 
     def _setup_prover(self) -> None:
-        from ..prover.hf_prover import HFProver
-
-        if self.trained:
-            self.prover = HFProver(
-                str(self.output_dir),
-                use_lora=self.use_lora,
-                device=self.device,
-                **self.prover_kwargs,
-            )
-        else:
-            name, is_adapter = self._base_model()
-            self.prover = HFProver(
-                name, use_lora=is_adapter, device=self.device, **self.prover_kwargs
-            )
+        self.prover = self._prover_factory()()
 
     def _prover_factory(self) -> Any:
-        """The prover :meth:`_setup_prover` builds, built again in each worker process."""
+        """``HFProver`` of the trained model (after :meth:`train`) or of the trainer's base model,
+        as a picklable factory: built here by :meth:`_setup_prover`, or in each worker process."""
         from ..prover.parallel import HFProverSpec
 
         if self.trained:

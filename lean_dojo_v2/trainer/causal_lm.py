@@ -17,6 +17,7 @@ No torch at import: each function imports what it uses.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -384,6 +385,7 @@ def training_arguments(cfg: Any, k: int, out: Path, loaded: LoadedCausalLM) -> d
     return args
 
 
+@functools.cache
 def checkpointing_argument() -> str:
     """transformers 5.x renamed ``gradient_checkpointing`` to ``activation_checkpointing`` (the
     old name warns); the name this transformers takes."""
@@ -405,13 +407,10 @@ def apply_trl_args(
     ``activation_checkpointing*``) land on the name this transformers takes, so either wins over
     the config's value."""
     check_trl_args(trl_config_cls, trl_args, name)
-    new = checkpointing_argument()
-    old = "gradient_checkpointing" if new == "activation_checkpointing" else new
+    old, new = "gradient_checkpointing", checkpointing_argument()
     out = dict(args)
     for key, value in trl_args.items():
-        if new != old and key.startswith(old):
-            key = new + key[len(old) :]
-        out[key] = value
+        out[new + key[len(old) :] if key.startswith(old) else key] = value
     return out
 
 
