@@ -409,18 +409,43 @@ class PremiseIndex:
             )
         corpus = Corpus.from_jsonl(folder / CORPUS)
         embeddings = np.load(folder / EMBEDDINGS, allow_pickle=False)
+        rows = meta.get("rows", [])
+        if not isinstance(rows, list) or embeddings.ndim != 2 or len(rows) != len(embeddings):
+            raise DataFormatError(
+                f"{len(rows) if isinstance(rows, list) else 'no list of'} rows for "
+                f"{embeddings.shape[0] if embeddings.ndim else 0} embeddings in {EMBEDDINGS}: "
+                "the folder is incomplete or mixed; rebuild the index",
+                file=folder / INDEX_META,
+                field="rows",
+            )
+        # A row names its premise by file and full name, with the start position as a check:
+        # several premises can share a start (the lemmas `@[simps]` generates from one
+        # declaration), so the position alone does not pick one.
+        named: dict[tuple[str, str], list[Premise]] = {}
+        for p in corpus.premises:
+            named.setdefault((p.path, p.full_name), []).append(p)
         premises: list[Premise] = []
-        for i, row in enumerate(meta.get("rows", [])):
+        for i, row in enumerate(rows):
             try:
                 path_, name, start = row
-                p = corpus.locate_premise(path_, Pos.parse(start))
+                pos = Pos.parse(start)
+                found = named.get((path_, name), [])
             except (TypeError, ValueError) as exc:
                 raise DataFormatError(
-                    f"bad row ({exc})", file=folder / INDEX_META, field=f"rows[{i}]"
+                    f"bad row ({exc}); expected [file, full name, [line, column]]",
+                    file=folder / INDEX_META,
+                    field=f"rows[{i}]",
                 ) from None
-            if p is None or p.full_name != name:
+            p = next((c for c in found if c.start == pos), None)
+            if p is None:
+                where = (
+                    f"{CORPUS} has it at {', '.join(str(c.start.to_list()) for c in found)}"
+                    if found
+                    else f"it is not in {CORPUS}"
+                )
                 raise DataFormatError(
-                    f"premise {name!r} at {path_}:{start} is not in {CORPUS}; rebuild the index",
+                    f"premise {name!r} of {path_} at {pos.to_list()}: {where}; the corpus is "
+                    "not the one the embeddings were computed from: rebuild the index",
                     file=folder / INDEX_META,
                     field=f"rows[{i}]",
                 )

@@ -53,6 +53,11 @@ class QueryStats:
 
 
 def _resolve(corpus: Corpus, annotation) -> str | None:  # noqa: ANN001 - data.Annotation
+    # The name first: several premises can share a position (the lemmas `@[simps]` generates
+    # from one declaration), so the position alone may find a sibling of the premise used.
+    named = corpus.get_premise(annotation.full_name)
+    if named is not None and named.path == annotation.def_path:
+        return named.full_name
     located = corpus.locate_premise(annotation.def_path, annotation.def_pos)
     if located is not None:
         return located.full_name

@@ -32,3 +32,36 @@ def assert_accessible(corpus, path: str, pos, hits) -> int:  # noqa: ANN001 - Co
         else:
             assert premise.path in allowed, (path, premise.path)
     return len(hits)
+
+
+# Two lemmas `@[simps]` generates from `CategoryTheory.Iso.trans`: LeanDojo Benchmark 4's corpus
+# lists both at the declaration's start, Mathlib/CategoryTheory/Iso.lean [149, 10].
+ISO_FILE = "Mathlib/CategoryTheory/Iso.lean"
+SHARED_START = (149, 10)
+SHARED_NAMES = ("CategoryTheory.Iso.trans_hom", "CategoryTheory.Iso.trans_inv")
+
+
+def b4_corpus_with_shared_positions(records_path: Path):  # noqa: ANN201 - data.Corpus
+    """The premises named in the provenances of the real LeanDojo Benchmark 4 records at
+    ``records_path`` (``def_path``, ``def_pos``, ``def_end_pos``: one file per ``def_path``,
+    no imports), plus ``Iso.lean`` with the two ``@[simps]`` lemmas at one position, importing
+    every other file (a made-up edge: the records hold no import structure)."""
+    import json
+
+    from lean_dojo_v2.data import Corpus, Pos, Premise, PremiseFile
+
+    records = json.loads(Path(records_path).read_text(encoding="utf-8"))
+    by_file: dict[str, dict[str, Premise]] = {}
+    for r in records:
+        for tac in r["traced_tactics"]:
+            for p in tac["annotated_tactic"][1]:
+                by_file.setdefault(p["def_path"], {})[p["full_name"]] = Premise(
+                    p["def_path"], p["full_name"], "", Pos(*p["def_pos"]),
+                    Pos(*p["def_end_pos"]), "unknown",
+                )  # fmt: skip
+    assert ISO_FILE not in by_file  # the 100 records hold no premise of Iso.lean
+    files = [PremiseFile(path, [], list(ps.values())) for path, ps in sorted(by_file.items())]
+    start = Pos(*SHARED_START)
+    shared = [Premise(ISO_FILE, n, "", start, start, "unknown") for n in SHARED_NAMES]
+    files.append(PremiseFile(ISO_FILE, sorted(by_file), shared))
+    return Corpus(files)
