@@ -90,13 +90,8 @@ class ExternalAgent(BaseAgent):
         self._endpoint_ok = True
 
     def _check_endpoint(self) -> None:
-        prover = self._external
-        if prover._model_name is None:
-            prover.model_name  # noqa: B018 - asks the server (ExternalModelError when unreachable)
-            return
-        from ..prover.cli import _check_endpoint
-
-        _check_endpoint(prover.base_url, prover._model_name, prover._api_key)
+        # ExternalModelError when unreachable, or when /models answers garbage
+        self._external.check_endpoint()
 
     def _model_label(self) -> str | None:
         name = self._external._model_name or self.model_name or "<first served model>"

@@ -234,34 +234,13 @@ def _select_theorems(args: argparse.Namespace) -> tuple[list[Any], int]:
 
 
 def _check_endpoint(base_url: str, model: str, api_key: str | None) -> None:
-    """Fail early, in one line, when the server cannot be reached or does not serve ``model``
-    (``GET {base_url}/models``). A server without that endpoint is given the benefit of the
-    doubt."""
-    import openai
+    """Fail early, in one line, when the server cannot be reached, answers ``GET
+    {base_url}/models`` with something that is not a model list, or does not serve ``model``
+    (:func:`~lean_dojo_v2.prover.external_prover.check_endpoint`)."""
+    from .external_prover import check_endpoint
 
-    from .external_prover import ExternalModelError
-
-    client = openai.OpenAI(base_url=base_url, api_key=api_key or "EMPTY", timeout=10, max_retries=0)
-    try:
-        served = [m.id for m in client.models.list()]
-    except openai.APIConnectionError as exc:
-        raise ExternalModelError(
-            f"cannot reach the model server at {base_url} ({type(exc).__name__}: {exc}); start "
-            "it (e.g. `vllm serve MODEL`) or fix --base-url"
-        ) from None
-    except openai.AuthenticationError:
-        raise ExternalModelError(
-            f"the model server at {base_url} refused the API key; set the variable named by "
-            "--api-key-env"
-        ) from None
-    except openai.APIStatusError as exc:
-        logger.info("%s/models answered %s; not checking the model name", base_url, exc.status_code)
-        return
-    if served and model not in served:
-        raise ExternalModelError(
-            f"the server at {base_url} does not serve the model {model!r}; it serves: "
-            + ", ".join(served[:10])
-        )
+    hint = "start it (e.g. `vllm serve MODEL`) or point --base-url elsewhere"
+    check_endpoint(base_url, model, api_key, hint=hint)
 
 
 def _generator_spec(args: argparse.Namespace) -> Any:

@@ -23,14 +23,23 @@ router, ...), or a server of our own. Requests go through the official ``openai`
   server does not return them, or refuses the option, which is then not asked again) the score is
   the candidate's log-frequency among the samples
   (:func:`~lean_dojo_v2.prover.completions.frequency_scores`), ties in the server's order.
-* **Bad answers.** An answer without ``choices``, a body that is not JSON or a choice without
-  text is logged as a warning and yields no candidate; it never raises a traceback into search.
+* **Bad answers** (:mod:`~lean_dojo_v2.prover.external_answers`). Every answer is streamed and
+  read up to ``max_answer_bytes`` (default 8 MiB, or ``$LEAN_DOJO_V2_MAX_ANSWER_BYTES``); a
+  longer one is an :class:`ExternalAnswerTooLargeError` and is not read further. A body that is
+  not JSON, or JSON that is not a chat completion (no ``choices`` list, a choice without a
+  ``message``), is an :class:`ExternalAnswerError` naming the URL and quoting what came back: the
+  search records an ``"error"`` result, apart from a search whose tactics all failed. A choice
+  whose text is empty or ``null`` is the model saying nothing: it yields no candidate (a
+  warning), not an error.
 * **Defaults from the environment.** ``ExternalProver()`` with no arguments (the seed's example)
-  talks to ``$OPENAI_BASE_URL`` (else a local vLLM, :data:`DEFAULT_BASE_URL`) with
-  ``$OPENAI_API_KEY``, and uses the model named by ``$LEAN_DOJO_V2_EXTERNAL_MODEL``, else the
-  first model the server lists at ``GET {base_url}/models``, asked once at first use (so
-  constructing never touches the network); an unreachable server is an
-  :class:`ExternalModelError` naming the URL.
+  talks to ``$OPENAI_BASE_URL`` (else a local vLLM, :data:`DEFAULT_BASE_URL`; upstream
+  LeanDojo-v2 defaulted to the Hugging Face Inference API instead) with ``$OPENAI_API_KEY``, and
+  uses the model named by ``$LEAN_DOJO_V2_EXTERNAL_MODEL``, else the first model the server lists
+  at ``GET {base_url}/models``, asked once at first use (so constructing never touches the
+  network). An unreachable server is an :class:`ExternalModelError` naming the URL it tried,
+  where that URL came from (``base_url=``, ``$OPENAI_BASE_URL`` or the default) and how to point
+  the prover elsewhere; a ``/models`` answer that is not a model list is an
+  :class:`ExternalAnswerError` saying what came back.
 * **The seed's calls.** :meth:`ExternalProver.next_tactic` (the best tactic for one state) and
   :meth:`ExternalProver.generate_whole_proof` (the best whole proof of a theorem).
 """
@@ -45,7 +54,6 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from ..errors import ModelError
 from ..models.generator import Candidate, check_generate_args, finalize
 from ..models.prompts import chat_messages
 from .base import BaseProver
@@ -55,6 +63,18 @@ from .completions import (
     frequency_scores,
     state_text,
     whole_proof_input,
+)
+from .external_answers import (
+    ExternalAnswerError,
+    ExternalAnswerTooLargeError,
+    ExternalModelError,
+    chat_choices,
+    parse_json,
+    read_capped,
+    served_model_ids,
+)
+from .external_answers import (
+    max_answer_bytes as answer_cap,
 )
 
 log = logging.getLogger(__name__)
@@ -68,12 +88,42 @@ API_KEY_ENV = "OPENAI_API_KEY"
 """The variable the key is read from when ``api_key`` is not given (in each worker process, too)."""
 MODEL_ENV = "LEAN_DOJO_V2_EXTERNAL_MODEL"
 """The model to ask for when ``model_name`` is not given."""
+HOSTED_EXAMPLE_URL = "https://router.huggingface.co/v1"
+"""A hosted OpenAI-compatible API, named in the error for an unreachable default URL (the Hugging
+Face router: upstream LeanDojo-v2's default was Hugging Face's Inference API)."""
 
 
-class ExternalModelError(ModelError):
-    """The OpenAI-compatible model server could not be used: it is unreachable, it timed out or
-    kept failing after the retries, it does not serve the model, or it refused the request. The
-    message names the URL and the model."""
+def unreachable_hint(base_url: str, source: str) -> str:
+    """What to do when nothing answers at ``base_url``; ``source`` says where the URL came from:
+    ``"argument"`` (``base_url=``), ``"env"`` (``$OPENAI_BASE_URL``) or ``"default"``."""
+    elsewhere = (
+        f"point the prover elsewhere with base_url= or ${BASE_URL_ENV} (e.g. "
+        f"{HOSTED_EXAMPLE_URL}, the Hugging Face router, with your token in ${API_KEY_ENV})"
+    )
+    if source == "default":
+        return (
+            f"{base_url} is the default, a local vLLM (neither base_url= nor ${BASE_URL_ENV} was "
+            f"given): start one there (`vllm serve MODEL`), or {elsewhere}"
+        )
+    if source == "env":
+        return (
+            f"{base_url} came from ${BASE_URL_ENV}: start the server there (e.g. `vllm serve "
+            f"MODEL`), or change ${BASE_URL_ENV} (base_url= takes precedence)"
+        )
+    return f"start the server at {base_url} (e.g. `vllm serve MODEL`), or {elsewhere}"
+
+
+__all__ = [
+    "API_KEY_ENV",
+    "BASE_URL_ENV",
+    "DEFAULT_BASE_URL",
+    "MODEL_ENV",
+    "ExternalAnswerError",
+    "ExternalAnswerTooLargeError",
+    "ExternalModelError",
+    "ExternalProver",
+    "check_endpoint",
+]
 
 
 class ExternalProver(BaseProver):
@@ -92,6 +142,8 @@ class ExternalProver(BaseProver):
     states requested at the same time. ``premises``: optional premise texts put in every prompt
     (a retrieval-augmented caller passes them per call through :meth:`generate_with_premises`).
     ``extra_body``: extra JSON fields for every request (e.g. vLLM's ``{"top_k": 20}``).
+    ``max_answer_bytes``: the longest answer read (default ``$LEAN_DOJO_V2_MAX_ANSWER_BYTES``,
+    else 8 MiB); a longer one is an :class:`ExternalAnswerTooLargeError`.
     """
 
     def __init__(
@@ -109,13 +161,19 @@ class ExternalProver(BaseProver):
         logprobs: bool = True,
         max_concurrency: int = 8,
         extra_body: dict[str, Any] | None = None,
+        max_answer_bytes: int | None = None,
     ) -> None:
         if model_name is None:
             model_name = os.environ.get(MODEL_ENV) or None
         if model_name is not None and (not isinstance(model_name, str) or not model_name.strip()):
             raise ExternalModelError("model_name must be the name of a model the server serves")
+        # Where the URL came from goes into the error when nothing answers there.
+        self.base_url_source = "argument"
         if base_url is None:
-            base_url = os.environ.get(BASE_URL_ENV) or DEFAULT_BASE_URL
+            base_url = os.environ.get(BASE_URL_ENV) or None
+            self.base_url_source = "env"
+        if base_url is None:
+            base_url, self.base_url_source = DEFAULT_BASE_URL, "default"
         if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
             raise ExternalModelError(
                 f"base_url must be an http(s) URL such as {DEFAULT_BASE_URL}, got {base_url!r}"
@@ -148,6 +206,7 @@ class ExternalProver(BaseProver):
         self.logprobs = bool(logprobs)
         self.max_concurrency = int(max_concurrency)
         self.extra_body = dict(extra_body or {})
+        self.max_answer_bytes = answer_cap(max_answer_bytes)
         self.requests_sent = 0
         """HTTP requests made so far (each may have been retried by the client)."""
         self._client: Any = None
@@ -185,25 +244,40 @@ class ExternalProver(BaseProver):
 
         where = f"the model server at {self.base_url}"
         try:
-            served = [m.id for m in self.client.models.list()]
+            served = _served_models(self.client, self.base_url, self.max_answer_bytes)
         except openai.APIConnectionError as exc:  # timeouts included
             raise ExternalModelError(
                 f"cannot reach {where} to ask which model it serves ({exc.__cause__ or exc}); "
-                f"start the server (e.g. `vllm serve MODEL`), set {BASE_URL_ENV} or pass "
-                f"base_url=, or name the model with model_name= / {MODEL_ENV}"
+                f"{unreachable_hint(self.base_url, self.base_url_source)}; or name the model "
+                f"with model_name= / ${MODEL_ENV}"
             ) from None
         except openai.APIStatusError as exc:
             raise ExternalModelError(
                 f"{where} answered HTTP {exc.status_code} to GET {self.base_url}/models "
                 f"({_message(exc)}); name the model with model_name= or {MODEL_ENV}"
             ) from None
-        if not served or not isinstance(served[0], str) or not served[0]:
+        if not served:
             raise ExternalModelError(
                 f"{where} lists no model at GET {self.base_url}/models; name the model with "
                 f"model_name= or {MODEL_ENV}"
             )
         log.info("%s serves %s; using %r", where, served, served[0])
         return served[0]
+
+    def check_endpoint(self) -> None:
+        """One request before any search (``GET {base_url}/models``): the server answers, and
+        serves :attr:`model_name` when it lists models. Without a model name, this is asking for
+        the first served one. Raises :class:`ExternalModelError` (one line, naming the URL)."""
+        if self._model_name is None:
+            self.model_name  # noqa: B018 - asks the server
+            return
+        check_endpoint(
+            self.base_url,
+            self._model_name,
+            self._api_key or os.environ.get(API_KEY_ENV),
+            hint=unreachable_hint(self.base_url, self.base_url_source),
+            max_answer_bytes=self.max_answer_bytes,
+        )
 
     @property
     def client(self) -> Any:
@@ -345,9 +419,12 @@ class ExternalProver(BaseProver):
         if self.extra_body:
             kwargs["extra_body"] = self.extra_body
         where = f"the model server at {self.base_url} (model {self.model_name!r})"
+        what = f"POST {self.base_url}/chat/completions"
         self.requests_sent += 1
         try:
-            response = self.client.chat.completions.create(**kwargs)
+            # Streamed, so that an answer past max_answer_bytes is never read whole.
+            with self.client.chat.completions.with_streaming_response.create(**kwargs) as raw:
+                data = read_capped(raw, self.max_answer_bytes, where, what)
         except openai.APITimeoutError as exc:
             raise ExternalModelError(
                 f"{where} did not answer within {self.timeout:g} s ({self.max_retries} retries); "
@@ -355,8 +432,8 @@ class ExternalProver(BaseProver):
             ) from exc
         except openai.APIConnectionError as exc:
             raise ExternalModelError(
-                f"cannot reach {where} ({exc.__cause__ or exc}); start the server (e.g. "
-                "`vllm serve MODEL`) or pass the right base_url / --base-url"
+                f"cannot reach {where} ({exc.__cause__ or exc}); "
+                f"{unreachable_hint(self.base_url, self.base_url_source)}"
             ) from exc
         except openai.NotFoundError as exc:
             raise ExternalModelError(
@@ -382,45 +459,64 @@ class ExternalProver(BaseProver):
                 f"{where} answered HTTP {exc.status_code} ({_message(exc)}) after "
                 f"{self.max_retries} retries; check the server's log"
             ) from exc
-        except (openai.APIResponseValidationError, ValueError) as exc:
-            log.warning(
-                "%s sent an answer that is not a chat completion (%s); no candidates", where, exc
-            )
-            return []
-        return self._parse(response, where)
-
-    @staticmethod
-    def _parse(response: Any, where: str) -> list[tuple[str | None, float | None]]:
-        choices = getattr(response, "choices", None)
-        if not isinstance(choices, list) or not choices:
-            what = "a body that is not JSON" if isinstance(response, (str, bytes)) else "no choices"
-            log.warning("%s sent an answer with %s; no candidates", where, what)
-            return []
-        out: list[tuple[str | None, float | None]] = []
-        empty = 0
-        for choice in choices:
-            content = getattr(getattr(choice, "message", None), "content", None)
-            if not isinstance(content, str) or not content.strip():
-                empty += 1
-                out.append((None, None))
-                continue
-            out.append((content, _logprob(getattr(choice, "logprobs", None))))
+        out = chat_choices(parse_json(data, where, what), where, what)
+        empty = sum(text is None for text, _ in out)
         if empty:
-            log.warning(
-                "%s sent %d of %d choices without text; dropped", where, empty, len(choices)
-            )
+            log.warning("%s sent %d of %d choices without text; dropped", where, empty, len(out))
         return out
 
 
-def _logprob(logprobs: Any) -> float | None:
-    """The sum of a choice's token log-probs, or None when they are missing or not numbers."""
-    tokens = getattr(logprobs, "content", None)
-    if not tokens:
-        return None
-    values = [getattr(t, "logprob", None) for t in tokens]
-    if not all(isinstance(v, (int, float)) and math.isfinite(v) for v in values):
-        return None
-    return math.fsum(values)  # type: ignore[arg-type]
+def _served_models(client: Any, base_url: str, cap: int) -> list[str]:
+    """The model ids ``GET {base_url}/models`` lists, read with the answer cap and checked."""
+    where = f"the model server at {base_url}"
+    what = f"GET {base_url}/models"
+    with client.models.with_streaming_response.list() as raw:
+        data = read_capped(raw, cap, where, what)
+    return served_model_ids(parse_json(data, where, what), where, what)
+
+
+def check_endpoint(
+    base_url: str,
+    model: str,
+    api_key: str | None,
+    *,
+    hint: str | None = None,
+    max_answer_bytes: int | None = None,
+    timeout: float = 10.0,
+) -> None:
+    """Fail early, in one line, when the server at ``base_url`` cannot be reached, answers
+    ``GET {base_url}/models`` with something that is not a model list, or does not list ``model``.
+    A server without that endpoint (an HTTP error status) is given the benefit of the doubt.
+    ``hint`` says what to do when nothing answers (default: :func:`unreachable_hint` for a URL
+    given as an argument)."""
+    import openai
+
+    cap = answer_cap(max_answer_bytes)
+    client = openai.OpenAI(
+        base_url=base_url, api_key=api_key or "EMPTY", timeout=timeout, max_retries=0
+    )
+    try:
+        served = _served_models(client, base_url, cap)
+    except openai.APIConnectionError as exc:
+        raise ExternalModelError(
+            f"cannot reach the model server at {base_url} ({type(exc).__name__}: "
+            f"{exc.__cause__ or exc}); {hint or unreachable_hint(base_url, 'argument')}"
+        ) from None
+    except openai.AuthenticationError:
+        raise ExternalModelError(
+            f"the model server at {base_url} refused the API key; pass api_key= or set "
+            f"${API_KEY_ENV} (prove: the variable named by --api-key-env)"
+        ) from None
+    except openai.APIStatusError as exc:
+        log.info("%s/models answered %s; not checking the model name", base_url, exc.status_code)
+        return
+    finally:
+        client.close()
+    if served and model not in served:
+        raise ExternalModelError(
+            f"the server at {base_url} does not serve the model {model!r}; it serves: "
+            + ", ".join(served[:10])
+        )
 
 
 def _message(exc: Any) -> str:

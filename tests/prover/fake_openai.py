@@ -19,10 +19,20 @@ What a test can script (attributes of :class:`Script`, changeable while the serv
 * ``fail_first`` / ``fail_status``: answer the first K chat requests with that HTTP status.
 * ``delay`` / ``delay_first``: sleep before answering (all requests, or only the first K).
 * ``malformed``: ``"no_choices"`` (JSON without ``choices``), ``"not_json"`` (a 200 with an HTML
-  body), ``"empty_content"`` (``content: ""``), ``"null_content"`` (``content: null``),
-  ``"bad_logprobs"`` (``logprobs.content`` entries without numbers); ``malformed_first`` limits it to
-  the first K requests.
+  body), ``"not_object"`` (a JSON list), ``"empty_choices"`` (``choices: []``),
+  ``"choices_not_list"``, ``"choice_not_object"`` (a choice that is a string), ``"no_message"`` (a
+  choice without ``message``), ``"empty_content"`` (``content: ""``), ``"null_content"``
+  (``content: null``), ``"bad_logprobs"`` (``logprobs.content`` entries without numbers);
+  ``malformed_first`` limits it to the first K requests.
+* ``huge``: answer every chat request with a valid completion of about this many bytes (the text
+  of its one choice padded with spaces), sent in 64 KiB pieces as the client reads them;
+  ``declare_length``: whether the answer says its length (``content-length``) or is read to the
+  end of the connection. ``huge_sent`` counts the bytes the client took before it hung up.
 * ``models``: the model names served; any other name gets a 404 like OpenAI's.
+* ``models_answer``: what ``GET /v1/models`` answers instead of the list: ``"not_json"`` (a 200
+  with an HTML body), ``"no_data"`` (an object without ``data``), ``"not_object"`` (a JSON
+  string), ``"bad_ids"`` (entries whose ``id`` is a number), ``"huge"`` (a valid list padded to
+  ``huge`` bytes, declared in ``content-length``).
 
 ``requests`` holds every chat request body received (parsed JSON), in order; ``headers`` their
 HTTP headers (lower-case names).
@@ -58,6 +68,9 @@ class Script:
     malformed: str | None = None
     malformed_first: int | None = None
     models: tuple[str, ...] = ("fake-model",)
+    models_answer: str | None = None
+    huge: int = 0
+    declare_length: bool = True
 
 
 def _tokens(text: str) -> list[str]:
@@ -72,18 +85,20 @@ class FakeOpenAI:
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self._chat_calls = 0
+        self.huge_sent = 0
         self._choices = 0
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
+        self._base_url: str | None = None
         self._thread: threading.Thread | None = None
 
     # ....................................................................... lifecycle
 
     @property
     def base_url(self) -> str:
-        assert self._server is not None, "server not started"
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}/v1"
+        """The API root (``http://127.0.0.1:PORT/v1``); still known after the server stopped."""
+        assert self._base_url is not None, "server not started"
+        return self._base_url
 
     def start(self) -> FakeOpenAI:
         fake = self
@@ -99,7 +114,22 @@ class FakeOpenAI:
                     data = [
                         {"id": m, "object": "model", "owned_by": "fake"} for m in fake.script.models
                     ]
-                    self._send(200, {"object": "list", "data": data})
+                    odd = fake.script.models_answer
+                    if odd == "not_json":
+                        self._send_raw(
+                            200, b"<html><body>Welcome to nginx!</body></html>", "text/html"
+                        )
+                    elif odd == "no_data":
+                        self._send(200, {"object": "list", "models": fake.script.models})
+                    elif odd == "not_object":
+                        self._send(200, "fake-model")
+                    elif odd == "bad_ids":
+                        self._send(200, {"object": "list", "data": [{"id": 7, "object": "model"}]})
+                    elif odd == "huge":
+                        pad = " " * max(fake.script.huge, 0)
+                        self._send(200, {"object": "list", "data": data, "note": pad})
+                    else:
+                        self._send(200, {"object": "list", "data": data})
                 else:
                     self._send(404, {"error": {"message": "not found", "type": "not_found"}})
 
@@ -112,13 +142,45 @@ class FakeOpenAI:
                 body = json.loads(raw or b"{}")
                 fake.headers.append({k.lower(): v for k, v in self.headers.items()})
                 status, payload = fake._answer(body)
-                if isinstance(payload, bytes):
+                if fake.script.huge and status == 200:
+                    self._send_huge(payload)
+                elif isinstance(payload, bytes):
                     self._send_raw(status, payload, "text/html")
                 else:
                     self._send(status, payload)
 
             def _send(self, status: int, payload: Any) -> None:
                 self._send_raw(status, json.dumps(payload).encode(), "application/json")
+
+            def _send_huge(self, payload: Any) -> None:
+                # The padding goes inside the first choice's text, so the whole answer is valid
+                # JSON of about `huge` bytes, produced piece by piece as the client reads.
+                marker = "\u0000PAD\u0000"
+                payload["choices"][0]["message"]["content"] += marker
+                head, tail = json.dumps(payload).encode().split(b"\\u0000PAD\\u0000")
+                size = max(fake.script.huge - len(head) - len(tail), 0)
+                piece = b" " * 65536
+                try:
+                    self.send_response(200)
+                    self.send_header("content-type", "application/json")
+                    if fake.script.declare_length:
+                        self.send_header("content-length", str(len(head) + size + len(tail)))
+                    else:
+                        self.send_header("connection", "close")
+                        self.close_connection = True
+                    self.end_headers()
+                    self.wfile.write(head)
+                    fake.huge_sent += len(head)
+                    left = size
+                    while left > 0:
+                        chunk = piece[: min(left, len(piece))]
+                        self.wfile.write(chunk)
+                        fake.huge_sent += len(chunk)
+                        left -= len(chunk)
+                    self.wfile.write(tail)
+                    fake.huge_sent += len(tail)
+                except (BrokenPipeError, ConnectionResetError):  # the client stopped reading
+                    self.close_connection = True
 
             def _send_raw(self, status: int, data: bytes, ctype: str) -> None:
                 try:
@@ -133,6 +195,8 @@ class FakeOpenAI:
                     pass
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        host, port = self._server.server_address[:2]
+        self._base_url = f"http://{host}:{port}/v1"
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()
@@ -175,6 +239,17 @@ class FakeOpenAI:
             return 200, b"<html><body>502 Bad Gateway (proxy)</body></html>"
         if malformed == "no_choices":
             return 200, {"id": "x", "object": "chat.completion", "model": body.get("model")}
+        odd_choices = {
+            "not_object": None,
+            "empty_choices": [],
+            "choices_not_list": "simp",
+            "choice_not_object": ["simp"],
+            "no_message": [{"index": 0, "finish_reason": "stop"}],
+        }
+        if malformed == "not_object":
+            return 200, ["simp"]
+        if malformed in odd_choices:
+            return 200, {"id": "x", "object": "chat.completion", "choices": odd_choices[malformed]}
         n = int(body.get("n") or 1) if s.honour_n else 1
         choices = []
         for i in range(n):
