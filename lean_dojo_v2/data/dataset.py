@@ -256,12 +256,17 @@ def load_theorems(
 
 
 def default_metadata(**extra: Any) -> dict[str, Any]:
+    """``metadata.json`` of a dataset this library writes: LeanDojo v1's keys (``dataset_name``,
+    ``creation_time``, ``leandojo_version``: the writer's version, as v1 and upstream LeanDojo-v2
+    write it; ``from_repo`` comes in ``extra`` where there is one repository), our own
+    ``lean_dojo_v2_version``, then ``extra``."""
     from .. import __version__
 
     meta: dict[str, Any] = {
         "dataset_name": DATASET_NAME,
         "creation_time": str(_dt.datetime.now()),
         "lean_dojo_v2_version": __version__,
+        "leandojo_version": __version__,
     }
     meta.update(extra)
     return meta

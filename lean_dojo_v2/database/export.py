@@ -58,6 +58,10 @@ class DatasetExport(ProofsAndRuns):
         - Theorems are streamed from the database a chunk at a time; only their identities and
           premise names are held for splitting.
 
+        - ``metadata.json`` holds LeanDojo v1's keys (``dataset_name``, ``creation_time``,
+          ``leandojo_version``; ``from_repo`` when one repository is exported), upstream
+          LeanDojo-v2's (``repositories`` and the counts) and ``lean_dojo_v2_version``.
+
         Returns the sizes written and the metadata.
         """
         from ..data import split_theorems, write_dataset

@@ -262,3 +262,40 @@ def test_export_drop_sorry_and_counts(
     result = db.export_merged_data(None, tmp_path / "out", spec=SplitSpec(0.05, 0.05, sorry="drop"))
     assert result["num_sorry_theorems_unproved"] == 1
     assert sum(result["splits"]["random"].values()) == 99
+
+
+def _v1_reader(meta: dict) -> dict:
+    """What readers of LeanDojo v1 benchmarks take from ``metadata.json``, read the way v1's own
+    writer (``export_metadata`` of the benchmark script) lays it out: the dataset's name, when it
+    was made, the repository and commit it was traced from, and the LeanDojo version."""
+    import datetime
+
+    return {
+        "name": meta["dataset_name"],
+        "created": datetime.datetime.fromisoformat(meta["creation_time"]),
+        "url": meta["from_repo"]["url"],
+        "commit": meta["from_repo"]["commit"],
+        "leandojo_version": meta["leandojo_version"],
+    }
+
+
+def test_export_metadata_has_what_leandojo_v1_writes_and_its_readers_read(
+    db: DynamicDatabase, tmp_path: Path, shared_data: Path
+) -> None:
+    import lean_dojo_v2
+
+    real = json.loads((shared_data / "leandojo_b4" / "metadata.json").read_text())
+    db.add_repository(sample_dataset_path())
+    out = tmp_path / "out"
+    db.export_merged_data(None, out)
+    meta = json.loads((out / "metadata.json").read_text())
+    # every key of the real benchmark's metadata.json, with values of the same JSON types
+    for key, value in real.items():
+        assert key in meta, key
+        assert type(meta[key]) is type(value), key
+    assert set(meta["from_repo"]) == set(real["from_repo"])
+    got = _v1_reader(meta)
+    assert got["url"] == "https://github.com/leanprover-community/mathlib4"
+    assert got["commit"] == real["from_repo"]["commit"]
+    assert got["leandojo_version"] == lean_dojo_v2.__version__  # the writer's version, as in v1
+    assert _v1_reader(real)["leandojo_version"] == "2.0.0"  # the reader reads the real file too
