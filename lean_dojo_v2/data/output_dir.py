@@ -8,29 +8,39 @@ the user's and is refused with :class:`~lean_dojo_v2.errors.OutputExistsError` u
 passes ``force=True``. An output never equals or contains one of the command's own inputs, not
 even with ``force``.
 
-Staging directories are named ``.<name>.ldv2-<pid>-<random>.tmp``; one left behind by a killed run
-(its process is gone) is removed the next time the same output is written.
+What a killed process (``kill -9``: no clean-up runs) leaves beside an output is settled the next
+time the same output is written (:func:`recover_left_behind`), and nothing finished is lost:
+
+- ``.<name>.ldv2-<pid>-<random>.tmp``, a staging directory being built: half-written, removed;
+- ``.<name>.ldv2-<pid>-<random>.old``, an earlier output set aside (:func:`set_aside`) until the
+  new one had something to put in its place: put back, unless the caller says the output there
+  now supersedes it (a training run with a checkpoint: what a normal exit would have decided);
+- ``.<name>.ldv2-<pid>-<random>.del``, the output a swap was replacing: put back when the swap
+  did not happen, removed when it did.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import shutil
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import OutputExistsError
+
+log = logging.getLogger(__name__)
 
 MARKER = ".lean_dojo_v2_output"
 """File written into every directory this library produces; its presence means "ours"."""
 
 _METADATA = "metadata.json"
 _OUR_METADATA_KEYS = ("lean_dojo_v2_version",)
-_STAGING = re.compile(r"^\.(?P<name>.+)\.ldv2-(?P<pid>\d+)-[A-Za-z0-9_]+\.(tmp|old)$")
+_STAGING = re.compile(r"^\.(?P<name>.+)\.ldv2-(?P<pid>\d+)-[A-Za-z0-9_]+\.(?P<kind>tmp|old|del)$")
 
 
 def is_ours(path: str | Path) -> bool:
@@ -97,21 +107,93 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def remove_stale_staging(dst: str | Path) -> list[Path]:
-    """Remove staging directories of ``dst`` left by runs whose process is gone; returns them."""
-    dst = Path(dst)
-    removed: list[Path] = []
+def _left_behind(dst: Path) -> list[tuple[Path, str]]:
+    """``(path, kind)`` of what dead processes left beside ``dst``, newest first."""
     try:
         entries = list(dst.parent.iterdir())
     except OSError:
-        return removed
+        return []
+    found = []
     for entry in entries:
         m = _STAGING.match(entry.name)
         if m is None or m["name"] != dst.name or _pid_alive(int(m["pid"])):
             continue
-        shutil.rmtree(entry, ignore_errors=True)
-        removed.append(entry)
-    return removed
+        try:
+            # rename() sets ctime, so the newest ctime is the latest set aside.
+            when = entry.lstat().st_ctime
+        except OSError:
+            continue
+        found.append((when, entry, m["kind"]))
+    found.sort(key=lambda f: f[0], reverse=True)
+    return [(entry, kind) for _, entry, kind in found]
+
+
+def _absent_or_empty(path: Path) -> bool:
+    return (not path.exists() and not path.is_symlink()) or (
+        path.is_dir() and not path.is_symlink() and _is_empty_dir(path)
+    )
+
+
+def recover_left_behind(
+    dst: str | Path, *, superseded: Callable[[Path], bool] | None = None
+) -> Path | None:
+    """Settle what processes that died while writing ``dst`` left beside it; returns the
+    set-aside output put back in ``dst``, if any. Hold ``dst``'s lock
+    (:func:`~lean_dojo_v2.data.run_lock.lock_output_dir`) or be its only writer.
+
+    - A staging directory (``.tmp``) is removed: it was never finished, and nothing reuses it.
+    - A set-aside output (``.old``) is put back in ``dst`` when ``dst`` is absent or empty, or
+      when ``superseded(dst)`` is false for a ``dst`` this library wrote (what the dead process
+      had begun there is dropped). It is removed only when ``superseded(dst)`` is true. Without
+      ``superseded``, one that cannot go back is left where it is, with a warning: never deleted.
+    - The replaced output of an interrupted swap (``.del``) is put back when ``dst`` is absent,
+      else removed (the swap happened; only its clean-up was cut short).
+    """
+    dst = Path(dst)
+    restored = None
+    for entry, kind in _left_behind(dst):
+        if kind == "tmp":
+            shutil.rmtree(entry, ignore_errors=True)
+            log.info("removed %s, left half-written by a process that is gone", entry)
+            continue
+        if kind == "del":
+            if _absent_or_empty(dst):
+                put_back(entry, dst)
+                restored = dst
+                log.warning("put back %s: its replacement was cut short", dst)
+            else:
+                shutil.rmtree(entry, ignore_errors=True)
+            continue
+        if _absent_or_empty(dst) or (
+            superseded is not None and is_ours(dst) and not superseded(dst)
+        ):
+            put_back(entry, dst)
+            restored = dst
+            log.warning(
+                "put back the earlier contents of %s, set aside by a run that was killed "
+                "before it had anything to replace them with (%s)",
+                dst,
+                entry.name,
+            )
+        elif superseded is not None and is_ours(dst):
+            shutil.rmtree(entry, ignore_errors=True)
+            log.info("removed %s: the run in %s replaced it", entry, dst)
+        else:
+            log.warning(
+                "%s holds the earlier contents of %s, set aside by a process that was killed; "
+                "they are kept: move them back yourself if you want them (mv %s %s)",
+                entry,
+                dst,
+                entry,
+                dst,
+            )
+    return restored
+
+
+def remove_stale_staging(dst: str | Path) -> None:
+    """Settle what dead processes left beside ``dst`` without deleting anything finished:
+    :func:`recover_left_behind` with no caller knowledge."""
+    recover_left_behind(dst)
 
 
 def mark_ours(path: str | Path) -> None:
@@ -136,9 +218,10 @@ def staged_output_dir(
 
     dst = Path(dst)
     sources = list(sources)
+    # What a killed writer left goes back first, so that the check sees the real output.
+    recover_left_behind(dst)
     check_output_dir(dst, force=force, sources=sources)
     dst.parent.mkdir(parents=True, exist_ok=True)
-    remove_stale_staging(dst)
     stage = Path(
         tempfile.mkdtemp(prefix=f".{dst.name}.ldv2-{os.getpid()}-", suffix=".tmp", dir=dst.parent)
     )
@@ -159,12 +242,13 @@ def set_aside(dst: str | Path) -> Path | None:
 
     The caller then either :func:`put_back` the old one (the new output came to nothing) or
     removes it (the new output has something to put there). One left behind by a killed process
-    is removed by :func:`remove_stale_staging`, like a staging directory.
+    is settled by :func:`recover_left_behind` (call it with ``superseded`` first: here it only
+    puts one back where ``dst`` is gone).
     """
     dst = Path(dst)
+    recover_left_behind(dst)
     if not dst.exists() and not dst.is_symlink():
         return None
-    remove_stale_staging(dst)
     old = Path(
         tempfile.mkdtemp(prefix=f".{dst.name}.ldv2-{os.getpid()}-", suffix=".old", dir=dst.parent)
     )
@@ -187,7 +271,7 @@ def _swap(new: Path, dst: Path) -> None:
     if not dst.exists() and not dst.is_symlink():
         new.rename(dst)
         return
-    old = new.with_name(new.name[: -len(".tmp")] + ".old")
+    old = new.with_name(new.name[: -len(".tmp")] + ".del")
     dst.rename(old)
     try:
         new.rename(dst)

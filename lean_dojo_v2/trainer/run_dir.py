@@ -25,7 +25,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..data.output_dir import check_output_dir, is_ours, mark_ours, put_back, set_aside
+from ..data.output_dir import (
+    check_output_dir,
+    is_ours,
+    mark_ours,
+    put_back,
+    recover_left_behind,
+    set_aside,
+)
 from ..errors import OutputExistsError
 from .config import config_to_dict, dump_config
 from .errors import EmptyDatasetError, TrainerError, TrainingStateError
@@ -167,6 +174,10 @@ def resume_or_start(
     ``out`` is made anew, marked ours, with ``config_file`` and a fresh state; ``barrier`` then
     waits for the other processes.
     """
+    if is_main_process():
+        # A run killed (kill -9) after setting the old run aside never settled it: settle it as
+        # its normal exit would have (put back unless the killed run got something to resume).
+        recover_left_behind(out, superseded=lambda o: has_progress(o, has_checkpoint))
     check_run_outputs(
         out,
         getattr(config, "model_name", None),
