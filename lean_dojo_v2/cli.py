@@ -11,7 +11,7 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from .errors import LeanDojoError
@@ -19,7 +19,7 @@ from .errors import LeanDojoError
 log = logging.getLogger("lean_dojo_v2")
 
 
-def _print_stats(stats: dict[str, int], as_json: bool, title: str) -> None:
+def _print_stats(stats: Mapping[str, object], as_json: bool, title: str) -> None:
     if as_json:
         print(json.dumps(stats))
         return
@@ -30,9 +30,10 @@ def _print_stats(stats: dict[str, int], as_json: bool, title: str) -> None:
 
 
 def cmd_data_stats(args: argparse.Namespace) -> int:
-    from .data.stats import stats_and_corpus_gaps
+    from .data.stats import dataset_report
 
-    stats, missing = stats_and_corpus_gaps(args.path, args.strategy, partial=args.partial)
+    report = dataset_report(args.path, args.strategy, partial=args.partial)
+    missing = report.missing_from_corpus
     if missing:
         shown = ", ".join(missing[:3]) + (", ..." if len(missing) > 3 else "")
         log.warning(
@@ -42,7 +43,15 @@ def cmd_data_stats(args: argparse.Namespace) -> int:
             args.path,
             shown,
         )
-    _print_stats(stats.to_dict(), args.json, f"{args.path}")
+    retrieval = report.retrieval_warning(args.path)
+    if retrieval:
+        log.warning("%s", retrieval)
+    stats: dict[str, object] = dict(report.stats.to_dict())
+    if args.json and report.corpus is not None:
+        stats["corpus"] = report.corpus.to_dict()
+    _print_stats(stats, args.json, f"{args.path}")
+    if not args.json and report.corpus is not None:
+        _print_stats(report.corpus.to_dict(), False, "corpus.jsonl")
     return 0
 
 
