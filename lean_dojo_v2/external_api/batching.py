@@ -60,7 +60,8 @@ class Batcher:
     """The queue and model thread(s) of one model.
 
     ``run(key, payloads) -> results`` is the blocking model call (one result per payload, in
-    order). At most ``concurrency`` calls run at once (1 for a local model: one call at a time),
+    order; a result that is an exception is raised to its request alone, so a model can refuse
+    one input, such as a prompt over its context, without failing the rest of the batch). At most ``concurrency`` calls run at once (1 for a local model: one call at a time),
     each in a thread of this batcher's. ``on_batch(size)`` is told the size of every call
     (metrics). Everything but the model call runs on the event loop.
     """
@@ -299,7 +300,10 @@ class Batcher:
         if error is None:
             for item, result in zip(batch, results, strict=True):
                 if not item.future.done():
-                    item.future.set_result(result)
+                    if isinstance(result, BaseException):
+                        item.future.set_exception(result)
+                    else:
+                        item.future.set_result(result)
         else:
             for item in batch:
                 if not item.future.done():

@@ -91,6 +91,13 @@ class ServeConfig:
             Most outputs one request may ask for (``num_samples``, ``n``).
         max_tokens (`int`, *optional*, defaults to `1024`):
             Largest ``max_tokens`` a chat completion may ask for.
+        max_request_tokens (`int`, *optional*, defaults to `32768`):
+            Most tokens one request may make a local model hold: ``n`` (``num_samples``) ×
+            (prompt tokens + tokens generated per sample), HTTP 400 above it. Each sample keeps
+            its own copy of the prompt in the model's key/value cache, so this bounds a
+            request's memory: SmolLM2-135M holds about 46 kB per token in float32 (1.5 GB at
+            the default), a 7B model in bfloat16 about 0.5 MB. A prompt over the model's own
+            context length is refused as well (HTTP 413).
         max_k (`int`, *optional*, defaults to `1024`):
             Largest ``k`` of ``/retrieve`` (lean-premise-server's limit).
         max_new_premises (`int`, *optional*, defaults to `2048`):
@@ -115,6 +122,7 @@ class ServeConfig:
     num_samples: int = 8
     max_outputs: int = 64
     max_tokens: int = 1024
+    max_request_tokens: int = 32768
     max_k: int = 1024
     max_new_premises: int = 2048
 
@@ -130,6 +138,7 @@ class ServeConfig:
             "num_samples",
             "max_outputs",
             "max_tokens",
+            "max_request_tokens",
             "max_k",
             "max_new_premises",
         )

@@ -5,6 +5,8 @@ it is a superset (``use_reward``, ``num_samples``; ``model_score``, ``steps_rema
 ``reward`` appear in an output only when ``use_reward`` asked for them); lean-premise-server's
 ``/retrieve``; the OpenAI chat-completions subset the official client and ``ExternalProver``
 use. Limits that depend on the config (input length, ``k``, ``n``) are checked by the routes.
+The model routes' requests are strict: a JSON string or boolean where a number is due (``"3"``,
+``true``) is a 422, not read as the number it spells.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 class GenerateRequest(BaseModel):
     """LeanCopilot's ``GeneratorRequest`` (upstream v2 added ``use_reward``)."""
+
+    model_config = ConfigDict(strict=True)
 
     name: str = Field(description="the generator to use (GET /models lists them)")
     input: str = Field(description="the pretty-printed goal state, or 'no goals'")
@@ -96,11 +100,19 @@ class ChatMessage(BaseModel):
     content: str | list[dict[str, Any]] | None = None
 
 
+class StreamOptions(BaseModel):
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    include_usage: bool | None = Field(
+        None, description="end the stream with a chunk that carries the usage (no choices)"
+    )
+
+
 class ChatRequest(BaseModel):
     """The subset of OpenAI's chat-completions request the server acts on (other fields are
     accepted and ignored)."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", strict=True)
 
     model: str
     messages: list[ChatMessage] = Field(min_length=1)
@@ -109,7 +121,11 @@ class ChatRequest(BaseModel):
     max_tokens: int | None = Field(None, ge=1)
     max_completion_tokens: int | None = Field(None, ge=1)
     logprobs: bool | None = False
+    top_logprobs: int | None = Field(
+        None, ge=0, le=20, description="only 0: a choice's logprobs hold the whole completion"
+    )
     stream: bool | None = False
+    stream_options: StreamOptions | None = None
 
 
 class ChatChoice(BaseModel):

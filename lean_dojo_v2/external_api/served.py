@@ -5,10 +5,14 @@ thread, never on the event loop:
 
 - :class:`GeneratorModel`: ``generate(states, num_samples, prefix, options)`` → per state the
   :class:`~lean_dojo_v2.models.generator.Candidate` s, best first (the ``TacticGenerator``
-  contract, plus per-request ``options``), and ``chat(messages, n, options)`` → completion texts
-  with their summed log-probs (``None`` when unknown). Implemented by :class:`HFGenerator` (a
-  local HF or GGUF model, LoRA adapters included), :class:`ConstantGenerator` (a fixed answer, for
-  load tests) and the upstream adapters of :mod:`.adapters`.
+  contract, plus per-request ``options``); ``completions(states, n, prefix, options)`` → per
+  state exactly ``n`` :class:`Completion` s, repeats included (a chat's choices); ``chat(messages,
+  n, options)`` → completion texts with their summed log-probs (``None`` when unknown), for models
+  that read the messages themselves; ``token_counts(states, prefix, options)`` → the prompt sizes
+  and context length the server checks before a model sees a request (None: the model does not
+  count tokens). Implemented by :class:`HFGenerator` (a local HF or GGUF model, LoRA adapters
+  included), :class:`ConstantGenerator` (a fixed answer, for load tests) and the upstream
+  adapters of :mod:`.adapters`.
 - :class:`EncoderModel`: ``encode(texts)`` → L2-normalised float32 rows (:class:`LocalEncoder`).
 - :class:`RetrieverModel`: an exported retriever (``export_retriever``): ``encode`` plus its
   :class:`~lean_dojo_v2.models.premise_index.PremiseIndex` (:class:`ExportedRetriever`).
@@ -19,10 +23,11 @@ load on first use (or at start with ``preload``), once, under a lock.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -40,6 +45,31 @@ class GenOptions:
 
     temperature: float | None = None
     max_tokens: int | None = None
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One choice of a chat completion: its text, summed log-prob (None: unknown), the tokens
+    generated for it (0: not counted) and OpenAI's ``finish_reason``: ``"length"`` when the token
+    limit cut it, else ``"stop"``."""
+
+    text: str
+    logprob: float | None
+    tokens: int = 0
+    finish_reason: str = "stop"
+
+
+@dataclass(frozen=True)
+class TokenCounts:
+    """What decoding some states takes, in the model's tokens: each state's prompt as the model
+    sees it, the most tokens generated per sequence, the model's context length (None: none
+    known), and whether generated tokens share that context with the prompt (a decoder-only
+    model; an encoder-decoder's limit is on its input alone)."""
+
+    prompts: list[int]
+    max_new: int
+    context: int | None
+    shared_context: bool = True
 
 
 class ServedModel:
@@ -103,15 +133,34 @@ class GeneratorModel(ServedModel, ABC):
     ) -> list[list[Candidate]]:
         """For each state at most ``num_samples`` distinct candidates, best first."""
 
+    def completions(
+        self, states: list[str], n: int, prefix: str | None, options: GenOptions
+    ) -> list[list[Completion]]:
+        """For each state exactly ``n`` completions, repeats included (OpenAI's ``n`` choices).
+        By default :meth:`generate`'s distinct candidates, repeated in turn up to ``n``."""
+        out = []
+        for cands in self.generate(states, n, prefix, options):
+            texts = [Completion(c.tactic, c.logprob) for c in cands] or [Completion("", None)]
+            out.append([texts[i % len(texts)] for i in range(n)])
+        return out
+
     def chat(
         self, messages: Sequence[Mapping[str, str]], n: int, options: GenOptions
     ) -> list[tuple[str, float | None]]:
-        """Up to ``n`` completions of a chat, each with its summed log-prob (None: unknown).
-        By default the goal state is read from the last user turn (:func:`chat_state`) and
-        answered with :meth:`generate`."""
+        """``n`` completions of a chat, each with its summed log-prob (None: unknown). By
+        default the goal state is read from the last user turn (:func:`chat_state`) and
+        answered with :meth:`completions`."""
         state, prefix = chat_state(messages)
-        (cands,) = self.generate([state], n, prefix, options)
-        return [(c.tactic, c.logprob) for c in cands]
+        (done,) = self.completions([state], n, prefix, options)
+        return [(c.text, c.logprob) for c in done]
+
+    def token_counts(
+        self, states: list[str], prefix: str | None, options: GenOptions
+    ) -> TokenCounts | None:
+        """The token sizes of decoding ``states`` (checked against the context and the
+        server's ``max_request_tokens`` before :meth:`generate`); None: this model does not
+        count tokens."""
+        return None
 
 
 class EncoderModel(ServedModel, ABC):
@@ -212,9 +261,47 @@ class HFGenerator(GeneratorModel):
     def generate(
         self, states: list[str], num_samples: int, prefix: str | None, options: GenOptions
     ) -> list[list[Candidate]]:
+        with self._options(options) as gen:
+            return gen.generate(list(states), num_samples, prefix=prefix or None)
+
+    def completions(
+        self, states: list[str], n: int, prefix: str | None, options: GenOptions
+    ) -> list[list[Completion]]:
+        with self._options(options) as gen:
+            rows = gen.samples(list(states), n, prefix=prefix or None)
+        out = []
+        for samples in rows:
+            done = [
+                Completion(s.text.strip(), s.logprob, s.tokens, "length" if s.truncated else "stop")
+                for s in samples
+            ]
+            out.append([done[i % len(done)] for i in range(n)])  # greedy: one decode, n copies
+        return out
+
+    def token_counts(
+        self, states: list[str], prefix: str | None, options: GenOptions
+    ) -> TokenCounts:
+        from ..models.prompts import add_special_tokens_for
+
         self.load()
         gen = self.generator
-        # One model, one call at a time: the options are set on the generator for this call.
+        ids = gen.tokenizer(
+            gen.prompts(states, prefix or None),
+            add_special_tokens=add_special_tokens_for(gen.style),
+        )["input_ids"]
+        causal = gen.loaded.kind == "causal"
+        return TokenCounts(
+            prompts=[len(row) for row in ids],
+            max_new=int(options.max_tokens or gen.max_new_tokens),
+            context=context_length(gen.model, gen.tokenizer),
+            shared_context=causal,
+        )
+
+    @contextlib.contextmanager
+    def _options(self, options: GenOptions) -> Iterator[Any]:
+        """The loaded generator with ``options`` set for one call (one call at a time)."""
+        self.load()
+        gen = self.generator
         with self._call_lock:
             saved = (gen.strategy, gen.temperature, gen.max_new_tokens)
             try:
@@ -228,7 +315,7 @@ class HFGenerator(GeneratorModel):
                 if options.max_tokens is not None:
                     gen.max_new_tokens = int(options.max_tokens)
                 self.calls += 1
-                return gen.generate(list(states), num_samples, prefix=prefix or None)
+                yield gen
             finally:
                 gen.strategy, gen.temperature, gen.max_new_tokens = saved
 
@@ -272,6 +359,16 @@ class ConstantGenerator(GeneratorModel):
             if len(self._answers) < 1024:
                 self._answers[(num_samples, prefix or "")] = cands
         return [list(cands) for _ in states]
+
+    def completions(
+        self, states: list[str], n: int, prefix: str | None, options: GenOptions
+    ) -> list[list[Completion]]:
+        self.calls += 1
+        if self.delay_s:
+            time.sleep(self.delay_s)
+        texts = [(prefix or "") + o for o in self.outputs] or [prefix or ""]
+        choices = [Completion(texts[i % len(texts)], -0.5 * (i % len(texts) + 1)) for i in range(n)]
+        return [choices for _ in states]
 
 
 class LocalEncoder(EncoderModel):
@@ -339,6 +436,23 @@ class ExportedRetriever(RetrieverModel):
         if self.loaded:
             out["premises"] = len(self.retriever.index)
         return out
+
+
+_CONTEXT_KEYS = ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length")
+
+
+def context_length(model: Any, tokenizer: Any) -> int | None:
+    """The most tokens ``model`` attends to (its position table: ``max_position_embeddings``
+    and kin, else the tokenizer's ``model_max_length`` when it is a real limit); None for models
+    without one (T5's relative positions)."""
+    config = getattr(model, "config", None)
+    for key in _CONTEXT_KEYS:
+        value = getattr(config, key, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    value = getattr(tokenizer, "model_max_length", None)
+    # transformers writes a huge number (1e30) when a tokenizer names no limit.
+    return value if isinstance(value, int) and 0 < value < 10**7 else None
 
 
 def module_name(path: str) -> str:

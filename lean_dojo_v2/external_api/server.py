@@ -9,7 +9,8 @@ Routes (docs/api_server.md has the exact bodies):
 - ``POST /generate``, ``POST /encode``: LeanCopilot's protocol (``ExternalGenerator``,
   ``ExternalEncoder``), ``use_reward`` as upstream v2;
 - ``POST /retrieve``: lean-premise-server's request and answer, on an exported retriever;
-- ``POST /v1/chat/completions``, ``GET /v1/models``: OpenAI-compatible;
+- ``POST /v1/chat/completions``, ``GET /v1/models``, ``GET /v1/models/{id}``:
+  OpenAI-compatible (``usage`` counted with the model's tokenizer, exactly ``n`` choices);
 - ``GET /health`` (no token), ``GET /models``, ``GET /metrics`` (Prometheus text),
   ``GET /openapi.json`` and ``/docs``.
 
@@ -42,6 +43,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response, StreamingResponse
 from pydantic import ValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..errors import LeanDojoError
 from .batching import Batcher
@@ -65,10 +67,12 @@ from .schemas import (
     ErrorResponse,
     GenerateRequest,
     GenerateResponse,
+    ModelCard,
     ModelList,
     RetrievedPremise,
     RetrieveRequest,
 )
+from .served import Completion, TokenCounts
 
 log = logging.getLogger(__name__)
 
@@ -93,11 +97,17 @@ def _json(data: Any, status: int = 200, headers: dict[str, str] | None = None) -
     return Response(orjson.dumps(data), status, headers, media_type="application/json")
 
 
-def _error_body(path: str, status: int, message: str) -> dict[str, Any]:
-    if path.startswith("/v1/"):  # what OpenAI clients read
+def _error_body(path: str, status: int, message: str, code: str | None = None) -> dict[str, Any]:
+    if path.startswith("/v1/"):  # OpenAI's shape, which its clients read
         kind = "invalid_request_error" if status < 500 else "server_error"
-        return {"error": {"message": message, "type": kind, "code": status}, "detail": message}
+        error = {"message": message, "type": kind, "param": None, "code": code}
+        return {"error": error, "detail": message}
     return {"detail": message}
+
+
+def _openai_code(exc: APIServerError) -> str | None:
+    """OpenAI's ``error.code`` of a refusal, where it has one."""
+    return "model_not_found" if isinstance(exc, UnknownModelError) else None
 
 
 class _Gate:
@@ -169,6 +179,7 @@ class _Gate:
         path = scope["path"]
         status = 500
         result: Any = None
+        code = None
         try:
             if self.token is not None and not (auth and hmac.compare_digest(auth, self.token)):
                 refusal = self._unauthorized(auth)
@@ -193,12 +204,13 @@ class _Gate:
                         retry = str(max(1, math.ceil(exc.retry_after))).encode()
                         headers = [(b"retry-after", retry)]
                     refusal = (exc.status, str(exc), headers)
+                    code = _openai_code(exc)
                 except Exception:
                     log.exception("%s failed", path)
                     refusal = (500, f"{path} failed on the server; see the server log", [])
             if refusal is not None:
                 status, message, headers = refusal
-                await _send_json(send, status, _error_body(path, status, message), headers)
+                await _send_json(send, status, _error_body(path, status, message, code), headers)
             elif isinstance(result, Response):  # a stream
                 await result(scope, receive, send)
                 status = result.status_code
@@ -387,7 +399,7 @@ class ServerState:
             cfg = self.config
             b = self.batchers[model.name] = Batcher(
                 model.name,
-                lambda key, payloads, m=model: _run(m, key, payloads),
+                lambda key, payloads, m=model: _run(m, key, payloads, cfg.max_request_tokens),
                 max_batch=cfg.max_batch,
                 max_queue=cfg.max_queue,
                 window_s=cfg.batch_window_ms / 1000.0,
@@ -425,12 +437,36 @@ class ServerState:
             raise BadAPIRequestError(f"{what} is {value}; the limit is {limit} ({key})")
 
 
-def _run(model: ServedModel, key: Hashable, payloads: list[Any]) -> list[Any]:
-    """The blocking model call of one batch (in a worker thread)."""
+def _run(
+    model: ServedModel, key: Hashable, payloads: list[Any], max_request_tokens: int
+) -> list[Any]:
+    """The blocking model call of one batch (in a worker thread). A generator that counts
+    tokens has each state checked first (:func:`_oversized`): one that does not fit is answered
+    with its refusal, the rest of the batch is decoded."""
     op = key[0]  # type: ignore[index]
-    if op == "generate":
+    if op == "generate" or op == "complete":
         _, n, prefix, options = key  # type: ignore[misc]
-        return model.generate(payloads, n, prefix or None, options)  # type: ignore[attr-defined]
+        gen: Any = model
+        counts = gen.token_counts(payloads, prefix or None, options)
+        if counts is None and op == "generate":
+            return gen.generate(payloads, n, prefix or None, options)
+        out: list[Any] = [None] * len(payloads)
+        if counts is not None:
+            for i, size in enumerate(counts.prompts):
+                out[i] = _oversized(model.name, n, size, counts, max_request_tokens)
+        keep = [i for i, refusal in enumerate(out) if refusal is None]
+        if not keep:
+            return out
+        states = [payloads[i] for i in keep]
+        if op == "generate":
+            done = gen.generate(states, n, prefix or None, options)
+        else:  # a chat's choices, with the prompt's size for its usage
+            sizes = counts.prompts if counts is not None else [0] * len(payloads)
+            choices = gen.completions(states, n, prefix or None, options)
+            done = [(sizes[i], c) for i, c in zip(keep, choices, strict=True)]
+        for i, d in zip(keep, done, strict=True):
+            out[i] = d
+        return out
     if op == "chat":
         _, n, options = key  # type: ignore[misc]
         return [model.chat(p, n, options) for p in payloads]  # type: ignore[attr-defined]
@@ -439,6 +475,32 @@ def _run(model: ServedModel, key: Hashable, payloads: list[Any]) -> list[Any]:
     if op == "retrieve":
         return [_retrieve(model, p) for p in payloads]  # type: ignore[arg-type]
     raise ValueError(f"unknown operation {op!r}")  # pragma: no cover
+
+
+def _oversized(
+    name: str, n: int, prompt: int, counts: TokenCounts, max_request_tokens: int
+) -> BadAPIRequestError | None:
+    """The refusal of a prompt of ``prompt`` tokens sampled ``n`` times, or None when it fits:
+    over the model's context (413), or over ``max_request_tokens`` (400)."""
+    new = counts.max_new
+    if counts.context is not None:
+        need = prompt + new if counts.shared_context else prompt
+        if need > counts.context:
+            what = f"{prompt} prompt + {new} new tokens" if counts.shared_context else "the prompt"
+            return BadAPIRequestError(
+                f"the request needs {need} tokens ({what}) but model {name!r} has a context "
+                f"length of {counts.context} tokens; send a shorter goal state"
+                + (" or a smaller max_tokens" if counts.shared_context else ""),
+                status=413,
+            )
+    held = n * (prompt + new)
+    if held > max_request_tokens:
+        return BadAPIRequestError(
+            f"the request would hold {held} tokens ({n} samples x ({prompt} prompt + {new} new "
+            f"tokens)); the limit is {max_request_tokens} (max_request_tokens); ask for fewer "
+            "samples or tokens, or raise max_request_tokens in the server config"
+        )
+    return None
 
 
 def _retrieve(model: RetrieverModel, req: RetrieveRequest) -> list[dict[str, Any]]:
@@ -525,7 +587,22 @@ def create_app(config: ServeConfig | None = None, registry: ModelRegistry | None
         headers = {}
         if isinstance(exc, ServerOverloadedError):
             headers["Retry-After"] = str(max(1, math.ceil(exc.retry_after)))
-        return _json(_error_body(request.url.path, exc.status, str(exc)), exc.status, headers)
+        body = _error_body(request.url.path, exc.status, str(exc), _openai_code(exc))
+        return _json(body, exc.status, headers)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        path = request.url.path
+        if not path.startswith("/v1/"):
+            from fastapi.exception_handlers import http_exception_handler
+
+            return await http_exception_handler(request, exc)
+        # OpenAI's clients read error.message; FastAPI's own 404/405 body has none.
+        message = (
+            f"{request.method} {path}: {exc.detail}; the OpenAI-compatible routes are POST "
+            "/v1/chat/completions, GET /v1/models and GET /v1/models/{id}"
+        )
+        return _json(_error_body(path, exc.status_code, message), exc.status_code, exc.headers)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> Response:
@@ -617,10 +694,22 @@ def create_app(config: ServeConfig | None = None, registry: ModelRegistry | None
     async def _chat(req: ChatRequest) -> Any:
         model = registry.get(req.model, "generator")
         assert isinstance(model, GeneratorModel)
-        state.check_count("n", req.n, config.max_outputs, "max_outputs")
+        n = req.n
+        state.check_count("n", n, config.max_outputs, "max_outputs")
         max_tokens = req.max_tokens or req.max_completion_tokens
         if max_tokens is not None:
             state.check_count("max_tokens", max_tokens, config.max_tokens, "max_tokens")
+            state.check_count(
+                "n x max_tokens", n * max_tokens, config.max_request_tokens, "max_request_tokens"
+            )
+        if req.top_logprobs:
+            raise BadAPIRequestError(
+                "top_logprobs is not supported: a choice's logprobs hold one entry, the whole "
+                "completion with its summed log-prob; leave top_logprobs out (or 0)"
+            )
+        include_usage = bool(req.stream_options and req.stream_options.include_usage)
+        if req.stream_options is not None and not req.stream:
+            raise BadAPIRequestError("stream_options needs stream: true; leave it out otherwise")
         messages = [{"role": m.role, "content": message_text(m.content)} for m in req.messages]
         state.check_text("the messages", "".join(m["content"] for m in messages))
         options = (
@@ -629,25 +718,34 @@ def create_app(config: ServeConfig | None = None, registry: ModelRegistry | None
             else GenOptions(req.temperature, max_tokens)
         )
         if type(model).chat is GeneratorModel.chat:
-            # A local model: the goal state of the chat joins the /generate batches.
+            # A local model: the goal state of the chat, batched with other chats' (every
+            # sample kept, with its token count and finish reason).
             goal, prefix = chat_state(messages)
-            cands = await state.submit(model, ("generate", req.n, prefix or "", options), goal)
-            texts = [(c.tactic, c.logprob) for c in cands]
+            key = ("complete", n, prefix or "", options)
+            prompt_tokens, done = await state.submit(model, key, goal)
         else:
-            texts = await state.submit(model, ("chat", req.n, options), messages)
+            texts = await state.submit(model, ("chat", n, options), messages)
+            prompt_tokens, done = 0, [Completion(text, lp) for text, lp in texts]
         created, ident = int(time.time()), f"chatcmpl-{uuid.uuid4().hex}"
         choices = [
             {
                 "index": i,
-                "message": {"role": "assistant", "content": text},
-                "finish_reason": "stop",
-                "logprobs": _logprobs(text, lp) if req.logprobs else None,
+                "message": {"role": "assistant", "content": c.text},
+                "finish_reason": c.finish_reason,
+                "logprobs": _logprobs(c.text, c.logprob) if req.logprobs else None,
             }
-            for i, (text, lp) in enumerate(texts)
+            for i, c in enumerate(done)
         ]
+        generated = sum(c.tokens for c in done)
+        usage = {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": generated,
+            "total_tokens": prompt_tokens + generated,
+        }
         if req.stream:
             return StreamingResponse(
-                _stream(ident, created, req.model, choices), media_type="text/event-stream"
+                _stream(ident, created, req.model, choices, usage if include_usage else None),
+                media_type="text/event-stream",
             )
         return {
             "id": ident,
@@ -655,7 +753,7 @@ def create_app(config: ServeConfig | None = None, registry: ModelRegistry | None
             "created": created,
             "model": req.model,
             "choices": choices,
-            "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+            "usage": usage,
         }
 
     @app.post("/v1/chat/completions", response_model=ChatResponse, responses=_ERRORS)
@@ -667,12 +765,20 @@ def create_app(config: ServeConfig | None = None, registry: ModelRegistry | None
     @app.get("/v1/models", response_model=ModelList, responses=_ERRORS)
     async def list_models_openai() -> Response:
         """The generators, as OpenAI's model list."""
-        data = [
-            {"id": m.name, "object": "model", "created": 0, "owned_by": "lean-dojo-v2"}
-            for m in registry.models.values()
-            if isinstance(m, GeneratorModel)
-        ]
+        data = [_model_card(m) for m in registry.models.values() if isinstance(m, GeneratorModel)]
         return _json({"object": "list", "data": data})
+
+    @app.get("/v1/models/{model_id:path}", response_model=ModelCard, responses=_ERRORS)
+    async def retrieve_model_openai(model_id: str) -> Response:
+        """One generator, as OpenAI's model object (404 in OpenAI's error shape if unknown)."""
+        model = registry.models.get(model_id)
+        if not isinstance(model, GeneratorModel):
+            served = sorted(n for n, m in registry.models.items() if isinstance(m, GeneratorModel))
+            raise UnknownModelError(
+                f"no generator named {model_id!r}; generators served: "
+                f"{', '.join(served) or 'none'} (GET /v1/models)"
+            )
+        return _json(_model_card(model))
 
     # ........................................................................ operations
 
@@ -719,6 +825,10 @@ def create_app(config: ServeConfig | None = None, registry: ModelRegistry | None
     return app
 
 
+def _model_card(model: ServedModel) -> dict[str, Any]:
+    return {"id": model.name, "object": "model", "created": 0, "owned_by": "lean-dojo-v2"}
+
+
 def _predict(
     registry: ModelRegistry, goal: str, prefix: str | None, tactics: list[str]
 ) -> list[float]:
@@ -744,9 +854,23 @@ def _logprobs(text: str, logprob: float | None) -> dict[str, Any] | None:
     }
 
 
-async def _stream(ident: str, created: int, model: str, choices: list[dict[str, Any]]):
-    """Server-sent events: each choice's whole text in one chunk, a closing chunk each, DONE."""
-    base = {"id": ident, "object": "chat.completion.chunk", "created": created, "model": model}
+async def _stream(
+    ident: str,
+    created: int,
+    model: str,
+    choices: list[dict[str, Any]],
+    usage: dict[str, int] | None = None,
+):
+    """Server-sent events: each choice's whole text in one chunk, a closing chunk each, then
+    (with ``stream_options.include_usage``) a chunk of no choices carrying the usage, DONE."""
+    base: dict[str, Any] = {
+        "id": ident,
+        "object": "chat.completion.chunk",
+        "created": created,
+        "model": model,
+    }
+    if usage is not None:
+        base["usage"] = None  # as OpenAI: every chunk but the last has "usage": null
     for c in choices:
         delta = {"role": "assistant", "content": c["message"]["content"]}
         chunk = {
@@ -756,8 +880,15 @@ async def _stream(ident: str, created: int, model: str, choices: list[dict[str, 
             "finish_reason": None,
         }
         yield b"data: " + orjson.dumps({**base, "choices": [chunk]}) + b"\n\n"
-        end = {"index": c["index"], "delta": {}, "logprobs": None, "finish_reason": "stop"}
+        end = {
+            "index": c["index"],
+            "delta": {},
+            "logprobs": None,
+            "finish_reason": c["finish_reason"],
+        }
         yield b"data: " + orjson.dumps({**base, "choices": [end]}) + b"\n\n"
+    if usage is not None:
+        yield b"data: " + orjson.dumps({**base, "choices": [], "usage": usage}) + b"\n\n"
     yield b"data: [DONE]\n\n"
 
 

@@ -61,6 +61,19 @@ class Candidate:
     logprob: float
 
 
+@dataclass(frozen=True)
+class Sample:
+    """One decoded sequence before clean-up (:meth:`HFTacticGenerator.samples`): its tactic text
+    (``prefix`` included, cut where the tactic ends), the summed log-prob of its kept tokens, the
+    tokens generated (up to and including the one that ended it), and whether
+    ``max_new_tokens`` cut it before its tactic ended."""
+
+    text: str
+    logprob: float
+    tokens: int
+    truncated: bool
+
+
 class TacticGenerator(ABC):
     """Proposes tactics for goal states."""
 
@@ -300,31 +313,52 @@ class HFTacticGenerator(TacticGenerator):
     def generate(
         self, states: list[str], num_samples: int, *, prefix: str | None = None
     ) -> list[list[Candidate]]:
+        return [
+            finalize([(s.text, s.logprob) for s in rows], num_samples)
+            for rows in self.samples(states, num_samples, prefix=prefix)
+        ]
+
+    def samples(
+        self, states: list[str], num_samples: int, *, prefix: str | None = None
+    ) -> list[list[Sample]]:
+        """For each state its decoded sequences as they came, before :meth:`generate`'s clean-up
+        (duplicates, empty and ``sorry`` tactics included): ``num_samples`` of them (one with
+        ``strategy="greedy"``), each with its token count and whether ``max_new_tokens`` cut it."""
         check_generate_args(states, num_samples, prefix)
-        out: list[list[Candidate]] = []
+        out: list[list[Sample]] = []
         for i in range(0, len(states), self.batch_size):
             out.extend(
-                self._generate_batch(list(states[i : i + self.batch_size]), num_samples, prefix)
+                self._sample_batch(list(states[i : i + self.batch_size]), num_samples, prefix)
             )
         return out
 
     # ..................................................................... one batch
 
-    def _generate_batch(
+    def _sample_batch(
         self, states: list[str], num_samples: int, prefix: str | None
-    ) -> list[list[Candidate]]:
+    ) -> list[list[Sample]]:
         n = 1 if self.strategy == "greedy" else num_samples
         rows_ids, rows_lp = self._decode_rows(states, n, prefix)
-        ends = set(self._stop_ids) | {self.tokenizer.pad_token_id}
-        self.tokens_generated += sum(
-            next((i + 1 for i, t in enumerate(ids) if t in ends), len(ids)) for ids in rows_ids
-        )
-        per_state: list[list[tuple[str, float]]] = [[] for _ in states]
+        tok = self.tokenizer
+        ends = set(self._stop_ids) | {tok.pad_token_id}
+        per_state: list[list[Sample]] = [[] for _ in states]
         for row, ids in enumerate(rows_ids):
             text, kept = self._cut(ids, prefix or "")
             lp = math.fsum(rows_lp[row][:kept]) if kept else 0.0
-            per_state[row // n].append((text, lp))
-        return [finalize(raw, num_samples) for raw in per_state]
+            tokens = next((i + 1 for i, t in enumerate(ids) if t in ends), len(ids))
+            # Cut by the limit: no end token, and the text so far holds no whole tactic.
+            truncated = (
+                tokens >= self.max_new_tokens
+                and ids[tokens - 1] not in ends
+                and tactic_end(
+                    ((prefix or "") + tok.decode(ids[:tokens], skip_special_tokens=True)).lstrip(),
+                    final=True,
+                )
+                is None
+            )
+            self.tokens_generated += tokens
+            per_state[row // n].append(Sample(text, lp, tokens, truncated))
+        return per_state
 
     @property
     def stop_ids(self) -> list[int]:

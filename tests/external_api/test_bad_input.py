@@ -249,3 +249,106 @@ def test_preload_loads_every_model_at_start(tiny_bert_dir) -> None:
     with TestClient(app) as c:
         loaded = {m["name"]: m["loaded"] for m in c.get("/models").json()["models"]}
     assert loaded == {"const": True, "enc": True}
+
+
+WRONG_TYPES = [
+    # (what, path, body, the field the message names)
+    ("num_samples as a string", "/generate", {"num_samples": "3"}, "num_samples"),
+    ("num_samples as a boolean", "/generate", {"num_samples": True}, "num_samples"),
+    ("num_samples as a float", "/generate", {"num_samples": 3.0}, "num_samples"),
+    ("use_reward as a string", "/generate", {"use_reward": "yes"}, "use_reward"),
+    ("chat n as a string", "/v1/chat/completions", {"n": "2"}, "n"),
+    ("chat n as a boolean", "/v1/chat/completions", {"n": True}, "n"),
+    ("chat max_tokens as a string", "/v1/chat/completions", {"max_tokens": "8"}, "max_tokens"),
+    ("chat logprobs as a number", "/v1/chat/completions", {"logprobs": 1}, "logprobs"),
+    ("chat temperature as a string", "/v1/chat/completions", {"temperature": "0"}, "temperature"),
+]
+
+
+@pytest.mark.parametrize("cors", [False, True], ids=["direct", "inside-the-stack"])
+@pytest.mark.parametrize(
+    ("what", "path", "extra", "field"), WRONG_TYPES, ids=[w[0] for w in WRONG_TYPES]
+)
+def test_wrong_json_types_are_a_422_naming_the_field(cors, what, path, extra, field) -> None:
+    base = (
+        {"name": "const", "input": STATE, "prefix": ""}
+        if path == "/generate"
+        else {"model": "const", "messages": [{"role": "user", "content": STATE}]}
+    )
+    app = make_app(CONSTANT, cors_origins=["http://editor.example"] if cors else [])
+    with TestClient(app) as c:
+        r = c.post(path, json={**base, **extra})
+        assert r.status_code == 422, (what, r.text)
+        assert f"{field}:" in r.json()["detail"], r.text
+        assert c.post(path, json=base).status_code == 200  # the right types still work
+
+
+@pytest.fixture(scope="module")
+def tiny_app(tiny_causal_dir):
+    """The tiny model (a context of 1024 tokens) behind a small max_request_tokens."""
+    spec = {"kind": "hf", "model": str(tiny_causal_dir), "device": "cpu", "max_new_tokens": 4}
+    app = make_app({"tiny": spec, **CONSTANT}, max_request_tokens=2000)
+    with TestClient(app) as c:
+        yield c
+
+
+LONG_STATE = "x : ℝ\n⊢ " + " + ".join(f"x ^ {i}" for i in range(400)) + " = 0"
+
+
+def test_a_prompt_over_the_models_context_is_a_413_naming_it(tiny_app) -> None:
+    assert len(LONG_STATE) < 32768  # under max_input_chars: the context is what refuses it
+    for path, body in (
+        ("/generate", {"name": "tiny", "input": LONG_STATE, "prefix": "", "num_samples": 1}),
+        (
+            "/v1/chat/completions",
+            {"model": "tiny", "messages": [{"role": "user", "content": LONG_STATE}]},
+        ),
+    ):
+        r = tiny_app.post(path, json=body)
+        assert r.status_code == 413, r.text
+        message = r.json()["detail"]
+        assert "context length of 1024 tokens" in message and "tiny" in message, message
+    ok = tiny_app.post("/generate", json={"name": "tiny", "input": STATE, "num_samples": 2})
+    assert ok.status_code == 200 and ok.json()["outputs"]
+
+
+def test_an_over_context_prompt_fails_alone_in_its_batch(tiny_app) -> None:
+    """Batched with a good request, the long one is refused and the good one answered."""
+    import asyncio
+
+    import httpx
+
+    async def both():
+        transport = httpx.ASGITransport(app=tiny_app.app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as c:
+            return await asyncio.gather(
+                *(
+                    c.post("/generate", json={"name": "tiny", "input": s, "num_samples": 2})
+                    for s in (LONG_STATE, STATE, LONG_STATE, STATE)
+                )
+            )
+
+    batchers = tiny_app.app.state.server.batchers
+    before = len(batchers["tiny"].stats.batch_sizes) if "tiny" in batchers else 0
+    replies = asyncio.run(both())
+    assert [r.status_code for r in replies] == [413, 200, 413, 200]
+    assert max(batchers["tiny"].stats.batch_sizes[before:]) > 1  # some shared a model call
+
+
+def test_lengths_over_max_request_tokens_are_a_400_naming_the_cap(tiny_app) -> None:
+    # n x (prompt + max_tokens) over 2000: refused before the model runs
+    r = tiny_app.post(
+        "/v1/chat/completions",
+        json={
+            "model": "const",
+            "messages": [{"role": "user", "content": STATE}],
+            "n": 4,
+            "max_tokens": 600,
+        },
+    )
+    assert r.status_code == 400 and "max_request_tokens" in r.json()["detail"], r.text
+    # the prompt's own tokens count too: 40 samples of ~130 tokens each
+    r = tiny_app.post("/generate", json={"name": "tiny", "input": STATE, "num_samples": 40})
+    assert r.status_code == 400, r.text
+    assert "max_request_tokens" in r.json()["detail"] and "2000" in r.json()["detail"]
+    assert tiny_app.post("/generate", json={"name": "tiny", "input": STATE}).status_code == 200

@@ -82,7 +82,7 @@ def test_a_local_model_through_chat_matches_generate(base_url) -> None:
         model="tiny", messages=[{"role": "user", "content": STATE}], n=4, temperature=0
     )
     greedy = [c.message.content for c in r.choices]
-    assert len(greedy) <= 1, greedy  # temperature 0: the one greedy candidate (if not empty)
+    assert len(greedy) == 4 and len(set(greedy)) == 1, greedy  # temperature 0: one text, n times
     root = base_url.removesuffix("/v1")
     direct = httpx.post(f"{root}/generate", json={"name": "tiny", "input": STATE, "prefix": ""})
     assert direct.status_code == 200
@@ -101,3 +101,155 @@ def test_external_prover_uses_our_server_unchanged(base_url) -> None:
     tiny = ExternalProver("tiny", base_url=base_url, api_key="unused", max_retries=0)
     (found,) = tiny.generate([STATE], 2)
     assert all(isinstance(c.tactic, str) and c.tactic for c in found)
+
+
+# ............................................................................ OpenAI's fields
+
+
+def _client(base_url: str):
+    import openai
+
+    return openai.OpenAI(base_url=base_url, api_key="unused", max_retries=0)
+
+
+def _tiny_rows(tiny_causal_dir, n: int, max_new_tokens: int) -> list[list[int]]:
+    """The token ids the served ``tiny`` model decodes for STATE (same seed, same settings)."""
+    from lean_dojo_v2.models.generator import load_generator
+
+    direct = load_generator(
+        str(tiny_causal_dir), device="cpu", seed=0, max_new_tokens=max_new_tokens
+    )
+    rows, _ = direct.decode_rows([STATE], n)
+    assert not any(t in direct.stop_ids for ids in rows for t in ids)  # none ended by itself
+    return rows
+
+
+def test_usage_counts_prompt_and_completion_tokens_with_the_models_tokenizer(
+    base_url, tiny_causal_dir
+) -> None:
+    from transformers import AutoTokenizer
+
+    from lean_dojo_v2.data import canonical_state
+    from lean_dojo_v2.models.prompts import SYSTEM_PROMPT
+
+    r = _client(base_url).chat.completions.create(
+        model="tiny", messages=[{"role": "user", "content": STATE}], n=3, max_tokens=5
+    )
+    tok = AutoTokenizer.from_pretrained(tiny_causal_dir)
+    # What the model sees: its own system turn and the goal, in its chat template.
+    messages = [
+        {"role": "system", "content": SYSTEM_PROMPT},
+        {"role": "user", "content": canonical_state(STATE)},
+    ]
+    text = tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    prompt_tokens = len(tok(text, add_special_tokens=False)["input_ids"])
+    generated = sum(len(ids) for ids in _tiny_rows(tiny_causal_dir, 3, 5))
+    assert r.usage.prompt_tokens == prompt_tokens > 20
+    assert r.usage.completion_tokens == generated == 15
+    assert r.usage.total_tokens == prompt_tokens + generated
+
+
+def test_finish_reason_is_length_when_max_tokens_cut_the_output(base_url, tiny_causal_dir) -> None:
+    client = _client(base_url)
+    r = client.chat.completions.create(
+        model="tiny", messages=[{"role": "user", "content": STATE}], n=4, max_tokens=2
+    )
+    rows = _tiny_rows(tiny_causal_dir, 4, 2)
+    assert all(len(ids) == 2 for ids in rows)  # every sequence ran into the limit
+    assert [c.finish_reason for c in r.choices] == ["length"] * 4
+    done = client.chat.completions.create(
+        model="const", messages=[{"role": "user", "content": STATE}], n=2, max_tokens=2
+    )
+    assert [c.finish_reason for c in done.choices] == ["stop", "stop"]
+
+
+def test_exactly_n_choices_come_back_even_when_samples_repeat(base_url, tiny_causal_dir) -> None:
+    import httpx
+
+    client = _client(base_url)
+    # One token each: several of the 6 samples decode to the same text.
+    r = client.chat.completions.create(
+        model="tiny", messages=[{"role": "user", "content": STATE}], n=6, max_tokens=1
+    )
+    texts = [c.message.content for c in r.choices]
+    assert len(texts) == 6 and len(set(texts)) < 6, texts
+    assert [c.index for c in r.choices] == list(range(6))
+    greedy = client.chat.completions.create(
+        model="tiny", messages=[{"role": "user", "content": STATE}], n=3, temperature=0
+    )
+    assert len(greedy.choices) == 3 and len({c.message.content for c in greedy.choices}) == 1
+    # LeanCopilot's /generate keeps its documented deduplicated outputs.
+    root = base_url.removesuffix("/v1")
+    body = {"name": "tiny", "input": STATE, "prefix": "", "num_samples": 6}
+    outs = [o["output"] for o in httpx.post(f"{root}/generate", json=body).json()["outputs"]]
+    assert len(outs) == len(set(outs))
+
+
+def test_external_prover_needs_one_request_for_n_repeating_samples(base_url) -> None:
+    from lean_dojo_v2.prover.external_prover import ExternalProver
+
+    prover = ExternalProver(
+        "tiny", base_url=base_url, api_key="unused", max_retries=0, max_tokens=1
+    )
+    prover.generate([STATE], 6)
+    assert prover.requests_sent == 1  # it asks again only when fewer than n choices come
+
+
+def test_models_retrieve_and_an_unknown_id_in_openais_error_shape(base_url) -> None:
+    import httpx
+    import openai
+
+    client = _client(base_url)
+    model = client.models.retrieve("tiny")
+    assert (model.id, model.object, model.owned_by) == ("tiny", "model", "lean-dojo-v2")
+    with pytest.raises(openai.NotFoundError, match="nope"):
+        client.models.retrieve("nope")
+    r = httpx.get(f"{base_url}/models/nope")
+    assert r.status_code == 404
+    err = r.json()["error"]
+    assert set(err) >= {"message", "type", "param", "code"}
+    assert err["type"] == "invalid_request_error" and err["code"] == "model_not_found"
+    assert "served" in err["message"]
+
+
+def test_top_logprobs_is_refused_with_a_400_that_says_so(base_url) -> None:
+    import openai
+
+    with pytest.raises(openai.BadRequestError, match="top_logprobs"):
+        _client(base_url).chat.completions.create(
+            model="const",
+            messages=[{"role": "user", "content": STATE}],
+            logprobs=True,
+            top_logprobs=3,
+        )
+
+
+def test_a_stream_with_include_usage_ends_with_the_usage(base_url) -> None:
+    client = _client(base_url)
+    args = dict(model="tiny", messages=[{"role": "user", "content": STATE}], n=2, max_tokens=3)
+    whole = client.chat.completions.create(**args)
+    chunks = list(
+        client.chat.completions.create(**args, stream=True, stream_options={"include_usage": True})
+    )
+    assert all(c.usage is None for c in chunks[:-1])
+    last = chunks[-1]
+    assert last.choices == [] and last.usage is not None
+    assert last.usage.model_dump() == whole.usage.model_dump()
+    assert whole.usage.completion_tokens == 6
+    plain = list(client.chat.completions.create(**args, stream=True))
+    assert all(c.usage is None for c in plain)
+
+
+def test_a_local_choice_ends_stop_when_its_tactic_ended_and_length_when_cut(
+    tiny_causal_dir,
+) -> None:
+    from lean_dojo_v2.external_api.served import GenOptions, HFGenerator
+
+    spec = {"kind": "hf", "model": str(tiny_causal_dir), "device": "cpu", "seed": 0}
+    model = HFGenerator("t", {**spec, "max_new_tokens": 3})
+    # A prefix holding a whole tactic: whatever follows its line break is not part of it.
+    (ended,) = model.completions([STATE], 2, "simp\nrfl", GenOptions())
+    assert [(c.text, c.finish_reason, c.tokens) for c in ended] == [("simp", "stop", 3)] * 2
+    (cut,) = model.completions([STATE], 2, "simp ", GenOptions())
+    assert [(c.finish_reason, c.tokens) for c in cut] == [("length", 3)] * 2
+    assert all(c.text.startswith("simp ") for c in cut)
