@@ -9,6 +9,12 @@ Safety rules (``docs/proving.md``):
   repository at its ``HEAD`` (or the commit asked for) when it is a git repository, otherwise a
   copy without its ``.lake`` build directory. Nothing in the user's repository is written, not
   even its ``.git`` (no worktree entry, no branch, no index refresh).
+- A working copy is replaced by the next write-back only while it holds nothing we did not write:
+  each records what it held when written (:data:`RECORD`: files, git refs, HEAD, index), and a
+  commit, branch, staged, added, edited or deleted file since then keeps it. The default working
+  copy (``RAID_DIR/writeback/<repo name>``) then moves on to ``<repo name>-2``, ``-3``, ... with a
+  warning; an ``out`` the caller named is refused (:class:`~lean_dojo_v2.errors.OutputExistsError`)
+  unless ``force``.
 - In each file only the proof of each proved theorem changes: the text of its proof (the span
   :func:`~lean_dojo_v2.data.lean_lexer.proof_span` finds after the declaration's top-level
   ``:=``, which must contain a real ``sorry``) becomes ``by`` and the tactic block, indented two
@@ -26,6 +32,7 @@ apply`` takes it) and, with ``branch``, the branch and commit made in the workin
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import shutil
@@ -45,6 +52,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 __all__ = [
+    "RECORD",
     "ProofEdit",
     "SorryNotFoundError",
     "WriteBackError",
@@ -57,6 +65,7 @@ __all__ = [
     "locate_sorry",
     "missing_files",
     "unified_diff",
+    "working_copy_changes",
     "write_back",
 ]
 
@@ -65,6 +74,9 @@ _COPY_IGNORE = (".lake", "lake-packages")
 _GIT_TIMEOUT = 600.0
 _DEFAULT_AUTHOR = ("lean-dojo-v2", "lean-dojo-v2@localhost")
 DIFF_FILE = ".lean_dojo_v2_proofs.diff"
+RECORD = ".lean_dojo_v2_writeback.json"
+"""What a working copy held when :func:`write_back` wrote it (see :func:`working_copy_changes`)."""
+_DEFAULT_COPIES = 100  # RAID_DIR/writeback/<name>, <name>-2, ... <name>-100
 
 
 class WriteBackError(LeanDojoError):
@@ -468,6 +480,119 @@ def _clone(repo: Path, dst: Path, commit: str | None) -> str:
     return sha
 
 
+def _snapshot(root: Path) -> dict[str, Any]:
+    """What working copy ``root`` holds, cheaply: each file's size and modification time (its
+    ``.git`` and our own files left out) and, in a git working copy, HEAD, every ref and the
+    index's entries."""
+    from ..data.output_dir import MARKER
+
+    ours = {MARKER, RECORD, DIFF_FILE}
+    files: dict[str, list[int]] = {}
+    for dirpath, dirs, names in os.walk(root):
+        here = Path(dirpath)
+        if here == root:
+            dirs[:] = [d for d in dirs if d != ".git"]
+        for name in names + [d for d in dirs if (here / d).is_symlink()]:
+            rel = (here / name).relative_to(root).as_posix()
+            if rel not in ours:
+                st = (here / name).lstat()
+                files[rel] = [st.st_size, st.st_mtime_ns]
+    snapshot: dict[str, Any] = {"files": files}
+    if (root / ".git").exists():
+        from ..system.commands import run_command
+
+        def git(*args: str) -> str:
+            out = run_command(["git", *args], cwd=root, check=False, timeout=60).stdout
+            return out.decode("utf-8", "surrogateescape")
+
+        snapshot["git"] = {
+            "head": git("symbolic-ref", "-q", "HEAD").strip() or git("rev-parse", "HEAD").strip(),
+            "refs": git("for-each-ref", "--format=%(refname) %(objectname)"),
+            # The entries, not the index file: `git status` rewrites the file's stat cache.
+            "index": hashlib.sha256(
+                git("ls-files", "--stage", "-z").encode("utf-8", "surrogateescape")
+            ).hexdigest(),
+        }
+    return snapshot
+
+
+def working_copy_changes(path: str | os.PathLike[str]) -> str | None:
+    """What changed in working copy ``path`` since :func:`write_back` wrote it, in words (None:
+    nothing; also None when ``path`` is absent or empty, as there is nothing to keep)."""
+    path = Path(path)
+    if not path.is_dir() or next(path.iterdir(), None) is None:
+        return None
+    try:
+        then = json.loads((path / RECORD).read_text("utf-8"))
+    except (OSError, ValueError):
+        return f"it has no record ({RECORD}) of what lean-dojo-v2 wrote there"
+    now = _snapshot(path)
+    files_then, files_now = then.get("files", {}), now["files"]
+    changes = []
+    for what, names in (
+        ("added", sorted(set(files_now) - set(files_then))),
+        ("deleted", sorted(set(files_then) - set(files_now))),
+        (
+            "changed",
+            sorted(n for n in files_now if n in files_then and files_now[n] != files_then[n]),
+        ),
+    ):
+        if names:
+            more = f" and {len(names) - 3} more" if len(names) > 3 else ""
+            changes.append(f"{what} {', '.join(names[:3])}{more}")
+    git_then, git_now = then.get("git", {}), now.get("git", {})
+    if git_then.get("head") != git_now.get("head") or git_then.get("refs") != git_now.get("refs"):
+        changes.append("commits or branches made")
+    if git_then.get("index") != git_now.get("index"):
+        changes.append("files staged")
+    return "; ".join(changes) or None
+
+
+def _refuse_changed(out: Path) -> None:
+    from ..errors import OutputExistsError
+
+    changes = working_copy_changes(out)
+    if changes is not None:
+        raise OutputExistsError(
+            f"working copy {out} holds changes since lean-dojo-v2 wrote it ({changes}); "
+            "choose another --out (out=), or pass --force (force=True) to replace it and lose them"
+        )
+
+
+def _default_working_copy(base: Path, repo: Path, *, force: bool) -> Path:
+    """``base`` when a write-back may replace it (absent, empty, a working copy unchanged since we
+    wrote it, or anything with ``force``), else the first such of ``base-2``, ``base-3``, ...: a
+    copy holding someone's work is kept, and a warning says where the proofs go instead."""
+    from ..data.output_dir import check_output_dir
+    from ..errors import OutputExistsError
+
+    check_output_dir(base, force=True, sources=[repo])  # never the repository, even with force
+    if force:
+        return base
+    kept = []
+    for n in range(1, _DEFAULT_COPIES + 1):
+        candidate = base if n == 1 else base.with_name(f"{base.name}-{n}")
+        try:
+            check_output_dir(candidate, sources=[repo])
+            changes = working_copy_changes(candidate)
+        except OutputExistsError as exc:
+            changes = str(exc)
+        if changes is None:
+            if kept:
+                logger.warning(
+                    "not replacing the working copy %s: %s; writing the proofs to %s instead",
+                    kept[0][0],
+                    kept[0][1],
+                    candidate,
+                )
+            return candidate
+        kept.append((candidate, changes))
+    raise OutputExistsError(
+        f"the working copies {base} to {kept[-1][0].name} all hold changes lean-dojo-v2 did not "
+        "make; pass --out NEW_DIR (out=), or remove the ones you no longer need"
+    )
+
+
 @dataclass(frozen=True)
 class WriteBackTarget:
     """Where :func:`write_back` will write, checked by :func:`check_write_back`: the repository
@@ -497,7 +622,9 @@ def check_write_back(
     without git, a branch name git refuses, ``out`` with ``in_place``, a commit that is not in the
     repository, an output directory that cannot be created) or
     :class:`~lean_dojo_v2.errors.OutputExistsError` (``out`` is the repository, lies inside it,
-    or holds files this library did not write, without ``force``)."""
+    holds files this library did not write, or is a working copy changed since we wrote it,
+    without ``force``). Without ``out``, the default working copy in use by someone's changes is
+    passed over for the next free ``RAID_DIR/writeback/<repo name>-N`` (a warning says so)."""
     from ..data.output_dir import check_output_dir
 
     repo = Path(repo_dir).expanduser()
@@ -561,9 +688,14 @@ def check_write_back(
     if out is None:
         from ..config import get_settings
 
-        out = get_settings().raid_dir / "writeback" / repo.name
-    out_path = Path(out).expanduser()
-    check_output_dir(out_path, force=force, sources=[repo])
+        out_path = _default_working_copy(
+            get_settings().raid_dir / "writeback" / repo.name, repo, force=force
+        )
+    else:
+        out_path = Path(out).expanduser()
+        check_output_dir(out_path, force=force, sources=[repo])
+        if not force:
+            _refuse_changed(out_path)
     parent = out_path.resolve().parent
     while not parent.exists() and parent != parent.parent:
         parent = parent.parent
@@ -604,9 +736,10 @@ def write_back(
     ``in_place=True``) and return the diff.
 
     - ``edits``: :class:`ProofEdit`\\ s, or ``(theorem, proof)`` pairs.
-    - ``out``: the working copy's directory (default ``RAID_DIR/writeback/<repo name>``): new,
-      empty, or one this library wrote (replaced); anything else needs ``force``. It may not be
-      ``repo_dir`` or lie inside it.
+    - ``out``: the working copy's directory (default ``RAID_DIR/writeback/<repo name>``, or
+      ``<repo name>-2``, ... when that one holds changes since we wrote it): new, empty, or a
+      working copy this library wrote and nobody changed since (replaced); anything else needs
+      ``force``. It may not be ``repo_dir`` or lie inside it.
     - ``branch``: create this branch in the working copy and commit the proofs on it (the
       working copy is a git clone; fetch the branch from there into your repository).
     - ``commit``: the commit to check out in the working copy (default: the repository's
@@ -618,6 +751,7 @@ def write_back(
     Every argument is checked (:func:`check_write_back`) before anything is read or written.
     """
     from ..data.output_dir import staged_output_dir
+    from ..data.run_lock import lock_output_dir
 
     if missing not in ("error", "skip"):
         raise ValueError(f"missing must be 'error' or 'skip', not {missing!r}")
@@ -633,7 +767,7 @@ def write_back(
     assert target.out is not None  # check_write_back sets it whenever not in_place
     out = target.out
     made_branch = made_commit = None
-    with staged_output_dir(out, force=force, sources=[repo]) as stage:
+    with lock_output_dir(out), staged_output_dir(out, force=force, sources=[repo]) as stage:
         if is_git:
             _clone(repo, stage, commit)
         else:
@@ -655,6 +789,9 @@ def write_back(
                 text = message or _commit_message(written)
                 _git(["commit", "--quiet", "--no-verify", "-m", text], stage, _author_env(stage))
                 made_commit = _git(["rev-parse", "HEAD"], stage)
+        (stage / RECORD).write_text(json.dumps(_snapshot(stage)), "utf-8")
+        if not force:
+            _refuse_changed(out)  # the user may have written there during the search
     return WriteBackResult(
         out.resolve(), diff, sorted(changes), written, skipped, made_branch, made_commit
     )

@@ -1,0 +1,158 @@
+"""A write-back working copy is reused only while it holds nothing lean-dojo-v2 did not write.
+
+Two agents (or two ``prove --write-back`` runs) with the same ``RAID_DIR`` write to the same
+default working copy, ``RAID_DIR/writeback/<repo name>``. Between the two the user may have
+committed there, added a file, edited one: the second write-back must not replace that. It writes
+a new working copy beside it instead (and says so); an ``out`` named by the caller is refused
+(``OutputExistsError``) unless ``force``. A working copy nobody touched is reused as before.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from lean_dojo_v2.data.model import Pos, Theorem
+from lean_dojo_v2.errors import OutputExistsError
+from lean_dojo_v2.prover.writeback import ProofEdit, check_write_back, write_back
+
+PUTNAM = ("prover_benchmarks", "putnambench_lean4", "src", "putnam_1997_b1.lean")
+
+
+def _git(args: list[str], cwd: Path) -> str:
+    env = {
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@t",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@t",
+        "HOME": str(cwd),
+        "PATH": "/usr/bin:/bin",
+    }
+    return subprocess.run(
+        ["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True
+    ).stdout
+
+
+@pytest.fixture
+def raid(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    from lean_dojo_v2.config import reset_settings
+
+    monkeypatch.setenv("RAID_DIR", str(tmp_path / "raid"))
+    reset_settings()
+    yield tmp_path / "raid"
+    reset_settings()
+
+
+@pytest.fixture
+def repo(tmp_path: Path, shared_data: Path) -> Path:
+    """A git repository holding one real PutnamBench file (a theorem and an ``abbrev`` with
+    ``sorry``), committed."""
+    repo = tmp_path / "myrepo"
+    repo.mkdir()
+    shutil.copyfile(shared_data.joinpath(*PUTNAM), repo / "Putnam.lean")
+    _git(["init", "-q", "-b", "main"], repo)
+    _git(["add", "."], repo)
+    _git(["commit", "-q", "-m", "problems"], repo)
+    return repo
+
+
+def _edit(repo: Path, name: str = "putnam_1997_b1", proof: str = "simp") -> ProofEdit:
+    source = (repo / "Putnam.lean").read_text("utf-8")
+    for n, line in enumerate(source.split("\n"), 1):
+        words = line.split()
+        if len(words) >= 2 and words[0] in ("theorem", "abbrev") and words[1] == name:
+            thm = Theorem(
+                "https://example.org/p", "0" * 40, "Putnam.lean", name, Pos(n, 1), Pos(n, 1)
+            )
+            return ProofEdit.of(thm, proof)
+    raise AssertionError(name)
+
+
+def _user_commits_and_adds_a_file(work: Path) -> str:
+    (work / "Notes.lean").write_text("-- my notes\n")
+    _git(["add", "Notes.lean"], work)
+    _git(["commit", "-q", "-m", "my notes"], work)
+    (work / "scratch.txt").write_text("not committed either\n")
+    return _git(["rev-parse", "HEAD"], work).strip()
+
+
+def test_a_second_write_back_keeps_the_users_commit_and_file_and_writes_beside_it(
+    raid, repo, caplog
+):
+    first = write_back(repo, [_edit(repo)], branch="agent-1")
+    first.report()  # what an agent does: the diff file is saved in the working copy
+    default = raid / "writeback" / "myrepo"
+    assert first.workdir == default.resolve()
+    mine = _user_commits_and_adds_a_file(default)
+
+    with caplog.at_level(logging.WARNING, logger="lean_dojo_v2.prover.writeback"):
+        second = write_back(repo, [_edit(repo, "putnam_1997_b1_solution")], branch="agent-2")
+    # The user's work is where it was ...
+    assert _git(["rev-parse", "HEAD"], default).strip() == mine
+    assert (default / "Notes.lean").is_file() and (default / "scratch.txt").is_file()
+    assert _git(["rev-parse", "agent-1~1"], default).strip() == first.commit  # under the user's
+    # ... and the second write-back went to a new working copy, and said so.
+    assert second.workdir == (raid / "writeback" / "myrepo-2").resolve()
+    assert _git(["rev-parse", "agent-2"], second.workdir).strip() == second.commit
+    assert str(default) in caplog.text and "myrepo-2" in caplog.text
+
+
+def test_a_working_copy_named_by_the_caller_with_user_changes_is_refused(repo, tmp_path):
+    out = tmp_path / "work"
+    write_back(repo, [_edit(repo)], out=out)
+    (out / "Putnam.lean").write_text((out / "Putnam.lean").read_text() + "\n-- my edit\n")
+    with pytest.raises(OutputExistsError, match="--force") as info:
+        check_write_back(repo, out=out)
+    assert "Putnam.lean" in str(info.value) and "\n" not in str(info.value)
+    with pytest.raises(OutputExistsError):
+        write_back(repo, [_edit(repo, "putnam_1997_b1_solution")], out=out)
+    assert (out / "Putnam.lean").read_text().endswith("-- my edit\n")
+    # force: the caller says the changes may go.
+    write_back(repo, [_edit(repo, "putnam_1997_b1_solution")], out=out, force=True)
+    assert "-- my edit" not in (out / "Putnam.lean").read_text()
+
+
+@pytest.mark.parametrize("change", ["commit", "branch", "stage", "untracked", "edit", "delete"])
+def test_any_change_since_we_wrote_it_keeps_a_working_copy(repo, tmp_path, change):
+    out = tmp_path / "work"
+    write_back(repo, [_edit(repo)], out=out, branch="proofs")
+    if change == "commit":
+        _user_commits_and_adds_a_file(out)
+    elif change == "branch":
+        _git(["branch", "mine"], out)
+    elif change == "stage":
+        (out / "New.lean").write_text("-- new\n")
+        _git(["add", "New.lean"], out)
+    elif change == "untracked":
+        (out / "sub").mkdir()
+        (out / "sub" / "x.txt").write_text("x")
+    elif change == "edit":
+        (out / "Putnam.lean").write_text("-- replaced\n")
+    else:
+        (out / "Putnam.lean").unlink()
+    with pytest.raises(OutputExistsError, match="since lean-dojo-v2 wrote it"):
+        write_back(repo, [_edit(repo, "putnam_1997_b1_solution")], out=out)
+
+
+def test_an_untouched_working_copy_is_reused(raid, repo):
+    first = write_back(repo, [_edit(repo)], branch="a")
+    first.report()
+    _git(["status"], first.workdir)  # reading it (git refreshes its index) changes nothing
+    second = write_back(repo, [_edit(repo, "putnam_1997_b1_solution")], branch="b")
+    assert second.workdir == first.workdir
+    assert "a" not in _git(["branch", "--list"], second.workdir).split()
+
+
+def test_a_plain_copy_with_a_user_file_is_kept(tmp_path, shared_data, raid):
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    shutil.copyfile(shared_data.joinpath(*PUTNAM), plain / "Putnam.lean")
+    first = write_back(plain, [_edit(plain)])
+    (first.workdir / "mine.txt").write_text("mine")
+    second = write_back(plain, [_edit(plain, "putnam_1997_b1_solution")])
+    assert (first.workdir / "mine.txt").read_text() == "mine"
+    assert second.workdir == (raid / "writeback" / "plain-2").resolve()
