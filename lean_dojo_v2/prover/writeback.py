@@ -365,7 +365,16 @@ class WriteBackResult:
         return info
 
 
-def _git(args: Sequence[str], cwd: Path, env: Mapping[str, str] | None = None) -> str:
+_FSCK_HINT = "check that the repository is a healthy git repository (git fsck)"
+
+
+def _git(
+    args: Sequence[str],
+    cwd: Path,
+    env: Mapping[str, str] | None = None,
+    *,
+    hint: str = _FSCK_HINT,
+) -> str:
     from ..system.commands import run_command
 
     result = run_command(
@@ -373,7 +382,7 @@ def _git(args: Sequence[str], cwd: Path, env: Mapping[str, str] | None = None) -
         cwd=cwd,
         env={**os.environ, **(env or {})} if env else None,
         timeout=_GIT_TIMEOUT,
-        hint="check that the repository is a healthy git repository (git fsck)",
+        hint=hint,
     )
     return result.text().strip()
 
@@ -472,10 +481,35 @@ def _author_env(root: Path) -> dict[str, str]:
 
 def _clone(repo: Path, dst: Path, commit: str | None) -> str:
     """``git clone --local`` of ``repo`` into the empty ``dst`` at ``commit`` (default: the
-    repository's ``HEAD``), detached; returns the commit. Reads ``repo`` only."""
+    repository's ``HEAD``), detached; returns the commit. Reads ``repo`` only.
+
+    The objects are hard-linked where the filesystem allows it, else copied (``--no-hardlinks``):
+    ``dst`` on another device than ``repo`` (``RAID_DIR`` on another disk, a tmpfs) makes git's
+    ``--local`` clone fail with "Invalid cross-device link" instead of copying."""
+    from ..errors import CommandFailedError
+
     rev = commit or "HEAD"
     sha = _git(["rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"], repo)
-    _git(["clone", "--quiet", "--local", "--no-checkout", str(repo), str(dst)], repo.parent)
+    hint = f"check that {dst.parent} is writable and has room for a copy of {repo}"
+    clone = ["clone", "--quiet", "--local", "--no-checkout"]
+    try:
+        _git([*clone, str(repo), str(dst)], repo.parent, hint=hint)
+    except CommandFailedError as exc:
+        if b"failed to create link" not in exc.stderr:
+            raise
+        logger.info(
+            "cannot hard-link the objects of %s into %s (%s); copying them instead",
+            repo,
+            dst,
+            exc.stderr.decode("utf-8", "replace").strip().rsplit(": ", 1)[-1],
+        )
+        # git leaves what it had made of the clone; the copy needs the directory empty again.
+        for entry in list(dst.iterdir()):
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
+        _git([*clone, "--no-hardlinks", str(repo), str(dst)], repo.parent, hint=hint)
     _git(["-c", "advice.detachedHead=false", "checkout", "--quiet", "--detach", sha], dst)
     return sha
 

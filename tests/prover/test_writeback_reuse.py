@@ -156,3 +156,62 @@ def test_a_plain_copy_with_a_user_file_is_kept(tmp_path, shared_data, raid):
     second = write_back(plain, [_edit(plain, "putnam_1997_b1_solution")])
     assert (first.workdir / "mine.txt").read_text() == "mine"
     assert second.workdir == (raid / "writeback" / "plain-2").resolve()
+
+
+# -- a working copy on another filesystem --------------------------------------------------------
+
+# What git 2.x prints when ``git clone --local`` cannot hard-link the objects across devices.
+_EXDEV = "fatal: failed to create link '{}/.git/objects/pack/x.pack': Invalid cross-device link\n"
+
+
+def test_a_hard_link_clone_refused_by_the_filesystem_falls_back_to_a_copy(
+    repo, tmp_path, monkeypatch, caplog
+):
+    """The hard-link clone fails as git fails across devices (its exact message, exit 128, the
+    half-made clone left behind); the fallback clone is real git, copying the objects."""
+    from lean_dojo_v2.system import commands
+
+    real = commands.run_command
+    clones = []
+
+    def run_command(argv, *args, **kwargs):
+        if argv[:2] == ["git", "clone"]:
+            clones.append(list(argv))
+            if "--no-hardlinks" not in argv:
+                # git's own failure: the clone's object folder begun, the message, exit 128.
+                dst = Path(argv[-1])
+                (dst / ".git" / "objects").mkdir(parents=True, exist_ok=True)
+                fail = ["sh", "-c", 'printf "%s" "$0" >&2; exit 128', _EXDEV.format(dst)]
+                return real(fail, *args, **kwargs)
+        return real(argv, *args, **kwargs)
+
+    monkeypatch.setattr(commands, "run_command", run_command)
+    out = tmp_path / "work"
+    with caplog.at_level(logging.INFO, logger="lean_dojo_v2.prover.writeback"):
+        result = write_back(repo, [_edit(repo)], out=out, branch="proofs")
+    assert [("--no-hardlinks" in c) for c in clones] == [False, True]
+    assert _git(["rev-parse", "proofs~1"], out).strip() == _git(["rev-parse", "HEAD"], repo).strip()
+    assert "+  simp" in result.diff and "cross-device" in caplog.text
+    # Nothing of the copy is shared with the repository: no object file has a second link.
+    objects = [p for p in (out / ".git" / "objects").rglob("*") if p.is_file()]
+    assert objects and all(p.stat().st_nlink == 1 for p in objects)
+
+
+def test_a_working_copy_on_another_device_is_made(repo, tmp_path):
+    """Real devices: the repository under the test's temporary directory, the working copy on
+    /dev/shm (a tmpfs) when that is another device here, where ``git clone --local`` fails with
+    "Invalid cross-device link". Where /dev/shm is missing or the same device, the working copy
+    goes under the temporary directory and this is a plain write-back."""
+    import os
+    import uuid
+
+    shm = Path("/dev/shm")
+    other = shm.is_dir() and os.access(shm, os.W_OK) and shm.stat().st_dev != tmp_path.stat().st_dev
+    out = (shm if other else tmp_path) / f"ldv2-test-{uuid.uuid4().hex}" / "work"
+    try:
+        result = write_back(repo, [_edit(repo)], out=out, branch="proofs")
+        assert result.workdir == out.resolve() and result.commit
+        assert _git(["rev-parse", "proofs"], out).strip() == result.commit
+        assert "+  simp" in result.diff
+    finally:
+        shutil.rmtree(out.parent, ignore_errors=True)
