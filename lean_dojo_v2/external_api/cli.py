@@ -3,18 +3,22 @@
 The settings are a :class:`~lean_dojo_v2.external_api.config.ServeConfig`, read like every
 command's config: ``--config FILE`` (YAML), then ``--set key=value``, then the flags below
 (``--host``, ``--port``, ``--token``, ``--preload``), which win. ``--help-config`` lists every key.
-Bad settings end in one line before the server listens.
+Bad settings, a model ``--preload`` cannot load and an address it cannot listen on each end in
+one line (exit 1) before the server says it is serving.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import ipaddress
 import logging
 import os
+import socket
 from typing import Any
 
 from ..config.cli import add_config_options, add_help_config_option
+from .errors import APIServerError, ServerAddressError
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +83,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     app = create_app(config)  # a bad models entry fails here, before listening
     registry = app.state.server.registry
+    if config.preload:
+        registry.preload()  # a model that cannot load stops here, named, before listening
     token = config.token or os.environ.get(TOKEN_ENV, "").strip()
     if not token and not _is_loopback(config.host):
         log.warning(
@@ -87,21 +93,69 @@ def cmd_serve(args: argparse.Namespace) -> int:
             config.host,
             TOKEN_ENV,
         )
-    print(
-        f"lean-dojo-v2 serve: {len(registry.models)} models ({', '.join(registry.names())}) on "
-        f"http://{config.host}:{config.port} ({'token required' if token else 'no token'})",
-        flush=True,
+    sock = _listen(config.host, config.port)
+    port = sock.getsockname()[1]
+    banner = (
+        f"lean-dojo-v2 serve: serving {len(registry.models)} models "
+        f"({', '.join(registry.names())}) on http://{_url_host(config.host)}:{port} "
+        f"({'token required' if token else 'no token'})"
     )
     import uvicorn
 
-    uvicorn.run(
-        app,
-        host=config.host,
-        port=config.port,
-        log_level=args.log_level,
-        access_log=bool(getattr(args, "access_log", False)),
+    class _Server(uvicorn.Server):
+        async def startup(self, sockets: Any = None) -> None:
+            await super().startup(sockets)
+            if self.started:  # listening: only now say so
+                print(banner, flush=True)
+
+    server = _Server(
+        uvicorn.Config(
+            app,
+            log_level=args.log_level,
+            access_log=bool(getattr(args, "access_log", False)),
+        )
     )
+    try:
+        server.run(sockets=[sock])
+    except SystemExit as exc:  # uvicorn exits this way when the app's start-up fails
+        if exc.code not in (None, 0):
+            raise APIServerError(
+                f"the server stopped while starting on {config.host}:{port} (exit {exc.code}); "
+                "see the log lines above"
+            ) from None
+    finally:
+        sock.close()
     return 0
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host:port`` and listening, or a one-line :class:`ServerAddressError`
+    saying what to change (checked before anything says it is serving)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        return socket.create_server((host, port), family=family)
+    except socket.gaierror as exc:
+        raise ServerAddressError(
+            f"cannot listen on host {host!r}: it does not resolve ({exc.strerror}); use --host "
+            "127.0.0.1 or a name or address of this machine"
+        ) from None
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            why = "the port is in use; stop what uses it or pick another --port"
+        elif exc.errno == errno.EADDRNOTAVAIL:
+            why = (
+                f"{host} is not an address of this machine; use --host 127.0.0.1 or one of "
+                "its addresses"
+            )
+        elif exc.errno == errno.EACCES:
+            why = "this port needs privileges; pick --port 1024 or above"
+        else:
+            why = f"{exc.strerror or exc}; check --host and --port"
+        raise ServerAddressError(f"cannot listen on {host}:{port}: {why}") from None
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
 
 
 def _is_loopback(host: str) -> bool:

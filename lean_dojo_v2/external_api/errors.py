@@ -79,3 +79,17 @@ class UpstreamModelError(APIServerError):
 class ModelRegistryError(APIServerError, ConfigError):
     """An entry of the server config's ``models`` is unusable: unknown ``kind``, an unknown or
     missing option, a name used twice. Raised when the server starts, before it listens."""
+
+
+class ModelLoadError(APIServerError):
+    """A served model could not be loaded (missing or broken weights, an export whose files do
+    not agree): HTTP 503 on the request that needed it, or ``serve --preload`` stops before
+    listening. The message names the model, what was loaded and why."""
+
+    status = 503
+
+
+class ServerAddressError(APIServerError, ConfigError):
+    """``serve`` cannot listen on the configured ``host`` and ``port`` (the port is in use, the
+    host is not an address of this machine, the name does not resolve). Raised before the
+    server prints that it is serving; the message says which flag to change."""

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .adapters import AnthropicAdapter, GoogleAdapter, OpenAIAdapter
-from .errors import BadAPIRequestError, ModelRegistryError, UnknownModelError
+from .errors import BadAPIRequestError, ModelLoadError, ModelRegistryError, UnknownModelError
 from .served import (
     ConstantGenerator,
     EncoderModel,
@@ -167,11 +167,19 @@ class ModelRegistry:
             if self._progress is None:
                 from ..models.progress import ProgressModel
 
-                self._progress = ProgressModel.load(self.progress_path)
+                try:
+                    self._progress = ProgressModel.load(self.progress_path)
+                except Exception as exc:
+                    why = " ".join(str(exc).split()) or type(exc).__name__
+                    raise ModelLoadError(
+                        f"the progress model {self.progress_path} could not be loaded: {why}; "
+                        "fix progress_model (or LEANPROGRESS_MODEL) and restart the server"
+                    ) from exc
             return self._progress
 
     def preload(self) -> None:
-        """Load every model now (``preload: true``)."""
+        """Load every model now (``preload: true``); the first that cannot load raises
+        :class:`ModelLoadError` naming it."""
         for m in self.models.values():
             m.load()
         if self.has_progress:

@@ -27,12 +27,13 @@ import contextlib
 import threading
 import time
 from abc import ABC, abstractmethod
+from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..models.generator import Candidate
-from .errors import ModelRegistryError
+from .errors import APIServerError, ModelLoadError, ModelRegistryError
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -102,7 +103,18 @@ class ServedModel:
             return
         with self._load_lock:
             if not self._loaded:
-                self._load()
+                try:
+                    self._load()
+                except APIServerError:
+                    raise
+                except Exception as exc:
+                    # The client (or `serve --preload`) gets which model and why in one line,
+                    # not the loader's internals as a 500.
+                    why = " ".join(str(exc).split()) or type(exc).__name__
+                    raise ModelLoadError(
+                        f"model {self.name!r} (kind {self.kind!r}) could not be loaded: {why}; "
+                        "fix its entry in the server config and restart the server"
+                    ) from exc
                 self._loaded = True
 
     def _load(self) -> None:  # most kinds have nothing to load
@@ -404,23 +416,75 @@ class ExportedRetriever(RetrieverModel):
 
     kind = "retriever"
     options = ("path", "device")
+    new_premise_cache_size: ClassVar[int] = 65536
+    """Embeddings of ``new_premises`` kept between requests (by text): Lean's client sends the
+    same unindexed premises with every request."""
 
     def __init__(self, name: str, spec: Mapping[str, Any], *, device: str = "auto") -> None:
         super().__init__(name, spec)
-        if not isinstance(self.spec.get("path"), str):
+        path = self.spec.get("path")
+        if not isinstance(path, str):
             raise ModelRegistryError(
                 f"model {name!r} (kind 'retriever') needs 'path': a folder written by "
                 "export_retriever"
             )
+        from pathlib import Path
+
+        from ..models.premise_index import MANIFEST
+
+        # Checked when the server starts, so a wrong path never reaches a request.
+        if not (Path(path) / MANIFEST).is_file():
+            why = "does not exist" if not Path(path).exists() else f"has no {MANIFEST}"
+            raise ModelRegistryError(
+                f"model {name!r} (kind 'retriever'): path {path} {why}; point it at a folder "
+                "written by export_retriever (or `train retrieval`'s export)"
+            )
         self._device = str(self.spec.get("device", device))
         self.retriever: Any = None
         self.modules: dict[str, str] = {}
+        """Lean module name → corpus file, for ``imported_modules``."""
+        self.module_names: list[str] = []
+        """The modules in ``GET /indexed-modules`` order (an integer in ``imported_modules``
+        is a position in it)."""
+        self.premise_names: list[str] = []
+        """The premise of each index row (``GET /indexed-premises``; an integer in
+        ``local_premises`` is a row)."""
+        self._new_premise_cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._cache_lock = threading.Lock()
 
     def _load(self) -> None:
         from ..models.premise_index import load_retriever
 
         self.retriever = load_retriever(self.spec["path"], device=self._device)
-        self.modules = module_paths(f.path for f in self.retriever.index.corpus.files)
+        index = self.retriever.index
+        self.modules = module_paths(f.path for f in index.corpus.files)
+        self.module_names = list(self.modules)
+        self.premise_names = [p.full_name for p in index.premises]
+
+    def encode_premises(self, texts: list[str]) -> np.ndarray:
+        """Embeddings of new premises' texts, from the cache where it has them (LRU)."""
+        import numpy as np
+
+        self.load()
+        with self._cache_lock:
+            cache = self._new_premise_cache
+            rows: list[np.ndarray | None] = []
+            for t in texts:
+                row = cache.get(t)
+                if row is not None:
+                    cache.move_to_end(t)
+                rows.append(row)
+        todo = sorted({t for t, r in zip(texts, rows, strict=True) if r is None})
+        if todo:
+            fresh = dict(zip(todo, self.retriever.encoder.encode(todo), strict=True))
+            with self._cache_lock:
+                cache.update(fresh)
+                while len(cache) > self.new_premise_cache_size:
+                    cache.popitem(last=False)
+            rows = [fresh[t] if r is None else r for t, r in zip(texts, rows, strict=True)]
+        if not rows:
+            return np.zeros((0, self.retriever.encoder.dim), dtype=np.float32)
+        return np.stack(rows)  # type: ignore[arg-type]
 
     @property
     def index(self) -> Any:

@@ -133,3 +133,66 @@ def test_uvicorn_server_app_from_the_python_folder() -> None:
     finally:
         proc.terminate()
         proc.communicate(timeout=30)
+
+
+def _one_line(err: str) -> str:
+    lines = [line for line in err.strip().splitlines() if line.strip()]
+    assert len(lines) == 1 and "Traceback" not in err, err
+    return lines[0]
+
+
+def test_a_port_in_use_is_one_line_before_anything_is_served(capsys) -> None:
+    import socket
+
+    with socket.create_server(("127.0.0.1", 0)) as busy:
+        port = busy.getsockname()[1]
+        rc = main(["serve", "--set", "default_models=false", "--port", str(port)])
+    out, err = capsys.readouterr()
+    assert rc == 1
+    line = _one_line(err)
+    assert f"127.0.0.1:{port}" in line and "in use" in line and "--port" in line
+    assert "serving" not in out
+
+
+@pytest.mark.parametrize(
+    ("host", "word"),
+    [("192.0.2.1", "not an address of this machine"), ("no.such.host.invalid", "no.such.host")],
+)
+def test_a_bad_host_is_one_line_before_anything_is_served(capsys, host, word) -> None:
+    rc = main(["serve", "--set", "default_models=false", "--host", host, "--port", "0"])
+    out, err = capsys.readouterr()
+    assert rc == 1
+    line = _one_line(err)
+    assert word in line and "--host" in line
+    assert "serving" not in out
+
+
+def test_preload_with_a_missing_model_names_it_and_serves_nothing(tmp_path, capsys) -> None:
+    missing = tmp_path / "no-such-model"
+    cfg = tmp_path / "serve.yaml"
+    cfg.write_text(
+        f"default_models: false\nmodels:\n  enc:\n    kind: encoder\n    model: {missing}\n",
+        "utf-8",
+    )
+    port = free_port()
+    rc = main(["serve", "--config", str(cfg), "--preload", "--port", str(port)])
+    out, err = capsys.readouterr()
+    assert rc == 1
+    line = _one_line(err)
+    assert "'enc'" in line and "no-such-model" in line and "could not be loaded" in line
+    assert "serving" not in out
+    import socket
+
+    with socket.socket() as probe:  # nothing listens on the port
+        assert probe.connect_ex(("127.0.0.1", port)) != 0
+
+
+def test_a_retriever_entry_with_a_missing_path_is_refused_at_start(tmp_path, capsys) -> None:
+    missing = tmp_path / "no-export"
+    cfg = tmp_path / "serve.yaml"
+    cfg.write_text(f"models:\n  mathlib:\n    kind: retriever\n    path: {missing}\n", "utf-8")
+    assert main(["serve", "--config", str(cfg), "--port", str(free_port())]) == 1
+    out, err = capsys.readouterr()
+    line = _one_line(err)
+    assert "'mathlib'" in line and str(missing) in line and "export_retriever" in line
+    assert "serving" not in out
