@@ -26,7 +26,7 @@ from pathlib import Path
 
 from ..data.dataset import load_theorems
 from ..data.goals import goal_texts, metavariable_pattern
-from ..data.lean_lexer import strip_leading_by
+from ..data.lean_lexer import iter_tokens, strip_leading_by
 from ..data.model import Theorem
 from ..data.sorry import find_sorry_tokens
 from .base import AsyncProofEnv, ProofEnv, check_tactic_call
@@ -55,6 +55,15 @@ def _goals_match(current: tuple[str, ...], recorded: tuple[str, ...]) -> bool:
         if pattern is None or pattern.fullmatch(rec) is None:
             return False
     return True
+
+
+def _gives_up(tactic: str) -> bool:
+    """``sorry``, or ``admit`` (Lean's ``exact sorry``), as a token of the tactic."""
+    if "sorry" in tactic and find_sorry_tokens(tactic):
+        return True
+    return "admit" in tactic and any(
+        t.kind == "ident" and t.text == "admit" for t in iter_tokens(tactic)
+    )
 
 
 def normalize_tactic(tactic: str) -> str:
@@ -200,7 +209,7 @@ class ReplayEnv(ProofEnv):
     ) -> TacticResult:
         self._check_open()
         check_tactic_call(tactic, timeout)
-        if "sorry" in tactic and find_sorry_tokens(tactic):
+        if _gives_up(tactic):
             return TacticError("sorry is not accepted in a proof", BACKEND, "sorry")
         after = self.table.apply(state.goals, tactic)
         if after is None:

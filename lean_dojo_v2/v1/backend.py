@@ -214,42 +214,15 @@ def _first_line(exc: BaseException) -> str:
 
 
 def find_declaration(source: str, full_name: str) -> _Pos | None:
-    """Where the declaration named ``full_name`` starts in ``source`` (its keyword, as a
-    LeanDojo theorem's ``start``), reading ``namespace``/``section``/``end``; None when it is not
-    declared there by name (generated declarations such as ``@[to_additive]`` twins)."""
-    from ..data.lean_lexer import iter_commands
+    """Where the declaration named ``full_name`` starts in ``source`` (its command, doc comment
+    and attributes included), or None when it is not declared there by name (generated
+    declarations such as ``@[to_additive]`` twins)."""
+    from ..data.sorry import find_declarations
 
-    scopes: list[list[str]] = []
-    for command in iter_commands(source):
-        keyword = command.keyword
-        if keyword in ("namespace", "section"):
-            # `noncomputable section` reads as the keyword `section` with a modifier.
-            after = [t.text for t in command.code if t.start > command.keyword_start]
-            scopes.append(after[0].split(".") if keyword == "namespace" and after else [])
-            continue
-        if keyword == "end":
-            if scopes:
-                scopes.pop()
-            continue
-        if keyword not in _DECLARATION_KEYWORDS:
-            continue
-        idents = [t for t in command.code if t.start > command.keyword_start and t.kind == "ident"]
-        if not idents:
-            continue
-        name = idents[0].text
-        declared = (
-            name.removeprefix("_root_.")
-            if name.startswith("_root_.")
-            else ".".join([*(p for s in scopes for p in s), name])
-        )
-        if declared == full_name:
-            line = source.count("\n", 0, command.keyword_start) + 1
-            column = command.keyword_start - (source.rfind("\n", 0, command.keyword_start) + 1)
-            return _Pos(line, column + 1)
+    for decl in find_declarations(source):
+        if decl.name == full_name:
+            return _Pos(*decl.start)
     return None
-
-
-_DECLARATION_KEYWORDS = frozenset({"theorem", "lemma", "def", "abbrev", "instance"})
 
 
 # -- opening an environment -----------------------------------------------------------------------
