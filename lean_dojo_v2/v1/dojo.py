@@ -230,7 +230,7 @@ class Dojo:
             raise V1ArgumentError(f"Invalid tactic: {exc}") from None
         except StaleStateError as exc:
             # The process restarted (after a timeout kill): every state of this session is gone.
-            self._crashed(f"the Lean process was restarted and its states are gone: {exc}")
+            self._crashed(f"its states are gone ({' '.join(str(exc).split())})")
         except EnvCrashedError as exc:
             self._crashed(*_crash_message(exc))
         if isinstance(result, TacticTimeout):
