@@ -7,8 +7,10 @@ Python objects takes about twenty times the text's size). So each answer is:
 
 1. **Read with a cap.** The body is streamed (``httpx``, under the ``openai`` client) and reading
    stops as soon as it passes ``max_answer_bytes`` (default :data:`DEFAULT_MAX_ANSWER_BYTES`,
-   or ``$LEAN_DOJO_V2_MAX_ANSWER_BYTES``); an answer whose ``content-length`` already says it is
-   larger is refused before its body is read. Either is an :class:`ExternalAnswerTooLargeError`.
+   or ``$LEAN_DOJO_V2_MAX_ANSWER_BYTES``); any answer whose ``content-length`` already says it is
+   larger, an HTTP error's included (:func:`capped_http_client`), is refused before its body is
+   read. Either is an :class:`ExternalAnswerTooLargeError`. (The body of an HTTP error sent
+   without a length is read by the ``openai`` client itself, uncapped.)
 2. **Parsed.** A body that is not JSON is an :class:`ExternalAnswerError` quoting its start.
 3. **Checked.** A chat completion must be an object with a non-empty ``choices`` list whose
    entries are objects with a ``message`` object (:func:`chat_choices`); a model list must be an
@@ -92,6 +94,23 @@ def read_capped(response: Any, cap: int, where: str, what: str) -> bytes:
         if len(body) > cap:
             raise _too_large(where, what, cap, "went on past that")
     return bytes(body)
+
+
+def capped_http_client(cap: int, where: str) -> Any:
+    """The ``openai`` client's own HTTP client (its defaults), refusing any answer whose
+    ``content-length`` passes ``cap`` before its body is read: the client reads the body of an
+    HTTP error itself, where :func:`read_capped` cannot stop it."""
+    import openai
+
+    def refuse_declared(response: Any) -> None:
+        declared = str(response.headers.get("content-length") or "").strip()
+        if declared.isdigit() and int(declared) > cap:
+            response.close()
+            what = f"{response.request.method} {response.request.url}"
+            status = f"HTTP {response.status_code} "
+            raise _too_large(where, status + what, cap, f"says it is {_size(int(declared))}")
+
+    return openai.DefaultHttpxClient(event_hooks={"response": [refuse_declared]})
 
 
 def _too_large(where: str, what: str, cap: int, how: str) -> ExternalAnswerTooLargeError:
@@ -203,6 +222,7 @@ __all__ = [
     "ExternalAnswerError",
     "ExternalAnswerTooLargeError",
     "ExternalModelError",
+    "capped_http_client",
     "chat_choices",
     "max_answer_bytes",
     "parse_json",

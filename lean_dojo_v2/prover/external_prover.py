@@ -68,6 +68,7 @@ from .external_answers import (
     ExternalAnswerError,
     ExternalAnswerTooLargeError,
     ExternalModelError,
+    capped_http_client,
     chat_choices,
     parse_json,
     read_capped,
@@ -292,6 +293,9 @@ class ExternalProver(BaseProver):
                     api_key=key,
                     timeout=self.timeout,
                     max_retries=self.max_retries,
+                    http_client=capped_http_client(
+                        self.max_answer_bytes, f"the model server at {self.base_url}"
+                    ),
                 )
             return self._client
 
@@ -493,7 +497,11 @@ def check_endpoint(
 
     cap = answer_cap(max_answer_bytes)
     client = openai.OpenAI(
-        base_url=base_url, api_key=api_key or "EMPTY", timeout=timeout, max_retries=0
+        base_url=base_url,
+        api_key=api_key or "EMPTY",
+        timeout=timeout,
+        max_retries=0,
+        http_client=capped_http_client(cap, f"the model server at {base_url}"),
     )
     try:
         served = _served_models(client, base_url, cap)

@@ -16,7 +16,8 @@ What a test can script (attributes of :class:`Script`, changeable while the serv
   completion ``j`` of the list has total log-prob ``-(j + 1) / 4`` (:func:`completion_logprob`),
   spread over its tokens.
 * ``honour_n``: answer ``n`` choices, or always one (servers that ignore ``n``).
-* ``fail_first`` / ``fail_status``: answer the first K chat requests with that HTTP status.
+* ``fail_first`` / ``fail_status``: answer the first K chat requests with that HTTP status;
+  ``fail_body_bytes``: pad that error's JSON body to about this many bytes (length declared).
 * ``delay`` / ``delay_first``: sleep before answering (all requests, or only the first K).
 * ``malformed``: ``"no_choices"`` (JSON without ``choices``), ``"not_json"`` (a 200 with an HTML
   body), ``"not_object"`` (a JSON list), ``"empty_choices"`` (``choices: []``),
@@ -63,6 +64,7 @@ class Script:
     honour_n: bool = True
     fail_first: int = 0
     fail_status: int = 500
+    fail_body_bytes: int = 0
     delay: float = 0.0
     delay_first: int | None = None
     malformed: str | None = None
@@ -225,7 +227,10 @@ class FakeOpenAI:
         if s.delay and (s.delay_first is None or call < s.delay_first):
             time.sleep(s.delay)
         if call < s.fail_first:
-            return s.fail_status, {"error": {"message": "scripted failure", "type": "server_error"}}
+            error = {"error": {"message": "scripted failure", "type": "server_error"}}
+            if s.fail_body_bytes:
+                error["padding"] = " " * s.fail_body_bytes
+            return s.fail_status, error
         if body.get("model") not in s.models:
             return 404, {
                 "error": {

@@ -71,6 +71,17 @@ def test_answer_declaring_a_length_past_the_cap_is_refused_before_reading():
             prover_for(server, max_answer_bytes=2 * MiB).generate([STATE], 1)
 
 
+def test_error_answer_declaring_a_length_past_the_cap_is_refused_before_reading():
+    """The openai client reads an HTTP error's body itself: the declared length stops it first."""
+    from lean_dojo_v2.prover.external_prover import ExternalAnswerTooLargeError
+
+    with FakeOpenAI(fail_first=5, fail_status=400, fail_body_bytes=40 * MiB) as server:
+        with pytest.raises(ExternalAnswerTooLargeError) as info:
+            prover_for(server, max_answer_bytes=MiB).generate([STATE], 1)
+    message = str(info.value)
+    assert "HTTP 400" in message and "says it is 40.0 MiB" in message and server.base_url in message
+
+
 def test_cap_is_configurable_by_argument_and_environment(monkeypatch):
     from lean_dojo_v2.prover.external_answers import DEFAULT_MAX_ANSWER_BYTES
     from lean_dojo_v2.prover.external_prover import (
