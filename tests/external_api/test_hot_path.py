@@ -191,3 +191,38 @@ def test_a_failing_model_answers_its_batch_and_the_next_batch_runs(window_ms) ->
         return ok
 
     assert asyncio.run(main()) == 2
+
+
+def test_a_result_that_is_an_exception_fails_its_request_alone() -> None:
+    """A model refuses one input of a batch (a prompt over its context) by returning its
+    exception in that input's place: that request fails, the others of the call are answered."""
+    calls: list = []
+
+    def run(key, payloads):
+        calls.append(list(payloads))
+        time.sleep(0.05)
+        return [ValueError(f"no {p}") if p % 2 else p for p in payloads]
+
+    async def main():
+        b = Batcher("m", run, max_batch=8, window_s=0.001)
+        first = asyncio.ensure_future(b.submit("k", 0))
+        await asyncio.sleep(0.01)  # the model has the first; the rest wait together
+        rest = [asyncio.ensure_future(b.submit("k", i)) for i in range(1, 5)]
+        out = []
+        for future in (first, *rest):
+            try:
+                out.append(("answered", await future))
+            except ValueError as exc:
+                out.append(("raised", str(exc)))
+        await b.aclose()
+        return out
+
+    out = asyncio.run(main())
+    assert calls == [[0], [1, 2, 3, 4]]
+    assert out == [
+        ("answered", 0),
+        ("raised", "no 1"),
+        ("answered", 2),
+        ("raised", "no 3"),
+        ("answered", 4),
+    ]
