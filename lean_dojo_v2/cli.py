@@ -174,6 +174,7 @@ def build_parser() -> argparse.ArgumentParser:
     from .models.retrieval_cli import add_eval_parser
     from .prover.cli import add_prove_parser
     from .trainer.cli import add_train_parser
+    from .v1.run import add_v1_run_parser
 
     add_trace_parser(sub)
     add_db_parser(sub)
@@ -183,6 +184,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_prove_parser(sub)
     add_serve_parser(sub)
     add_doctor_parser(sub)
+    add_v1_run_parser(sub)
     return parser
 
 

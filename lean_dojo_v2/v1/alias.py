@@ -74,7 +74,7 @@ def _unsupported(fullname: str, hint: str) -> ImportError:
 
 def make_alias(fullname: str) -> types.ModuleType:
     """A module named ``fullname`` whose attributes are those of the module it aliases."""
-    from . import not_provided
+    from . import NOT_PROVIDED, not_provided
 
     real = importlib.import_module(ALIASES[fullname])
     module = types.ModuleType(fullname, real.__doc__)
@@ -87,8 +87,8 @@ def make_alias(fullname: str) -> types.ModuleType:
     module.__path__ = []  # a package: v1's submodules are found below it
 
     def __getattr__(name: str) -> Any:
-        if name.startswith("__"):
-            raise AttributeError(f"module {fullname!r} has no attribute {name!r}")
+        if name.startswith("__") or name in NOT_PROVIDED:
+            raise not_provided(fullname, name)
         try:
             value = getattr(real, name)
         except AttributeError:
@@ -122,10 +122,11 @@ class V1Finder(importlib.abc.MetaPathFinder):
             return None
         if fullname in ALIASES:
             return importlib.util.spec_from_loader(fullname, _AliasLoader(), is_package=True)
-        hint = MODULES_NOT_PROVIDED.get(
-            fullname, "the names of lean_dojo_v2.v1 (docs/migrating_from_v1.md)"
-        )
-        raise _unsupported(fullname, hint)
+        if fullname in MODULES_NOT_PROVIDED:
+            raise _unsupported(fullname, MODULES_NOT_PROVIDED[fullname])
+        # Never a module of v1 (or `from lean_dojo import name` probing for a submodule):
+        # Python's own "No module named" / "cannot import name" follows.
+        return None
 
 
 def _v1_modules() -> list[str]:
