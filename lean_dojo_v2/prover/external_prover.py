@@ -384,10 +384,7 @@ class ExternalProver(BaseProver):
         max_tokens = self.max_proof_tokens if whole_proof else self.max_tokens
         samples: list[tuple[str | None, float | None]] = []
         for _ in range(n):  # a server that ignores n answers one choice per request
-            got = self._request(messages, n - len(samples), max_tokens)
-            if not got:
-                break  # a malformed answer: asking again would most likely get the same
-            samples.extend(got)
+            samples.extend(self._request(messages, n - len(samples), max_tokens))
             if len(samples) >= n:
                 break
         extract = completion_proof if whole_proof else completion_tactic
@@ -406,8 +403,9 @@ class ExternalProver(BaseProver):
     def _request(
         self, messages: list[dict[str, str]], n: int, max_tokens: int
     ) -> list[tuple[str | None, float | None]]:
-        """One chat request: per choice, its text (None when empty) and the sum of its token
-        log-probs (None when not returned). ``[]`` for a malformed answer."""
+        """One chat request: per choice (at least one), its text (None when empty) and the sum of
+        its token log-probs (None when not returned). A malformed or oversized answer raises
+        :class:`ExternalAnswerError`."""
         import openai
 
         kwargs: dict[str, Any] = dict(
