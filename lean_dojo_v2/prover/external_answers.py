@@ -10,7 +10,9 @@ Python objects takes about twenty times the text's size). So each answer is:
    or ``$LEAN_DOJO_V2_MAX_ANSWER_BYTES``); any answer whose ``content-length`` already says it is
    larger, an HTTP error's included (:func:`capped_http_client`), is refused before its body is
    read. Either is an :class:`ExternalAnswerTooLargeError`. (The body of an HTTP error sent
-   without a length is read by the ``openai`` client itself, uncapped.)
+   without a length is read by the ``openai`` client itself, uncapped.) A connection that breaks
+   or stalls while the body streams is an :class:`ExternalModelError` saying so; the client's
+   retries cover only failures before the answer starts.
 2. **Parsed.** A body that is not JSON is an :class:`ExternalAnswerError` quoting its start.
 3. **Checked.** A chat completion must be an object with a non-empty ``choices`` list whose
    entries are objects with a ``message`` object (:func:`chat_choices`); a model list must be an
@@ -89,10 +91,25 @@ def read_capped(response: Any, cap: int, where: str, what: str) -> bytes:
     if declared.isdigit() and int(declared) > cap:
         raise _too_large(where, what, cap, f"says it is {_size(int(declared))}")
     body = bytearray()
-    for piece in response.iter_bytes():
-        body += piece
-        if len(body) > cap:
-            raise _too_large(where, what, cap, "went on past that")
+    try:
+        for piece in response.iter_bytes():
+            body += piece
+            if len(body) > cap:
+                raise _too_large(where, what, cap, "went on past that")
+    except ExternalAnswerTooLargeError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - httpx's (or httpx2's) errors, whichever is installed
+        # The openai client retries failures before an answer starts, not once its body streams.
+        stalled = "Timeout" in type(exc).__name__
+        raise ExternalModelError(
+            f"{where} broke off its answer to {what} after {len(body):,} bytes "
+            f"({type(exc).__name__}: {exc}); "
+            + (
+                "it stalled: raise timeout=, lower max_tokens, or check the server's load"
+                if stalled
+                else "check the server (and any proxy in between), then try again"
+            )
+        ) from exc
     return bytes(body)
 
 

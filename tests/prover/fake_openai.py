@@ -29,6 +29,7 @@ What a test can script (attributes of :class:`Script`, changeable while the serv
   of its one choice padded with spaces), sent in 64 KiB pieces as the client reads them;
   ``declare_length``: whether the answer says its length (``content-length``) or is read to the
   end of the connection. ``huge_sent`` counts the bytes the client took before it hung up.
+  ``cut_after``: hang up after about this many bytes of such an answer, its length declared.
 * ``models``: the model names served; any other name gets a 404 like OpenAI's.
 * ``models_answer``: what ``GET /v1/models`` answers instead of the list: ``"not_json"`` (a 200
   with an HTML body), ``"no_data"`` (an object without ``data``), ``"not_object"`` (a JSON
@@ -73,6 +74,7 @@ class Script:
     models_answer: str | None = None
     huge: int = 0
     declare_length: bool = True
+    cut_after: int | None = None
 
 
 def _tokens(text: str) -> list[str]:
@@ -175,6 +177,12 @@ class FakeOpenAI:
                     fake.huge_sent += len(head)
                     left = size
                     while left > 0:
+                        if (
+                            fake.script.cut_after is not None
+                            and fake.huge_sent >= fake.script.cut_after
+                        ):
+                            self.close_connection = True  # mid-answer: the client sees it cut
+                            return
                         chunk = piece[: min(left, len(piece))]
                         self.wfile.write(chunk)
                         fake.huge_sent += len(chunk)

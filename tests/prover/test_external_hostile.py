@@ -82,6 +82,17 @@ def test_error_answer_declaring_a_length_past_the_cap_is_refused_before_reading(
     assert "HTTP 400" in message and "says it is 40.0 MiB" in message and server.base_url in message
 
 
+def test_answer_cut_off_midway_is_a_typed_error():
+    from lean_dojo_v2.prover.external_prover import ExternalAnswerError, ExternalModelError
+
+    with FakeOpenAI(huge=MiB, cut_after=100_000) as server:
+        with pytest.raises(ExternalModelError) as info:
+            prover_for(server).generate([STATE], 1)
+    assert not isinstance(info.value, ExternalAnswerError)  # the connection failed, not the JSON
+    message = str(info.value)
+    assert "broke off" in message and server.base_url in message and "\n" not in message
+
+
 def test_cap_is_configurable_by_argument_and_environment(monkeypatch):
     from lean_dojo_v2.prover.external_answers import DEFAULT_MAX_ANSWER_BYTES
     from lean_dojo_v2.prover.external_prover import (
