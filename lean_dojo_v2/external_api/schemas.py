@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
 
 class GenerateRequest(BaseModel):
@@ -66,18 +66,31 @@ class Position(BaseModel):
 
 
 class RetrieveRequest(BaseModel):
-    """lean-premise-server's request, plus an optional retriever name and file position."""
+    """lean-premise-server's request (what Lean's premise-selection client sends), plus an
+    optional retriever name and file position. Integers in ``local_premises`` and
+    ``imported_modules`` are positions in ``GET /indexed-premises`` and ``GET /indexed-modules``;
+    other fields the client sends (``caller_in_module_system``, ``imported_all_modules``) are
+    accepted and ignored."""
 
     state: str = Field(description="the goal state")
-    k: int = Field(16, ge=1, description="premises wanted (at most max_k, default 1024)")
-    imported_modules: list[str] | None = Field(
-        None, description="Lean modules imported: only their premises (and their imports') rank"
+    k: int = Field(
+        16, description="premises wanted: 0 or less gives [], above max_k (1024) is capped"
     )
-    local_premises: list[str] | None = Field(
-        None, description="names of indexed premises admitted as well (the current file's)"
+    imported_modules: list[StrictStr | StrictInt] | None = Field(
+        None,
+        description="Lean modules imported (names, or positions in GET /indexed-modules): "
+        "only their premises (and their imports') rank; unknown ones add nothing",
+    )
+    local_premises: list[StrictStr | StrictInt] | None = Field(
+        None,
+        description="indexed premises admitted as well (names, or positions in GET "
+        "/indexed-premises); unknown ones add nothing",
     )
     new_premises: list[NewPremise] | None = Field(
-        None, description="premises the index lacks, encoded for this request"
+        None,
+        description="premises the index lacks, encoded for this request (beyond "
+        "max_new_premises, 2048, the rest is dropped); one named like an indexed premise "
+        "replaces it",
     )
     name: str | None = Field(None, description="the retriever (default: the only one served)")
     file_path: str | None = Field(

@@ -80,6 +80,9 @@ ROUTES = (
     "/generate",
     "/encode",
     "/retrieve",
+    "/max-new-premises",
+    "/indexed-premises",
+    "/indexed-modules",
     "/v1/chat/completions",
     "/v1/models",
     "/health",
@@ -504,44 +507,9 @@ def _oversized(
 
 
 def _retrieve(model: RetrieverModel, req: RetrieveRequest) -> list[dict[str, Any]]:
-    import numpy as np
+    from .premise_selection import rank_premises
 
-    from ..data.model import Pos
-    from ..errors import CorpusError
-
-    index = model.index
-    query = model.encode([req.state])
-    mask = None
-    if req.file_path is not None or req.imported_modules is not None or req.local_premises:
-        mask = np.zeros(len(index), dtype=bool)
-        if req.file_path is not None:
-            pos = Pos(req.position.line, req.position.column) if req.position else None
-            try:
-                mask |= index.mask(req.file_path, pos)
-            except CorpusError as exc:
-                raise BadAPIRequestError(
-                    f"file_path {req.file_path!r} is not in the retriever's corpus ({exc})"
-                ) from None
-        paths = model.modules  # type: ignore[attr-defined]
-        for module in req.imported_modules or ():
-            path = paths.get(module) or (module if module in index.corpus else None)
-            if path is not None:  # a module the index does not hold adds nothing
-                mask |= index.mask(path, None)
-        if req.local_premises:
-            wanted = set(req.local_premises)
-            for row, p in enumerate(index.premises):
-                if p.full_name in wanted:
-                    mask[row] = True
-    found = [
-        (float(s), index.premises[row].full_name)
-        for row, s in index.search(query, req.k, None if mask is None else [mask])[0]
-    ]
-    if req.new_premises:
-        emb = model.encode([p.decl or p.name for p in req.new_premises])
-        scores = emb @ query[0]
-        found += [(float(s), p.name) for s, p in zip(scores, req.new_premises, strict=True)]
-    found.sort(key=lambda x: -x[0])
-    return [{"score": s, "name": n} for s, n in found[: req.k]]
+    return rank_premises(model, req)
 
 
 def create_app(config: ServeConfig | None = None, registry: ModelRegistry | None = None) -> FastAPI:
@@ -656,38 +624,99 @@ def create_app(config: ServeConfig | None = None, registry: ModelRegistry | None
 
     # ........................................................................ premises
 
+    def _retriever(name: str | None) -> RetrieverModel:
+        if name is not None:
+            model = registry.get(name, "retriever")
+            assert isinstance(model, RetrieverModel)
+            return model
+        served = [m for m in registry.models.values() if isinstance(m, RetrieverModel)]
+        if not served:
+            raise UnknownModelError(
+                "no retriever is served: add one to the config's models "
+                "(kind: retriever, path: a folder written by export_retriever)"
+            )
+        if len(served) > 1:
+            names = ", ".join(m.name for m in served)
+            raise BadAPIRequestError(
+                f'several retrievers are served ({names}); name one ("name" in the body, or '
+                "the base URL /retrievers/NAME for Lean's client)"
+            )
+        return served[0]
+
     async def _retrieve_route(req: RetrieveRequest) -> Any:
         state.check_text("state", req.state)
-        state.check_count("k", req.k, config.max_k, "max_k")
-        news = req.new_premises or []
-        state.check_count(
-            "the number of new_premises", len(news), config.max_new_premises, "max_new_premises"
-        )
-        for p in news:
-            state.check_text("a new premise's decl", p.decl)
         if req.position is not None and req.file_path is None:
             raise BadAPIRequestError("position needs file_path: the file it is a position in")
-        if req.name is None:
-            served = [m for m in registry.models.values() if isinstance(m, RetrieverModel)]
-            if len(served) != 1:
-                names = ", ".join(m.name for m in served)
-                raise (
-                    UnknownModelError(
-                        "no retriever is served: add one to the config's models "
-                        "(kind: retriever, path: a folder written by export_retriever)"
-                    )
-                    if not served
-                    else BadAPIRequestError(f"several retrievers are served ({names}); name one")
-                )
-            model = served[0]
-        else:
-            model = registry.get(req.name, "retriever")
-        return await state.submit(model, ("retrieve",), req)
+        model = _retriever(req.name)
+        if req.k <= 0:  # lean-premise-server's answer to k <= 0
+            return []
+        # Over the limits: capped and truncated as lean-premise-server does, not refused.
+        news = (req.new_premises or [])[: config.max_new_premises]
+        for p in news:
+            state.check_text("a new premise's name", p.name)
+            state.check_text("a new premise's decl", p.decl)
+        update: dict[str, Any] = {"k": min(req.k, config.max_k)}
+        if req.new_premises is not None:
+            update["new_premises"] = news
+        return await state.submit(model, ("retrieve",), req.model_copy(update=update))
 
     @app.post("/retrieve", response_model=list[RetrievedPremise], responses=_ERRORS)
     async def retrieve(req: RetrieveRequest) -> Response:
         """The ``k`` best premises for a state (lean-premise-server's request and answer)."""
         return _json(await _retrieve_route(req))
+
+    # Lean's premise-selection client reads these before its first /retrieve. The lists are
+    # the loaded retriever's, serialised once.
+    listed: dict[tuple[str, str], bytes] = {}
+
+    async def _listing(name: str | None, what: str) -> Response:
+        model = _retriever(name)
+        body = listed.get((model.name, what))
+        if body is None:
+            await asyncio.to_thread(model.load)
+            body = listed[(model.name, what)] = orjson.dumps(getattr(model, what))
+        return Response(body, media_type="application/json")
+
+    @app.get("/max-new-premises", response_model=int, responses=_ERRORS)
+    async def max_new_premises() -> Response:
+        """The most ``new_premises`` one ``/retrieve`` request may send (``max_new_premises``)."""
+        return _json(config.max_new_premises)
+
+    @app.get("/indexed-premises", response_model=list[str], responses=_ERRORS)
+    async def indexed_premises(name: str | None = None) -> Response:
+        """Every indexed premise's name; an integer in ``local_premises`` is a position here."""
+        return await _listing(name, "premise_names")
+
+    @app.get("/indexed-modules", response_model=list[str], responses=_ERRORS)
+    async def indexed_modules(name: str | None = None) -> Response:
+        """Every module of the retriever's corpus; an integer in ``imported_modules`` is a
+        position here."""
+        return await _listing(name, "module_names")
+
+    # The same four under /retrievers/NAME: a base URL for Lean's client when several
+    # retrievers are served (it cannot send a name).
+    @app.get("/retrievers/{name}/max-new-premises", response_model=int, responses=_ERRORS)
+    async def named_max_new_premises(name: str) -> Response:
+        _retriever(name)
+        return _json(config.max_new_premises)
+
+    @app.get("/retrievers/{name}/indexed-premises", response_model=list[str], responses=_ERRORS)
+    async def named_indexed_premises(name: str) -> Response:
+        return await _listing(name, "premise_names")
+
+    @app.get("/retrievers/{name}/indexed-modules", response_model=list[str], responses=_ERRORS)
+    async def named_indexed_modules(name: str) -> Response:
+        return await _listing(name, "module_names")
+
+    @app.post(
+        "/retrievers/{name}/retrieve", response_model=list[RetrievedPremise], responses=_ERRORS
+    )
+    async def named_retrieve(name: str, req: RetrieveRequest) -> Response:
+        if req.name is not None and req.name != name:
+            raise BadAPIRequestError(
+                f"the body names retriever {req.name!r} and the URL {name!r}; drop one"
+            )
+        return _json(await _retrieve_route(req.model_copy(update={"name": name})))
 
     # ........................................................................ OpenAI
 

@@ -23,7 +23,7 @@ import json
 import logging
 import os
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -109,6 +109,30 @@ class AccessibilityMasks:
         self._imported[file_path] = mask
         if len(self._imported) > self._cache_size:
             self._imported.popitem(last=False)
+        return mask
+
+    def files_mask(self, paths: Iterable[str], *, with_imports: bool = True) -> np.ndarray:
+        """bool ``[N]``: the rows defined in ``paths`` and, ``with_imports``, in every file they
+        import transitively (one walk of the import graph, however many paths). A path not in
+        the corpus raises :class:`CorpusError` naming it."""
+        todo = []
+        for path in paths:
+            if path not in self.corpus:
+                raise CorpusError(f"no file {path!r} in the corpus; list files of corpus.jsonl")
+            todo.append(path)
+        seen = set(todo)
+        if with_imports:
+            graph = self.corpus.graph
+            while todo:
+                for dep in graph.successors(todo.pop()):
+                    if dep not in seen:
+                        seen.add(dep)
+                        todo.append(dep)
+        mask = np.zeros(self.size, dtype=bool)
+        for path in seen:
+            rows = self._rows_by_file.get(path)
+            if rows is not None:
+                mask[rows] = True
         return mask
 
     def mask(self, file_path: str, pos: Pos | None) -> np.ndarray:
@@ -197,6 +221,7 @@ class PremiseIndex:
             self.corpus, self.premises, cache_size=self._mask_cache_size
         )
         self._keys = {_premise_key(p): i for i, p in enumerate(self.premises)}
+        self._by_name: dict[str, list[int]] | None = None
         self._faiss: Any = None
 
     def __len__(self) -> int:
@@ -272,6 +297,20 @@ class PremiseIndex:
         imported files, and those of ``file_path`` starting before ``pos``; all of the file's when
         ``pos`` is None). A file not in the corpus raises :class:`CorpusError` naming it."""
         return self._access.mask(file_path, pos)
+
+    def files_mask(self, paths: Iterable[str], *, with_imports: bool = True) -> np.ndarray:
+        """bool ``[N]``: the premises of the files ``paths`` and, ``with_imports``, of every
+        file they import transitively. A file not in the corpus raises :class:`CorpusError`."""
+        return self._access.files_mask(paths, with_imports=with_imports)
+
+    def rows_named(self, full_name: str) -> list[int]:
+        """The rows of the premises named ``full_name`` (usually one; none when unknown)."""
+        if self._by_name is None:
+            by_name: dict[str, list[int]] = {}
+            for i, p in enumerate(self.premises):
+                by_name.setdefault(p.full_name, []).append(i)
+            self._by_name = by_name
+        return self._by_name.get(full_name, [])
 
     def search(
         self,

@@ -90,8 +90,17 @@ BAD = [
         422,
         "num_samples",
     ),
-    ("k too large", "post", "/retrieve", {"json": {"state": STATE, "k": 51}}, 400, "max_k"),
-    ("k zero", "post", "/retrieve", {"json": {"state": STATE, "k": 0}}, 422, "k"),
+    # k over max_k is capped and k <= 0 answers [] (lean-premise-server's rules:
+    # test_retrieval_protocol.py); a k that is no integer is still refused.
+    ("k not an integer", "post", "/retrieve", {"json": {"state": STATE, "k": "many"}}, 422, "k"),
+    (
+        "retrieve without a retriever",
+        "post",
+        "/retrieve",
+        {"json": {"state": STATE, "k": 51}},
+        404,
+        "export_retriever",
+    ),
     (
         "encode a generator",
         "post",
@@ -126,6 +135,7 @@ BAD = [
     ),
     ("wrong method", "get", "/generate", {}, 405, ""),
     ("unknown route", "post", "/nowhere", {"json": {}}, 404, ""),
+    ("unknown /v1 route", "get", "/v1/nowhere", {}, 404, "POST /v1/chat/completions"),
 ]
 
 
@@ -352,3 +362,19 @@ def test_lengths_over_max_request_tokens_are_a_400_naming_the_cap(tiny_app) -> N
     assert r.status_code == 400, r.text
     assert "max_request_tokens" in r.json()["detail"] and "2000" in r.json()["detail"]
     assert tiny_app.post("/generate", json={"name": "tiny", "input": STATE}).status_code == 200
+
+
+@pytest.mark.slow
+def test_the_default_model_refuses_a_prompt_over_its_context_and_answers_after() -> None:
+    """The bundled SmolLM2 (a context of 8,192 tokens): a long goal state under
+    max_input_chars is refused at once, not decoded into garbage."""
+    state = "x : ℝ\n⊢ " + " + ".join(f"x⁻¹ ^ {i}" for i in range(1000)) + " = 0"
+    assert len(state) < 32768
+    with TestClient(make_app(default_models=True)) as c:
+        r = c.post("/generate", json={"name": "default", "input": state, "prefix": ""})
+        assert r.status_code == 413 and "8192 tokens" in r.json()["detail"], r.text
+        chat = {"model": "default", "messages": [{"role": "user", "content": state}]}
+        r = c.post("/v1/chat/completions", json=chat)
+        assert r.status_code == 413 and "8192 tokens" in r.json()["error"]["message"]
+        body = {"name": "default", "input": STATE, "prefix": "", "num_samples": 1}
+        assert c.post("/generate", json=body).status_code == 200

@@ -245,3 +245,22 @@ def test_faiss_backend_gives_the_numpy_results_under_masks(
     want = index.search(queries, 10, masks)
     got = faiss_index.search(queries, 10, masks)
     assert [[r for r, _ in row] for row in got] == [[r for r, _ in row] for row in want]
+
+
+def test_files_mask_is_the_union_of_whole_file_masks(index: PremiseIndex, corpus: Corpus) -> None:
+    paths = [f.path for f in corpus.files if f.imports][:3] or [corpus.files[0].path]
+    want = np.zeros(len(index), dtype=bool)
+    for path in paths:
+        want |= index.mask(path, None)
+    np.testing.assert_array_equal(index.files_mask(paths), want)
+    own = index.files_mask(paths, with_imports=False)
+    assert {index.premises[r].path for r in np.flatnonzero(own)} <= set(paths)
+    assert own.sum() == sum(len(corpus.get_file(p).premises) for p in paths)
+    with pytest.raises(CorpusError, match="No/Such.lean"):
+        index.files_mask(["No/Such.lean"])
+
+
+def test_rows_named_finds_each_premise_by_name(index: PremiseIndex) -> None:
+    for row in (0, 7, len(index) - 1):
+        assert row in index.rows_named(index.premises[row].full_name)
+    assert index.rows_named("No.such.premise") == []

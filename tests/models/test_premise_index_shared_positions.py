@@ -129,3 +129,14 @@ def test_a_premise_use_resolves_to_its_own_name_where_positions_are_shared(
     )
     queries = retrieval_queries([thm], b4_corpus, strict=True)
     assert [q.positives for q in queries] == [(SHARED_NAMES[0],), (SHARED_NAMES[1],)]
+
+
+def test_files_mask_follows_imports_and_rows_named_finds_both_lemmas(
+    b4_corpus: Corpus, encoder: PremiseEncoder
+) -> None:
+    index = PremiseIndex.build(b4_corpus, encoder, show_progress=False)
+    assert index.files_mask([ISO_FILE]).all()  # Iso.lean imports every other file here
+    own = index.files_mask([ISO_FILE], with_imports=False)
+    assert sorted(index.premises[r].full_name for r in np.flatnonzero(own)) == list(SHARED_NAMES)
+    rows = [index.rows_named(n) for n in SHARED_NAMES]
+    assert [index.premises[r].full_name for (r,) in rows] == list(SHARED_NAMES)
