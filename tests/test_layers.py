@@ -40,6 +40,7 @@ LAYERS: dict[str, int] = {
     "lean_dojo": 1,
     "database": 2,
     "models": 2,
+    "v1": 2,  # LeanDojo v1's Dojo API over interaction/ and the data model
     "lean_progress": 3,
     "prover": 3,
     "trainer": 3,
