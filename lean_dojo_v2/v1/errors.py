@@ -34,8 +34,10 @@ class DojoCrashError(V1Error):
 
     @property
     def is_out_of_memory(self) -> bool:
-        """True when the process was killed by SIGKILL (v1 read exit status 137 as out of memory:
-        the kernel's OOM killer sends that signal) or the message is v1's ``"OOM"``."""
+        """True when the crash's message shows SIGKILL or exit status 137 (v1 read that as out of
+        memory: the kernel's OOM killer sends that signal) or is v1's ``"OOM"``. Often unknown:
+        a REPL that died is relaunched before the next call, which only learns that its states
+        are gone."""
         return self.out_of_memory or str(self) == "OOM"
 
 

@@ -196,3 +196,23 @@ def test_a_remote_repository_never_traced_here_is_replayed(fake_lean, proofs, ca
         with Dojo(v1_theorem(thm)) as (dojo, _):
             assert dojo.backend == "replay"
     assert "never traced on this machine" in caplog.text
+
+
+def test_a_hung_tactic_times_out_and_then_the_session_is_dead(project, proofs) -> None:
+    # The REPL cannot interrupt `fake_hang`: the client kills it after the limit plus a grace
+    # period (5 s) and relaunches it, so the session's states are gone.
+    with Dojo(v1_theorem(proofs[MULTI_GOAL]), timeout=1) as (dojo, init):
+        with pytest.raises(DojoTacticTimeoutError):
+            dojo.run_tac(init, "fake_hang")
+        with pytest.raises(DojoCrashError, match="its states are gone"):
+            dojo.run_tac(init, proofs[MULTI_GOAL].traced_tactics[0].tactic)
+
+
+def test_the_hard_timeout_cuts_the_last_tactic_short(project, proofs) -> None:
+    from lean_dojo_v2.v1 import DojoHardTimeoutError
+
+    with Dojo(v1_theorem(proofs[MULTI_GOAL]), timeout=30, hard_timeout=2) as (dojo, init):
+        started = time.monotonic()
+        with pytest.raises(DojoHardTimeoutError, match="hard_timeout of 2 s"):
+            dojo.run_tac(init, "fake_sleep 20000")
+        assert time.monotonic() - started < 10
