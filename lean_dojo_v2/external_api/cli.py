@@ -31,7 +31,8 @@ def add_serve_parser(sub: Any) -> argparse.ArgumentParser:
         "serve",
         help="serve models over HTTP (LeanCopilot /generate, /encode; /retrieve; OpenAI API)",
         description="Start the API server: LeanCopilot's /generate and /encode, "
-        "lean-premise-server's /retrieve, an OpenAI-compatible /v1/chat/completions, /health, "
+        "lean-premise-server's /retrieve (with the GETs Lean's premise-selection client reads "
+        "first), an OpenAI-compatible /v1/chat/completions, /health, "
         "/models and /metrics, over the models of the config (default: the bundled SmolLM2 as "
         "'default' and the bundled MiniLM as 'default-encoder', offline). Listens on "
         "127.0.0.1:23337 unless told otherwise. See docs/api_server.md.",

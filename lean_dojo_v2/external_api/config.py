@@ -99,9 +99,11 @@ class ServeConfig:
             the default), a 7B model in bfloat16 about 0.5 MB. A prompt over the model's own
             context length is refused as well (HTTP 413).
         max_k (`int`, *optional*, defaults to `1024`):
-            Largest ``k`` of ``/retrieve`` (lean-premise-server's limit).
+            Largest ``k`` of ``/retrieve``; a larger one is capped to it (lean-premise-server's
+            limit and rule).
         max_new_premises (`int`, *optional*, defaults to `2048`):
-            Most ``new_premises`` one ``/retrieve`` request may send.
+            Most ``new_premises`` one ``/retrieve`` request is ranked with; the rest are dropped
+            (lean-premise-server's rule). ``GET /max-new-premises`` answers it.
     """
 
     host: str = "127.0.0.1"

@@ -8,7 +8,9 @@ Routes (docs/api_server.md has the exact bodies):
 
 - ``POST /generate``, ``POST /encode``: LeanCopilot's protocol (``ExternalGenerator``,
   ``ExternalEncoder``), ``use_reward`` as upstream v2;
-- ``POST /retrieve``: lean-premise-server's request and answer, on an exported retriever;
+- ``POST /retrieve``, ``GET /max-new-premises``, ``/indexed-premises``, ``/indexed-modules``:
+  lean-premise-server's protocol (what Lean's premise-selection client calls), on an
+  exported retriever (:mod:`.premise_selection`); the same under ``/retrievers/NAME``;
 - ``POST /v1/chat/completions``, ``GET /v1/models``, ``GET /v1/models/{id}``:
   OpenAI-compatible (``usage`` counted with the model's tokenizer, exactly ``n`` choices);
 - ``GET /health`` (no token), ``GET /models``, ``GET /metrics`` (Prometheus text),
