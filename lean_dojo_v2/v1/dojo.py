@@ -13,7 +13,9 @@
   ``admit`` (v1 said so once the last goal was closed; a proof through ``sorry`` can never finish,
   so no proof is lost by saying it at once);
 - a tactic past ``timeout`` seconds raises ``DojoTacticTimeoutError`` (``has_timedout``); a
-  session past ``hard_timeout`` seconds (v1 2.0) raises ``DojoHardTimeoutError``; a Lean process
+  session past ``hard_timeout`` seconds (v1 2.0) raises ``DojoHardTimeoutError`` (given only
+  ``hard_timeout``, as v1 2.0 code does, a tactic is limited by the session's time left alone,
+  as there); a Lean process
   that dies raises ``DojoCrashError`` (``is_crashed``), and every later ``run_tac`` does too;
 - ``run_tac`` on anything but a ``TacticState`` raises ``InvalidStateError`` (a ``RuntimeError``,
   as in v1), on a ``TacticState`` this Dojo did not make ``UnknownStateError`` (a
@@ -32,6 +34,7 @@ from numbers import Real
 from types import TracebackType
 from typing import Any, NoReturn
 
+from ..interaction import types as boundary
 from ..interaction.types import (
     EnvCrashedError,
     InteractionError,
@@ -39,12 +42,6 @@ from ..interaction.types import (
     ProofState,
     StaleStateError,
     TacticTimeout,
-)
-from ..interaction.types import (
-    ProofFinished as EnvFinished,
-)
-from ..interaction.types import (
-    TacticError as EnvTacticError,
 )
 from .errors import (
     DojoCrashError,
@@ -69,6 +66,8 @@ from .results import (
     TacticState,
     TimeoutError,
 )
+
+DEFAULT_TIMEOUT = 600.0  # v1 4.x's default per-tactic limit (seconds)
 
 
 def _check_seconds(value: object, what: str, *, optional: bool = False) -> float | None:
@@ -109,7 +108,8 @@ class Dojo:
     """Gym-like interaction with one theorem through tactics, as LeanDojo v1's ``Dojo``.
 
     ``Dojo(theorem, timeout=600, additional_imports=[], build_deps=True, *, hard_timeout=None)``:
-    ``timeout`` limits each tactic (seconds), ``hard_timeout`` the whole session (v1 2.0's
+    ``timeout`` limits each tactic (seconds; 600 unless only ``hard_timeout`` is given),
+    ``hard_timeout`` the whole session (v1 2.0's
     argument; None: no limit), ``additional_imports`` are modules the Lean process imports
     besides the theorem's own. ``build_deps`` is accepted for v1's signature; nothing is built
     here (a project is used only when it is built already). See the module docstring for the
@@ -120,7 +120,7 @@ class Dojo:
     def __init__(
         self,
         entry: Theorem | tuple[LeanGitRepo, Any, int],
-        timeout: int | float = 600,
+        timeout: int | float | None = None,
         additional_imports: Sequence[str] = (),
         build_deps: bool = True,
         *,
@@ -138,8 +138,11 @@ class Dojo:
                 f"{type(entry).__name__}"
             )
         self.entry = entry
-        self.timeout = _check_seconds(timeout, "Dojo's timeout")
         self.hard_timeout = _check_seconds(hard_timeout, "Dojo's hard_timeout", optional=True)
+        if timeout is None:
+            # v1 2.0 had no tactic limit on Lean 4: a hung tactic ran into the hard timeout.
+            timeout = self.hard_timeout if self.hard_timeout is not None else DEFAULT_TIMEOUT
+        self.timeout: float = _check_seconds(timeout, "Dojo's timeout")  # type: ignore[assignment]
         self.additional_imports = list(_check_imports(additional_imports))
         self.build_deps = build_deps
         self.repo: LeanGitRepo = entry.repo
@@ -243,12 +246,12 @@ class Dojo:
             raise DojoTacticTimeoutError(
                 f"the tactic ran longer than the Dojo's timeout of {limit:g} s: {tactic!r}"
             )
-        if isinstance(result, EnvTacticError):
+        if isinstance(result, boundary.TacticError):
             if result.kind == "sorry":
                 return ProofGivenUp()
             return LeanError(result.message.strip())
         new_id = len(self._states)
-        if isinstance(result, EnvFinished):
+        if isinstance(result, boundary.ProofFinished):
             self._states[new_id] = ("no goals", result)  # type: ignore[assignment]
             self.is_successful = True
             return ProofFinished(new_id, "\n".join(result.messages))
@@ -278,7 +281,7 @@ class Dojo:
                 f"the session ran past its hard_timeout of {self.hard_timeout:g} s; open a new "
                 "Dojo (with a larger hard_timeout) to go on"
             )
-        return (left, True) if left < limit else (limit, False)
+        return (left, True) if left <= limit else (limit, False)
 
     def _crashed(self, reason: str, oom: bool = False) -> NoReturn:
         self.is_crashed = True

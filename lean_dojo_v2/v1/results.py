@@ -8,10 +8,9 @@
 
 All are frozen dataclasses and pickle (v1 code sends them through Ray). Older v1 releases'
 names are kept: ``TacticError`` (v1 1.x) is :class:`LeanError` itself, so ``type(r) in
-(TacticError, …)`` still matches; :class:`TimeoutError` (v1 2.0's result of a tactic that hit
-its own time limit) and :class:`IncompleteSolve1` (Lean 3 releases) exist for such checks and
-imports but are never returned: a tactic that runs out of time raises
-:class:`~lean_dojo_v2.v1.DojoTacticTimeoutError`, as in v1 4.x.
+(TacticError, …)`` still matches; :class:`TimeoutError` and :class:`IncompleteSolve1` (results
+v1 returned only on Lean 3) exist for such checks and imports but are never returned: a tactic
+that runs out of time raises :class:`~lean_dojo_v2.v1.DojoTacticTimeoutError`, as in v1 4.x.
 """
 
 from __future__ import annotations
@@ -66,7 +65,7 @@ TacticError = LeanError
 
 @dataclass(frozen=True)
 class TimeoutError:  # noqa: A001 - v1's name, shadowing the builtin only inside this module
-    """v1 2.0's result of a tactic stopped by its own time limit. Never returned here: a tactic
+    """v1's result of a tactic stopped by Lean 3's ``try_for_time``. Never returned here: a tactic
     that runs out of time raises ``DojoTacticTimeoutError`` (v1 4.x)."""
 
     error: str

@@ -117,6 +117,13 @@ def test_exit_closes_and_a_closed_dojo_says_so(proofs) -> None:
         dojo.run_tac(init, "simp")
 
 
+def test_default_limits_are_v1s(proofs) -> None:
+    thm = v1_theorem(proofs[MULTI_GOAL])
+    assert (Dojo(thm).timeout, Dojo(thm).hard_timeout) == (600, None)  # v1 4.x
+    assert Dojo(thm, hard_timeout=90).timeout == 90  # v1 2.0: the session's limit alone
+    assert Dojo(thm, 30, hard_timeout=90).timeout == 30
+
+
 def test_hard_timeout_ends_the_session(proofs, monkeypatch) -> None:
     import lean_dojo_v2.v1.dojo as dojo_module
 
