@@ -35,9 +35,8 @@ def module_file(model: RetrieverModel, ref: str | int) -> str | None:
     """The corpus file of an ``imported_modules`` entry: a position in ``GET /indexed-modules``,
     a module name (``Mathlib.Data.Nat.Basic``, or lean-premise-server's ``Mathlib/Data/Nat/
     Basic.lean`` spelling) or a corpus path; None when the index does not hold it."""
-    modules: dict[str, str] = model.modules  # type: ignore[attr-defined]
+    modules, names = model.modules, model.module_names
     if isinstance(ref, int):
-        names: list[str] = model.module_names  # type: ignore[attr-defined]
         return modules[names[ref]] if 0 <= ref < len(names) else None
     path = modules.get(ref) or modules.get(ref.removesuffix(".lean").replace("/", "."))
     if path is None and ref in model.index.corpus:
@@ -104,8 +103,7 @@ def rank_premises(model: RetrieverModel, req: RetrieveRequest) -> list[dict[str,
         found = [(float(s), index.premises[row].full_name) for row, s in hits]
     if req.new_premises:
         texts = [p.decl or p.name for p in req.new_premises]
-        encode = getattr(model, "encode_premises", model.encode)
-        scores = encode(texts) @ query[0]
+        scores = model.encode_premises(texts) @ query[0]
         found += [(float(s), p.name) for s, p in zip(scores, req.new_premises, strict=True)]
     found.sort(key=lambda x: -x[0])  # stable: on a tie an indexed premise comes first
     return [{"name": n, "score": s} for s, n in found[: req.k]]

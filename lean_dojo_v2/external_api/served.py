@@ -189,11 +189,22 @@ class RetrieverModel(EncoderModel):
     """An exported retriever (``/retrieve``; ``/encode`` with its encoder)."""
 
     role = "retriever"
+    modules: dict[str, str]
+    """Lean module name → corpus file (loaded), for ``imported_modules``."""
+    module_names: list[str]
+    """``GET /indexed-modules``: an integer in ``imported_modules`` is a position in it."""
+    premise_names: list[str]
+    """``GET /indexed-premises``: the premise of each index row; an integer in
+    ``local_premises`` is a row."""
 
     @property
     @abstractmethod
     def index(self) -> Any:
         """The :class:`~lean_dojo_v2.models.premise_index.PremiseIndex` (loaded)."""
+
+    def encode_premises(self, texts: list[str]) -> np.ndarray:
+        """Embeddings of new premises' texts (:meth:`encode`, unless a kind caches them)."""
+        return self.encode(texts)
 
 
 # ----------------------------------------------------------------------------- chat → state
@@ -441,14 +452,9 @@ class ExportedRetriever(RetrieverModel):
             )
         self._device = str(self.spec.get("device", device))
         self.retriever: Any = None
-        self.modules: dict[str, str] = {}
-        """Lean module name → corpus file, for ``imported_modules``."""
-        self.module_names: list[str] = []
-        """The modules in ``GET /indexed-modules`` order (an integer in ``imported_modules``
-        is a position in it)."""
-        self.premise_names: list[str] = []
-        """The premise of each index row (``GET /indexed-premises``; an integer in
-        ``local_premises`` is a row)."""
+        self.modules = {}
+        self.module_names = []
+        self.premise_names = []
         self._new_premise_cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._cache_lock = threading.Lock()
 

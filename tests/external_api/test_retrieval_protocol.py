@@ -398,3 +398,15 @@ def test_a_folder_that_is_no_export_is_refused_when_the_app_is_built(tmp_path) -
         make_app({"r": {"kind": "retriever", "path": str(tmp_path)}})
     with pytest.raises(ModelRegistryError, match=r"'r'.*does not exist"):
         make_app({"r": {"kind": "retriever", "path": str(tmp_path / "none")}})
+
+
+def test_new_premises_are_encoded_once_across_requests(client, states) -> None:
+    """The client sends the same unindexed premises with every request: only the goal state
+    is encoded again."""
+    model = client.app.state.server.registry.models["mathlib"]
+    news = [_new(f"cached_{i}") for i in range(3)]
+    first = _retrieve(client, state=states[4], local_premises=[], new_premises=news, k=10)
+    before = model.retriever.encoder.encode_calls
+    again = _retrieve(client, state=states[4], local_premises=[], new_premises=news, k=10)
+    assert model.retriever.encoder.encode_calls - before == 1
+    assert again == first
