@@ -35,6 +35,7 @@ from typing import Any
 
 from ..data.model import Theorem
 from ..errors import LeanDojoError
+from .arguments import flag, keywords, one_of, path_argument, text_argument, whole_number
 from .errors import AgentConfigError, NoRepositoryError
 from .results import DEPENDS_ON_SORRY, ProveReport, TheoremOutcome
 
@@ -125,17 +126,17 @@ class BaseAgent(ABC):
             raise AgentConfigError(
                 f"search_config must be a SearchConfig, got {type(search_config).__name__}"
             )
-        if backend not in ("auto", "pantograph", "replay"):
-            raise AgentConfigError(f"backend must be auto, pantograph or replay, not {backend!r}")
-        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-            raise AgentConfigError(f"workers must be a whole number >= 1, got {workers!r}")
-        self.workers = workers
-        self.database_path = _database_path(database_path)
+        one_of("backend", backend, ("auto", "pantograph", "replay"))
+        database = path_argument(
+            "database_path", database_path, optional=True, example="'raid/agent.sqlite'"
+        )
+        self.workers = whole_number("workers", workers)
+        self.database_path = _database_path(database)
         self.search_config = search_config or SearchConfig()
         self.backend = backend
-        self._work_dir = Path(work_dir) if work_dir is not None else None
-        self.quiet = quiet
-        self.progress = progress
+        self._work_dir = path_argument("work_dir", work_dir, optional=True)
+        self.quiet = flag("quiet", quiet)
+        self.progress = flag("progress", progress)
         self.repositories: list[AgentRepository] = []
         self._database: Any = None
         self.trained = False
@@ -204,6 +205,8 @@ class BaseAgent(ABC):
     def setup_github_repository(self, url: str, commit: str | None = None) -> Any:
         """Trace the repository at ``url`` and ``commit`` (needs git and Lean; checked first, before
         anything is cloned) and add it to the database. Returns its database record."""
+        url = text_argument("url", url, example="'https://github.com/OWNER/REPO'")
+        commit = text_argument("commit", commit, optional=True)
         self._require_tools(f"tracing {url}")
         repo = self.trace_repository(url, commit, self._get_build_deps())
         return self.add_repository(repo)
@@ -213,7 +216,7 @@ class BaseAgent(ABC):
         used for Pantograph and write-back."""
         from ..lean_dojo.errors import RepoNotFoundError
 
-        root = Path(path).expanduser()
+        root = path_argument("path", path, example="the root of a local Lean project")
         if not root.is_dir():
             raise RepoNotFoundError(
                 f"no repository directory at {root}; pass the root of a local Lean project"
@@ -228,6 +231,10 @@ class BaseAgent(ABC):
         """Trace ``url`` at ``commit`` (:func:`lean_dojo_v2.lean_dojo.trace`, cached) and return
         the traced repository (``to_repository()`` gives its data records; ``root`` its
         checkout)."""
+        url = text_argument("url", url, example="'https://github.com/OWNER/REPO'")
+        commit = text_argument("commit", commit, optional=True)
+        if build_deps is not None:
+            flag("build_deps", build_deps)
         self._require_tools(f"tracing {url}")
         from ..lean_dojo import LeanGitRepo, trace
 
@@ -244,17 +251,41 @@ class BaseAgent(ABC):
     ) -> Any:
         """Add ``repo`` to the database and to this agent's repositories: a traced repository
         (from :meth:`trace_repository`), a ``lean_dojo_v2.data.Repository`` or a LeanDojo dataset
-        directory. Returns its database record."""
+        directory (read in full and checked before the database is opened). Returns its
+        database record."""
+        from ..data import Repository
+        from ..database import DynamicDatabase
+
+        if isinstance(repo, (str, os.PathLike)) and not isinstance(repo, bool):
+            repo = path_argument("repo", repo)
+        elif not (isinstance(repo, Repository) or hasattr(repo, "to_repository")):
+            raise AgentConfigError(
+                f"repo must be a dataset directory, a Repository or a traced repository, got "
+                f"{type(repo).__name__}: pass e.g. trace_repository(url, commit) or a path"
+            )
+        source_dir = path_argument("source_dir", source_dir, optional=True)
+        dataset_dir = path_argument("dataset_dir", dataset_dir, optional=True)
+        keywords(
+            "add_repository's keywords",
+            add_kwargs,
+            [DynamicDatabase.add_repository],
+            set_by_agent={"source": "repo", "source_dir": "source_dir="},
+        )
         root = getattr(repo, "root", None)
         if hasattr(repo, "to_repository"):
             source_dir = source_dir if source_dir is not None else root
             repo = repo.to_repository()
         src = Path(source_dir).resolve() if source_dir is not None else None
-        info = self.database.add_repository(
-            repo, **({"source_dir": src} if src is not None else {}), **add_kwargs
-        )
+        options = {**add_kwargs, **({"source_dir": src} if src is not None else {})}
+        if isinstance(repo, Path):
+            from .dataset_check import check_dataset
+
+            partial = options.pop("partial", False)
+            check_dataset(repo, options, partial=partial)
+            options["partial"] = partial
+        info = self.database.add_repository(repo, **options)
         entry = AgentRepository(
-            info, Path(dataset_dir).resolve() if dataset_dir is not None else None, src
+            info, dataset_dir.resolve() if dataset_dir is not None else None, src
         )
         self.repositories = [
             r for r in self.repositories if (r.url, r.commit) != (info.url, info.commit)
@@ -275,27 +306,28 @@ class BaseAgent(ABC):
         else of ``novel_premises/``, and ``corpus.jsonl``, as the database takes it): the way in
         without git or Lean. ``source_dir``: the repository's checkout, where ``sorry`` is looked
         for and proofs are written back; ``url`` / ``commit``: override the dataset's
-        ``metadata.json``. Returns its database record."""
-        from ..data.dataset import read_theorems
-        from ..data.splits import STRATEGIES
-        from ..database.ingest import plan_dataset
-        from ..errors import DatasetNotFoundError, EmptyDatasetError
+        ``metadata.json``. Returns its database record. The whole dataset is read and checked
+        before the database is opened: a refused dataset leaves no database file behind."""
+        from ..errors import DatasetNotFoundError
 
-        d = Path(path).expanduser()
+        example = "lean_dojo_v2.data.sample_dataset_path()"
+        d = path_argument("path", path, example=example)
+        # Named as the arguments they are, not as the dataset's metadata they override.
+        url = text_argument("url", url, optional=True, example="'https://github.com/OWNER/REPO'")
+        commit = text_argument("commit", commit, optional=True, example="'<40 hex digits>'")
+        source = path_argument("source_dir", source_dir, optional=True)
         if not d.is_dir():
             raise DatasetNotFoundError(
                 f"no dataset directory at {d}; pass a LeanDojo-layout dataset (random/, "
-                "novel_premises/, corpus.jsonl), e.g. lean_dojo_v2.data.sample_dataset_path()"
+                f"novel_premises/, corpus.jsonl), e.g. {example}"
+            )
+        if source is not None and not source.is_dir():
+            raise DatasetNotFoundError(
+                f"source_dir {source} is not a directory; pass the repository's checkout, or "
+                "leave source_dir out"
             )
         extra = {k: v for k, v in (("url", url), ("commit", commit)) if v is not None}
-        split_files = sorted(f for s in STRATEGIES for f in (d / s).glob("*.json") if f.is_file())
-        if split_files and not any(read_theorems(f) for f in split_files):
-            raise EmptyDatasetError(f"dataset {d} holds no theorem: nothing to train on or prove")
-        # The database's own check, before the database is opened: a missing part is named.
-        plan_dataset(d, extra)
-        if source_dir is not None and not Path(source_dir).is_dir():
-            raise DatasetNotFoundError(f"source_dir {source_dir} is not a directory")
-        return self.add_repository(d, source_dir=source_dir, dataset_dir=d, **extra)
+        return self.add_repository(d, source_dir=source, dataset_dir=d, **extra)
 
     def _require_repositories(self, what: str) -> None:
         if not self.repositories:
@@ -318,7 +350,13 @@ class BaseAgent(ABC):
             raise LeanNotFoundError(
                 f"{what} needs git and Lean, and this machine lacks {' and '.join(missing)}; "
                 + DOCTOR_HINT
+                + self._offline_hint()
             )
+
+    def _offline_hint(self) -> str:
+        """What else the offline way in needs, said together with the missing tools (e.g. that
+        the trainer's model is not cached); empty when nothing."""
+        return ""
 
     # ------------------------------------------------------------------ training
 
@@ -346,6 +384,7 @@ class BaseAgent(ABC):
 
     def initialize_prover(self, split: str | None = None) -> list[ProofTarget]:
         """The theorems :meth:`prove` would try (see there) and ``self.prover`` built."""
+        one_of("split", split, SPLITS, optional=True)
         targets, _, _ = self._targets(split)
         if self.prover is None:
             self._setup_prover()
@@ -378,11 +417,21 @@ class BaseAgent(ABC):
         ``depends_on_sorry`` and not written back unless ``include_depends_on_sorry``."""
         from ..prover.parallel import prove_theorems
 
+        # Every argument before anything is exported, searched or written.
+        flag("whole_proof", whole_proof)
+        one_of("split", split, SPLITS, optional=True)
+        whole_number("limit", limit, optional=True)
+        for name, value in (
+            ("write_back", write_back),
+            ("in_place", in_place),
+            ("force", force),
+            ("include_depends_on_sorry", include_depends_on_sorry),
+            ("record", record),
+        ):
+            flag(name, value)
+        out = path_argument("out", out, optional=True, example="'raid/writeback/mine'")
+        branch = text_argument("branch", branch, optional=True, example="'proofs'")
         self._require_repositories("prove()")
-        if split is not None and split not in SPLITS:
-            raise AgentConfigError(f"split must be one of {', '.join(SPLITS)}, not {split!r}")
-        if limit is not None and (isinstance(limit, bool) or limit < 1):
-            raise AgentConfigError(f"limit must be at least 1, got {limit!r}")
         start = time.perf_counter()
         self._check_ready()
         targets, target_kind, data_dir = self._targets(split)
@@ -458,10 +507,19 @@ class BaseAgent(ABC):
         proof is re-checked and recorded, not written back."""
         from ..prover.parallel import prove_theorems
 
+        if isinstance(theorem, Theorem):
+            name = theorem.full_name
+        elif isinstance(theorem, str) and theorem.strip():
+            name = theorem
+        else:
+            raise AgentConfigError(
+                f"theorem must be a Theorem of this agent's repositories or its full name, got "
+                f"{type(theorem).__name__} {theorem!r}: pass e.g. prove_theorem('Nat.add_comm')"
+            )
+        flag("whole_proof", whole_proof)
         self._require_repositories("prove_theorem()")
         self._check_ready()
         targets, _, data_dir = self._targets("all")
-        name = theorem if isinstance(theorem, str) else theorem.full_name
         found = [t for t in targets if t.theorem.full_name == name]
         if not found:
             from ..interaction.types import UnknownTheoremError

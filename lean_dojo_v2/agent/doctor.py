@@ -13,13 +13,25 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import os
 import shutil
 import sys
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 MIN_FREE_GB = 5.0
+
+# The models the upstream LeanDojo-v2 quickstart snippet names, and where it names them.
+SNIPPET_MODELS = (("deepseek-ai/DeepSeek-Prover-V2-7B", "SFTTrainer / GRPOTrainer model_name"),)
+# The offline stand-in for them and what it costs: measured on 2 shared CPU cores, 6.5 minutes
+# of training (8 LoRA steps) and 35 s of proving, setup under a second (docs/agents.md).
+OFFLINE_MODEL_HINT = (
+    "offline, use the bundled model instead: SFTTrainer(model_name=None, lora_config=True, "
+    "max_steps=8) (SmolLM2-135M with LoRA); with setup_traced_dataset(sample_dataset_path()), "
+    "train() and prove() take about 7 minutes on 2 CPU cores"
+)
 
 
 @dataclass
@@ -151,6 +163,95 @@ def check_disk() -> Check:
     )
 
 
+def directory_problem(path: Path) -> str | None:
+    """Why ``path`` cannot serve as a working directory (None: it can): it or a parent is a
+    file, or the directory (or its nearest existing parent, where it would be created) is not
+    writable. Writes nothing."""
+    if path.exists() and not path.is_dir():
+        return f"{path} is a file, not a directory"
+    probe = path
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if not probe.is_dir():
+        return f"{probe} is a file, so {path} cannot be created"
+    # os.access also answers for a read-only file system, for root too.
+    if not os.access(probe, os.W_OK | os.X_OK):
+        what = "is not writable" if probe == path else f"cannot be created: {probe} is not writable"
+        return f"{path} {what}"
+    return None
+
+
+def _check_directory(name: str, variable: str, path: Path, enables: str) -> Check:
+    problem = directory_problem(path)
+    return Check(
+        name,
+        problem is None,
+        str(path) if problem is None else problem,
+        enables,
+        None
+        if problem is None
+        else f"export {variable}=/a/writable/directory (or fix the permissions of {path})",
+        required=True,
+    )
+
+
+def check_raid_dir() -> Check:
+    from ..config import get_settings
+
+    return _check_directory(
+        "RAID_DIR writable",
+        "RAID_DIR",
+        get_settings().raid_dir,
+        "the database, datasets, checkpoints and working copies of every command",
+    )
+
+
+def check_cache_dir() -> Check:
+    from ..config import get_settings
+
+    return _check_directory(
+        "cache dir writable",
+        "LEAN_DOJO_V2_CACHE_DIR",
+        get_settings().cache_dir,
+        "the bundled models converted once (quickstart, training), traced repositories",
+    )
+
+
+def hub_model_cached(name: str) -> bool:
+    """Whether the local Hugging Face cache holds the model ``name`` (a hub id); a file look-up,
+    never the network."""
+    try:
+        from huggingface_hub import try_to_load_from_cache
+        from huggingface_hub.errors import HFValidationError
+    except ImportError:  # pragma: no cover - transformers depends on it
+        return False
+    for filename in ("config.json", "adapter_config.json"):
+        try:
+            if isinstance(try_to_load_from_cache(name, filename), str):
+                return True
+        except HFValidationError:  # not a hub id at all
+            return False
+    return False
+
+
+def check_snippet_models() -> Check:
+    cached = [name for name, _ in SNIPPET_MODELS if hub_model_cached(name)]
+    missing = [name for name, _ in SNIPPET_MODELS if name not in cached]
+    parts = [f"{n}: cached" for n in cached] + [
+        f"{n}: not in the Hugging Face cache" for n in missing
+    ]
+    where = "; ".join(f"{n} ({what})" for n, what in SNIPPET_MODELS)
+    return Check(
+        "snippet models",
+        not missing,
+        ", ".join(parts),
+        f"the upstream quickstart snippet as written: {where}",
+        None
+        if not missing
+        else OFFLINE_MODEL_HINT + f"; or, with network, `hf download {missing[0]}`",
+    )
+
+
 def check_git() -> Check:
     from ..errors import CommandError
     from ..system.commands import run_command
@@ -269,6 +370,8 @@ CHECKS: list[Callable[[], Check]] = [
     check_default_encoder,
     check_sample,
     check_disk,
+    check_raid_dir,
+    check_cache_dir,
     check_git,
     check_lean,
     check_pantograph,
@@ -291,6 +394,7 @@ CHECKS: list[Callable[[], Check]] = [
         "serving a model for ExternalAgent / prove --generator openai",
         "pip install vllm   (a GPU machine)",
     ),
+    check_snippet_models,
     check_tokens,
 ]
 

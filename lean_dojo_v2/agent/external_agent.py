@@ -11,7 +11,16 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from .arguments import keywords, text_argument
 from .base import BaseAgent
+from .errors import AgentConfigError
+
+# What the agent passes to ExternalProver itself, and what to do instead.
+_SET_BY_EXTERNAL_AGENT = {
+    "model_name": "pass model_name= to the agent",
+    "base_url": "pass base_url= to the agent",
+    "api_key": "pass api_key= to the agent",
+}
 
 
 class ExternalAgent(BaseAgent):
@@ -35,14 +44,26 @@ class ExternalAgent(BaseAgent):
     ) -> None:
         from ..prover.external_prover import ExternalProver
 
+        model_name = text_argument("model_name", model_name, optional=True, example="'my-model'")
+        base_url = text_argument(
+            "base_url", base_url, optional=True, example="'http://localhost:8000/v1'"
+        )
+        if api_key is not None and not isinstance(api_key, str):
+            raise AgentConfigError(
+                f"api_key must be text or None, got {type(api_key).__name__}: pass the key as a "
+                "string, or leave it out to read $OPENAI_API_KEY"
+            )
+        prover_kwargs = keywords(
+            "prover_kwargs", prover_kwargs, [ExternalProver], set_by_agent=_SET_BY_EXTERNAL_AGENT
+        )
         # Checked now (a bad URL or setting is one line here), asked nothing of the network yet.
         self._external = ExternalProver(
-            model_name, base_url=base_url, api_key=api_key, **(prover_kwargs or {})
+            model_name, base_url=base_url, api_key=api_key, **prover_kwargs
         )
         super().__init__(database_path, **kwargs)
         self.model_name = model_name
         self._endpoint_ok = False
-        self._prover_kwargs = dict(prover_kwargs or {})
+        self._prover_kwargs = prover_kwargs
 
     def _get_build_deps(self) -> bool:
         return False

@@ -12,8 +12,16 @@ import os
 from pathlib import Path
 from typing import Any
 
+from .arguments import keywords, text_argument
 from .base import BaseAgent
 from .errors import AgentConfigError
+
+# What the agent passes to HFProver itself, and what to do instead.
+_SET_BY_HF_AGENT = {
+    "ckpt_path": "HFAgent proves with the trainer's model_name, then its output_dir",
+    "model": "set the trainer's model_name",
+    "device": "pass device= to the agent",
+}
 
 
 def search_config_from_prover_config(prover_config: Any, base: Any = None) -> Any:
@@ -42,6 +50,13 @@ def agent_kwargs_from_prover_config(prover_config: Any, kwargs: dict[str, Any]) 
     ``workers`` is given."""
     if prover_config is None:
         return kwargs
+    from ..lean_agent.config import ProverConfig
+
+    if not isinstance(prover_config, ProverConfig):
+        raise AgentConfigError(
+            f"prover_config must be a ProverConfig or None, got {type(prover_config).__name__}: "
+            "pass lean_dojo_v2.lean_agent.config.ProverConfig(...) (or search_config=SearchConfig(...))"
+        )
     out = dict(kwargs)
     out["search_config"] = search_config_from_prover_config(
         prover_config, kwargs.get("search_config")
@@ -82,13 +97,22 @@ class HFAgent(BaseAgent):
                 f"the trainer {type(trainer).__name__} has no output_dir: HFAgent loads the trained "
                 "model from there; give the trainer output_dir='outputs-...'"
             )
+        from ..prover.hf_prover import HFProver, PromptedGenerator
+
+        device = text_argument("device", device, example="'cpu'")
+        prover_kwargs = keywords(
+            "prover_kwargs",
+            prover_kwargs,
+            [HFProver, PromptedGenerator],
+            set_by_agent=_SET_BY_HF_AGENT,
+        )
         kwargs = agent_kwargs_from_prover_config(prover_config, kwargs)
         super().__init__(database_path, **kwargs)
         self.trainer = trainer
         self.training_config = training_config
         self.prover_config = prover_config
         self.device = device
-        self.prover_kwargs = dict(prover_kwargs or {})
+        self.prover_kwargs = prover_kwargs
 
     @property
     def output_dir(self) -> Path:
@@ -126,6 +150,25 @@ class HFAgent(BaseAgent):
             return str(self.output_dir)
         name, _ = self._base_model()
         return name or "smollm2"
+
+    def _offline_hint(self) -> str:
+        """When the trainer's model is a hub id that the local Hugging Face cache lacks, the way
+        to run offline: following only the tools' hint would stop again at train()."""
+        from ..models.loading import DEFAULT_ALIASES
+        from .doctor import OFFLINE_MODEL_HINT, hub_model_cached
+
+        name, _ = self._base_model()
+        if (
+            name is None
+            or name.strip().lower() in DEFAULT_ALIASES
+            or Path(name).expanduser().exists()
+            or hub_model_cached(name)
+        ):
+            return ""
+        return (
+            f"; and the trainer's model {name} is not in the Hugging Face cache, so train() "
+            f"would stop next: {OFFLINE_MODEL_HINT}"
+        )
 
     def _prove_notes(self) -> list[str]:
         if self.trained:

@@ -14,10 +14,23 @@ import os
 from pathlib import Path
 from typing import Any
 
+from .arguments import keywords, path_argument, text_argument, whole_number
 from .base import BaseAgent
 from .errors import AgentConfigError
 from .hf_agent import agent_kwargs_from_prover_config
 from .results import LifelongResult
+
+# What the agent passes to RetrievalProver itself, and what to do instead.
+_SET_BY_LEAN_AGENT = {
+    "ckpt_path": "pass generator= to the agent",
+    "gen_ckpt_path": "pass generator= to the agent",
+    "model": "pass generator= to the agent",
+    "retriever": "train() exports the retriever that prove() uses",
+    "ret_ckpt_path": "train() exports the retriever that prove() uses",
+    "indexed_corpus_path": "train() exports the retriever that prove() uses",
+    "num_premises": "pass num_premises= to the agent",
+    "device": "pass device= to the agent",
+}
 
 
 class LeanAgent(BaseAgent):
@@ -41,6 +54,8 @@ class LeanAgent(BaseAgent):
         prover_kwargs: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
+        from ..prover.hf_prover import HFProver, PromptedGenerator
+        from ..prover.retrieval_prover import RetrievalProver
         from ..trainer.retrieval_config import TrainingConfig
         from ..trainer.retrieval_trainer import RetrievalTrainer
 
@@ -48,15 +63,27 @@ class LeanAgent(BaseAgent):
             raise AgentConfigError(
                 f"training_config must be a TrainingConfig, got {type(training_config).__name__}"
             )
+        generator_path = path_argument(
+            "generator", generator, optional=True, example="an SFT output directory or a hub id"
+        )
+        num_premises = whole_number("num_premises", num_premises, minimum=0)
+        device = text_argument("device", device, example="'cpu'")
+        prover_kwargs = keywords(
+            "prover_kwargs",
+            prover_kwargs,
+            [RetrievalProver, HFProver, PromptedGenerator],
+            set_by_agent=_SET_BY_LEAN_AGENT,
+        )
         kwargs = agent_kwargs_from_prover_config(prover_config, kwargs)
         super().__init__(database_path, **kwargs)
         self.training_config = training_config or TrainingConfig()
         self.prover_config = prover_config
         self.trainer = RetrievalTrainer(self.training_config)
-        self.generator = generator
+        # A hub id stays as given (Path would turn "org/name" into a path on Windows).
+        self.generator = None if generator_path is None else os.fspath(generator)
         self.num_premises = num_premises
         self.device = device
-        self.prover_kwargs = dict(prover_kwargs or {})
+        self.prover_kwargs = prover_kwargs
         self.retriever_dir: Path | None = None
         self.lifelong: LifelongResult | None = None
 
@@ -65,8 +92,10 @@ class LeanAgent(BaseAgent):
 
     def train(self) -> LifelongResult:
         """Train over the curriculum, re-evaluating every earlier repository after each new one;
-        export the retriever (``work_dir/retriever``) for :meth:`prove`."""
+        export the retriever (``work_dir/retriever``) for :meth:`prove`. The generator is looked
+        up first: a missing one is refused before any training."""
         self._require_repositories("train()")
+        self._check_generator()
         tracker = _ForgettingTracker(self.trainer)
         self.trainer.add_pass_listener(tracker)
         try:
@@ -94,6 +123,19 @@ class LeanAgent(BaseAgent):
             return {str(p): _evaluate(self.trainer, p)[1] for p in passes}
         _, _, data_dir = self._targets("test")
         return {str(data_dir): _evaluate(self.trainer, data_dir)[1]}
+
+    def _check_ready(self) -> None:
+        self._check_generator()
+
+    def _check_generator(self) -> None:
+        """The generator can be found (a local model, or a hub id in the local cache when
+        offline); a ``ModelNotFoundError`` otherwise. The bundled default needs no look-up."""
+        if self.generator is None:
+            return
+        from ..models.loading import DEFAULT_ALIASES, resolve_model_path
+
+        if self.generator.strip().lower() not in DEFAULT_ALIASES:
+            resolve_model_path(self.generator)
 
     def _setup_prover(self) -> None:
         self.prover = self._prover_factory()()

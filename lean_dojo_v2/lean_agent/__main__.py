@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..config.cli import add_config_options
+from ..config.cli import CommandParser, UsageExit, add_config_options
 from ..trainer.cli_options import add_run_options, print_summary
 from ..trainer.cli_options import training_config_from_args as config_from_args
 
@@ -43,8 +43,19 @@ def _at_least_one(text: str) -> int:
     return value
 
 
+def _prove_limit(text: str) -> int:
+    try:
+        return _at_least_one(text)
+    except argparse.ArgumentTypeError:
+        # 0 reads as "prove nothing", which --no-prove already says; one way to say it.
+        raise argparse.ArgumentTypeError(
+            f"must be a whole number >= 1, got {text!r} (to skip proving, pass --no-prove)"
+        ) from None
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    # CommandParser: a bad option is one line (exit 1), as for every lean-dojo-v2 command.
+    p = CommandParser(
         prog="python -m lean_dojo_v2.lean_agent",
         description="LeanAgent's lifelong premise-retrieval loop: curriculum training over the "
         "repositories of a database (--db) with EWC between repositories, then evaluation (R@1, "
@@ -75,7 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--timeout", type=_at_least_one, default=120, help="seconds per theorem (120)"
     )
     prove.add_argument(
-        "--prove-limit", type=_at_least_one, default=4, help="theorems per test split at most (4)"
+        "--prove-limit", type=_prove_limit, default=4, help="theorems per test split at most (4)"
     )
     prove.add_argument(
         "--workers",
@@ -95,6 +106,8 @@ def run(args: argparse.Namespace) -> dict:
     defaults = {} if args.config else QUICK_DEFAULTS
     config = config_from_args(args, TrainingConfig, defaults=defaults)
     settings = prover_settings(args)  # checked before anything trains or is written
+    if not args.no_prove:
+        check_generator(args.generator)
     trainer = RetrievalTrainer.from_config(config)
     if args.db:
         result = trainer.train(database=args.db)
@@ -137,6 +150,15 @@ def prover_settings(args: argparse.Namespace) -> Any:
         max_expansions=args.max_expansions,
         num_sampled_tactics=args.num_samples,
     )
+
+
+def check_generator(generator: str | None) -> None:
+    """``--generator`` names a model that can be loaded (a local model, or a hub id in the local
+    cache when offline): a ``ModelNotFoundError`` before training, not after it."""
+    from ..models.loading import DEFAULT_ALIASES, resolve_model_path
+
+    if generator is not None and generator.strip().lower() not in DEFAULT_ALIASES:
+        resolve_model_path(generator)
 
 
 def prove(args: argparse.Namespace, trainer, datasets: list[Path], settings: Any) -> dict:
@@ -188,7 +210,10 @@ def main(argv: list[str] | None = None) -> int:
     from ..errors import LeanDojoError
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except UsageExit as exc:
+        return int(exc.code or 1)
     try:
         result = run(args)
     except LeanDojoError as exc:

@@ -54,16 +54,26 @@ class ProverConfig:
     debug: bool = False
 
     def __post_init__(self) -> None:
-        for key, ok in (
-            ("num_workers", self.num_workers >= 1),
-            ("timeout", self.timeout >= 1),
-            ("num_sampled_tactics", self.num_sampled_tactics >= 1),
-            ("batch_size", self.batch_size >= 1),
-            ("max_expansions", self.max_expansions is None or self.max_expansions >= 1),
+        for key in (
+            "num_workers",
+            "timeout",
+            "num_sampled_tactics",
+            "batch_size",
+            "max_expansions",
         ):
-            if not ok:
+            value = getattr(self, key)
+            if key == "max_expansions" and value is None:
+                continue
+            # bool is an int to Python; ProverConfig(timeout=True) is a mistake, not 1 second.
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                none = " or None" if key == "max_expansions" else ""
                 raise ConfigValueError(
-                    f"config key {key!r} must be at least 1, got {getattr(self, key)!r}"
+                    f"config key {key!r} must be a whole number >= 1{none}, got {value!r}"
+                )
+        for key in ("use_vllm", "debug"):
+            if not isinstance(getattr(self, key), bool):
+                raise ConfigValueError(
+                    f"config key {key!r} must be true or false, got {getattr(self, key)!r}"
                 )
 
 

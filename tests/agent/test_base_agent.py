@@ -300,7 +300,51 @@ def test_the_seed_snippet_without_lean_ends_in_one_line_naming_doctor(tmp_path):
     assert "Traceback" not in err and len(err.splitlines()) == 1, err
     assert err.startswith("lean-dojo-v2: error:")
     assert "lean-dojo-v2 doctor" in err and "setup_traced_dataset" in err and "Lean" in err
+    # the next stop said at once: the snippet's 7B model is not cached here, and the way round it
+    assert "DeepSeek-Prover-V2-7B is not in the Hugging Face cache" in err
+    assert "model_name=None, lora_config=True" in err and "minutes on 2 CPU cores" in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bin", "seed.py"]
+
+
+def _hub_cache_with(cache: Path, repo_id: str) -> None:
+    """The Hugging Face cache layout holding ``repo_id`` (what ``hf download`` leaves)."""
+    folder = cache / ("models--" + repo_id.replace("/", "--"))
+    (folder / "refs").mkdir(parents=True)
+    (folder / "refs" / "main").write_text("0" * 40)
+    (folder / "snapshots" / ("0" * 40)).mkdir(parents=True)
+    (folder / "snapshots" / ("0" * 40) / "config.json").write_text("{}")
+
+
+def test_the_missing_lean_line_names_the_offline_model_only_when_the_snippets_is_not_cached(
+    tmp_path, monkeypatch
+):
+    import huggingface_hub.constants
+
+    from lean_dojo_v2.agent import HFAgent
+    from lean_dojo_v2.errors import LeanNotFoundError
+    from lean_dojo_v2.trainer.sft_trainer import SFTTrainer
+
+    monkeypatch.setenv("PATH", str(tmp_path / "no-bin"))
+    monkeypatch.setenv("ELAN_HOME", str(tmp_path / "no-elan"))
+    monkeypatch.setenv("HOME", str(tmp_path))
+    cache = tmp_path / "hub"
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(cache))
+    model = "deepseek-ai/DeepSeek-Prover-V2-7B"
+    url = "https://github.com/durant42040/lean4-example"
+
+    def message(model_name):
+        trainer = SFTTrainer(model_name=model_name, output_dir=tmp_path / "out")
+        agent = HFAgent(trainer=trainer, database_path=tmp_path / "db.sqlite")
+        with pytest.raises(LeanNotFoundError) as info:
+            agent.setup_github_repository(url=url, commit="0" * 40)
+        return str(info.value)
+
+    assert "not in the Hugging Face cache" in message(model)
+    _hub_cache_with(cache, model)
+    cached = message(model)
+    assert "lean-dojo-v2 doctor" in cached and "Hugging Face cache" not in cached
+    assert "Hugging Face cache" not in message(None)  # the bundled model needs no look-up
+    assert not (tmp_path / "db.sqlite").exists()
 
 
 @pytest.mark.slow  # the seed's settings as written: a whole epoch and the default search budget

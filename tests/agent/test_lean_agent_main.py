@@ -68,11 +68,27 @@ def test_lean_agent_main_also_proves(tmp_path, capsys, tiny_encoder, tiny_causal
 @pytest.mark.parametrize("option", ["--workers", "--num-samples", "--timeout", "--prove-limit"])
 @pytest.mark.parametrize("value", ["0", "-2", "x"])
 def test_bad_proving_options_are_refused_before_anything_trains(tmp_path, capsys, option, value):
+    """One line (no usage block) and exit status 1, as every lean-dojo-v2 command; 0 theorems
+    to prove is what --no-prove says, and the line points there."""
     from lean_dojo_v2.lean_agent.__main__ import main
 
-    with pytest.raises(SystemExit) as info:
-        main(["-o", str(tmp_path / "out"), option, value])
-    assert info.value.code == 2
-    err = capsys.readouterr().err.strip().splitlines()[-1]
-    assert f"argument {option}: must be a whole number >= 1, got '{value}'" in err
+    assert main(["-o", str(tmp_path / "out"), option, value]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "usage:" not in err[0]
+    assert f"argument {option}: must be a whole number >= 1, got '{value}'" in err[0]
+    assert ("--no-prove" in err[0]) == (option == "--prove-limit")
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_missing_generator_is_refused_before_training(tmp_path, capsys):
+    from lean_dojo_v2.lean_agent.__main__ import main
+
+    missing = tmp_path / "nonexistent"
+    assert main(["-o", str(tmp_path / "out"), "--generator", str(missing)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [err[-1]] and err[0].startswith("error: no model") and str(missing) in err[0]
+    assert not (tmp_path / "out").exists()
+    # a hub id that is not in the local cache, offline
+    assert main(["-o", str(tmp_path / "out"), "--generator", "nobody/no-such-model"]) == 1
+    assert "nobody/no-such-model" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
