@@ -60,6 +60,18 @@ def use_project(path: str | os.PathLike[str] | None) -> None:
         _chosen["project"] = None if path is None else _project_path(path, "use_project")
 
 
+def chosen_paths() -> dict[str, Path | None]:
+    """What :func:`use_dataset` and :func:`use_project` chose (for :func:`restore_paths`)."""
+    with _lock:
+        return dict(_chosen)
+
+
+def restore_paths(saved: dict[str, Path | None]) -> None:
+    """Put back what :func:`chosen_paths` returned (after a run that named its own)."""
+    with _lock:
+        _chosen.update(saved)
+
+
 def _dataset_path(path: str | os.PathLike[str], source: str) -> Path:
     p = Path(os.fspath(path)).expanduser()
     if not (p.is_file() or p.is_dir()):

@@ -135,6 +135,9 @@ class Theorem:
     full_name: str
 
     def __post_init__(self) -> None:
+        if type(self.repo).__module__ == "lean_dojo_v2.lean_dojo.repo":
+            # The library's own repository names the same thing (and is resolved already).
+            object.__setattr__(self, "repo", LeanGitRepo(self.repo.url, self.repo.commit))
         if not isinstance(self.repo, LeanGitRepo):
             raise V1ArgumentError(
                 f"Theorem's repo must be a LeanGitRepo(url, commit), not {type(self.repo).__name__}"

@@ -67,8 +67,9 @@ def run(
     status (0 when it ends normally, the code of its ``SystemExit`` otherwise). The script's own
     exceptions propagate, as they would from ``python SCRIPT.py``."""
     from . import alias
-    from .backend import use_dataset, use_project
+    from .backend import chosen_paths, restore_paths
 
+    saved_choice = chosen_paths()
     target = prepare(target, module=module, dataset=dataset, project=project)
     saved_argv, saved_path = list(sys.argv), list(sys.path)
     alias.install()
@@ -86,10 +87,7 @@ def run(
         alias.uninstall()
         sys.argv[:] = saved_argv
         sys.path[:] = saved_path
-        if dataset is not None:
-            use_dataset(None)
-        if project is not None:
-            use_project(None)
+        restore_paths(saved_choice)
     return 0
 
 

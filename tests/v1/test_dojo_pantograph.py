@@ -167,6 +167,8 @@ def test_a_local_checkout_and_the_trace_cache(tmp_path, fake_lean, proofs, monke
     sha = _git(checkout, "rev-parse", "HEAD")
     theorem = Theorem(LeanGitRepo(str(checkout), sha), thm.file_path, thm.full_name)
     assert find_project(theorem.repo) == (checkout, "the local checkout")
+    # The library's own (resolved) repository is taken for the same repository.
+    assert Theorem(theorem.repo.resolved(), thm.file_path, thm.full_name) == theorem
     with Dojo(theorem) as (dojo, init):
         assert dojo.backend == "pantograph" and init.pp.endswith(
             thm.traced_tactics[0].state_before[-20:]

@@ -184,6 +184,7 @@ def test_bad_runs_end_in_one_line(tmp_path: Path, capsys) -> None:
 def test_v1_run_command_passes_options_and_arguments(tmp_path: Path, capsys) -> None:
     from lean_dojo_v2.cli import main as cli_main
     from lean_dojo_v2.data import sample_dataset_path
+    from lean_dojo_v2.v1.backend import dataset_path, use_dataset
 
     body = """
         import sys
@@ -191,8 +192,11 @@ def test_v1_run_command_passes_options_and_arguments(tmp_path: Path, capsys) -> 
         print("dataset", dataset_path(), "args", sys.argv[1:])
     """
     path = script(tmp_path, body)
-    assert (
-        cli_main(["v1-run", "--dataset", str(sample_dataset_path()), str(path), "-x", "--y=1"]) == 0
-    )
+    other = tmp_path / "other.json"
+    other.write_text("[]", encoding="utf-8")
+    use_dataset(other)  # named before the run: the run's own applies during it only
+    argv = ["v1-run", "--dataset", str(sample_dataset_path()), str(path), "-x", "--y=1"]
+    assert cli_main(argv) == 0
     out = capsys.readouterr().out
     assert f"dataset {sample_dataset_path()} args ['-x', '--y=1']" in out
+    assert dataset_path() == other.resolve()
