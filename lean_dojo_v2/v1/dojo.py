@@ -232,7 +232,7 @@ class Dojo:
         except InvalidRequestError as exc:
             raise V1ArgumentError(f"Invalid tactic: {exc}") from None
         except StaleStateError as exc:
-            # The process restarted (after a timeout kill): every state of this session is gone.
+            # The process restarted (after a timeout kill): every state this Dojo made is gone.
             self._crashed(f"its states are gone ({' '.join(str(exc).split())})")
         except EnvCrashedError as exc:
             self._crashed(*_crash_message(exc))
