@@ -267,6 +267,20 @@ class TrainerError(LeanDojoError):
     ``lean_dojo_v2.trainer``."""
 
 
+class AgentError(LeanDojoError):
+    """Base of the errors raised by :mod:`lean_dojo_v2.agent` (defined here, like the other
+    layers' bases, so that a trainer an agent is built on can raise an
+    :class:`AgentConfigError`); importable from ``lean_dojo_v2.agent``, the same class."""
+
+
+class AgentConfigError(AgentError, ConfigError):
+    """An agent was given something it cannot work with: a trainer without an ``output_dir``
+    (where the trained model goes, and where the prover loads it from), or a prover setting out
+    of range. ``SFTTrainer(output_dir=None)`` and ``GRPOTrainer(output_dir=None)`` raise one too
+    (the trainers' ``OutputDirArgumentError``), so ``HFAgent(SFTTrainer(output_dir=None))``
+    fails with the error the agents promise. Importable from ``lean_dojo_v2.agent``."""
+
+
 class EmptyDatasetError(TrainerError, ValueError):
     """The training data yields no example: no theorems, or theorems without traced tactics (term
     proofs), or only ``sorry`` tactics, or every example longer than ``max_seq_len``. The message

@@ -3,19 +3,13 @@ that found the problem (a dataset, the database, tracing, a model, an endpoint).
 
 from __future__ import annotations
 
-from ..errors import ConfigError, LeanDojoError
+# Defined in layer 0, like the other layers' bases: a trainer (below the agents) raises an
+# AgentConfigError for a missing output_dir. The very same classes.
+from ..errors import AgentConfigError, AgentError
 
-
-class AgentError(LeanDojoError):
-    """Base of the errors raised by :mod:`lean_dojo_v2.agent`."""
+__all__ = ["AgentConfigError", "AgentError", "NoRepositoryError"]
 
 
 class NoRepositoryError(AgentError, LookupError):
     """``train()``, ``evaluate()`` or ``prove()`` was called before any repository was set up
     (``setup_github_repository``, ``setup_local_repository`` or ``setup_traced_dataset``)."""
-
-
-class AgentConfigError(AgentError, ConfigError):
-    """An agent was given something it cannot work with: a trainer without an ``output_dir``
-    (where the trained model goes, and where the prover loads it from), or a prover setting out
-    of range."""

@@ -21,14 +21,15 @@ import functools
 import json
 import logging
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..errors import DatasetNotFoundError
-from .errors import ConfigValueError, UnknownConfigKeyError
+from .errors import ConfigValueError, OutputDirArgumentError, UnknownConfigKeyError
 from .run_dir import CHECKPOINTS, LOGS, pass_name, write_json
+from .trl_args import SEED_MAX, check_trl_arg_values
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +60,7 @@ def check_causal_lm_fields(cfg: Any) -> None:
     need(cfg, cfg.epochs_per_repo > 0, "epochs_per_repo", "positive")
     need(cfg, cfg.warmup_steps >= 0, "warmup_steps", "0 or more")
     need(cfg, cfg.max_steps == -1 or cfg.max_steps >= 1, "max_steps", "-1 or at least 1")
+    need(cfg, 0 <= cfg.seed <= SEED_MAX, "seed", f"a whole number from 0 to {SEED_MAX}")
     need(cfg, cfg.save_steps >= 1, "save_steps", "at least 1")
     need(cfg, cfg.logging_steps >= 1, "logging_steps", "at least 1")
     need(cfg, cfg.lora_r >= 1, "lora_r", "at least 1")
@@ -90,6 +92,74 @@ def check_causal_lm_fields(cfg: Any) -> None:
     )
     need(cfg, bool(cfg.output_dir), "output_dir", "a directory path")
     need(cfg, bool(cfg.lora_target_modules), "lora_target_modules", "a non-empty list")
+    check_trl_arg_values(cfg.trl_args)
+
+
+# ---------------------------------------------------------------------- constructor arguments
+
+
+def output_dir_argument(output_dir: Any, who: str) -> str:
+    """A trainer constructor's ``output_dir`` as text: :class:`OutputDirArgumentError` for None,
+    an empty path, or something that is not a path."""
+    if not isinstance(output_dir, str | os.PathLike):
+        got = "None" if output_dir is None else f"{type(output_dir).__name__} {output_dir!r}"
+        raise OutputDirArgumentError(
+            f"{who} needs output_dir, a directory path (str or pathlib.Path), got {got}: it is "
+            f"where the model, checkpoints and logs go; pass output_dir='outputs-...'"
+        )
+    text = os.fspath(output_dir)
+    if not isinstance(text, str) or not text.strip():
+        raise OutputDirArgumentError(
+            f"{who} needs output_dir, a directory path, got {output_dir!r}: pass "
+            "output_dir='outputs-...'"
+        )
+    return text
+
+
+def model_name_argument(model_name: Any, who: str) -> str | None:
+    """A trainer constructor's ``model_name`` as text (a ``pathlib.Path`` is a local path);
+    :class:`ConfigValueError` for anything else but None."""
+    if model_name is None or isinstance(model_name, str):
+        return model_name
+    if isinstance(model_name, os.PathLike):
+        text = os.fspath(model_name)
+        if isinstance(text, str):
+            return text
+    raise ConfigValueError(
+        f"{who}'s model_name must be a Hugging Face id or a local path (str or pathlib.Path), "
+        f"or None for the bundled default; got {type(model_name).__name__} {model_name!r}"
+    )
+
+
+def callbacks_argument(callbacks: Any, who: str) -> list[Any]:
+    """A trainer's ``callbacks`` as a list; :class:`ConfigValueError` unless it is a sequence of
+    ``transformers.TrainerCallback`` objects or classes (checked by their ``on_*`` hooks:
+    transformers is not imported to build a trainer)."""
+    if isinstance(callbacks, str | bytes | Mapping) or not isinstance(callbacks, Iterable):
+        raise ConfigValueError(
+            f"{who}'s callbacks must be a list of transformers.TrainerCallback objects, got "
+            f"{type(callbacks).__name__} {callbacks!r}"
+        )
+    items = list(callbacks)
+    for item in items:
+        hooks = [n for n in dir(item) if n.startswith("on_") and callable(getattr(item, n, None))]
+        if not hooks:
+            raise ConfigValueError(
+                f"{who}'s callbacks must be transformers.TrainerCallback objects (with on_* "
+                f"hooks such as on_step_end), got {type(item).__name__} {item!r}"
+            )
+    return items
+
+
+def config_argument(config: Any, config_cls: type, who: str) -> None:
+    """Raise :class:`ConfigValueError` unless ``config`` is a ``config_cls`` (``from_config``)."""
+    if not isinstance(config, config_cls):
+        name = config_cls.__name__
+        raise ConfigValueError(
+            f"{who}.from_config takes a config of type {name}, got {type(config).__name__}; build one with "
+            f"load_config({name}, PATH, ['key=value']) or {name}(...), or pass the values as "
+            f"keywords: {who}(**values)"
+        )
 
 
 # ---------------------------------------------------------------------- data and checkpoints
@@ -273,8 +343,60 @@ def load_device(target: str, *, deepspeed: bool = False) -> str:
     return target
 
 
+def plan_training(cfg: Any) -> LoadedCausalLM:
+    """Where and in what precision the model will train, without loading it (``model`` and
+    ``tokenizer`` are None): what the TRL arguments need, so that they are checked before
+    anything loads or is written."""
+    from ..models.loading import resolve_device
+    from .numerics import training_precision
+
+    target = "cpu" if cfg.use_cpu else resolve_device(cfg.device)
+    precision = training_precision(
+        cfg.dtype, target, full=not cfg.lora, bf16=cfg.bf16, deepspeed=cfg.deepspeed is not None
+    )
+    return LoadedCausalLM(None, None, target, precision)
+
+
+def check_start_model(model_name: str | None) -> str:
+    """What a run will load first, resolved (``models.loading.resolve_model_path``): raises
+    :class:`~lean_dojo_v2.errors.ModelNotFoundError` for a model that is not there. For a PEFT
+    adapter folder, the base it names must be there too; the base is returned then (its config
+    says the context length)."""
+    from ..models.loading import resolve_model_path
+
+    resolved = resolve_model_path(model_name)
+    if adapter_start(model_name) is not None:
+        base = base_model_name(model_name)
+        if base is not None:
+            return resolve_model_path(base)
+    return resolved
+
+
+def model_context_length(name_or_path: str) -> int | None:
+    """The longest sequence the model takes (``max_position_embeddings`` or its other names),
+    read from its config alone; None when the config cannot be read or does not say."""
+    try:
+        from transformers import AutoConfig
+
+        config = AutoConfig.from_pretrained(name_or_path)
+    except (OSError, ValueError, KeyError):
+        return None
+    text_config = getattr(config, "get_text_config", None)
+    config = text_config() if callable(text_config) else config
+    for attr in ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length"):
+        value = getattr(config, attr, None)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return None
+
+
 def load_causal_lm(
-    cfg: Any, from_dir: Path | None, *, lora_config: Any, who: str
+    cfg: Any,
+    from_dir: Path | None,
+    *,
+    lora_config: Any,
+    who: str,
+    planned: LoadedCausalLM | None = None,
 ) -> LoadedCausalLM:
     """Load the model and tokenizer to train, on the device :func:`load_device` picks.
 
@@ -282,15 +404,13 @@ def load_causal_lm(
     ``cfg.model_name``. A start that is a PEFT adapter folder (an SFT run with LoRA) keeps
     training that adapter with ``cfg.lora``; without, it is merged into its base and every weight
     trains. ``lora_config``: the ``peft.LoraConfig`` a fresh adapter gets. ``who`` names the
-    trainer in errors.
+    trainer in errors. ``planned``: :func:`plan_training`'s answer, when the run has it already.
     """
-    from ..models.loading import load_model, resolve_device
-    from .numerics import training_precision, upcast_trainable
+    from ..models.loading import load_model
+    from .numerics import upcast_trainable
 
-    target = "cpu" if cfg.use_cpu else resolve_device(cfg.device)
-    precision = training_precision(
-        cfg.dtype, target, full=not cfg.lora, bf16=cfg.bf16, deepspeed=cfg.deepspeed is not None
-    )
+    planned = planned if planned is not None else plan_training(cfg)
+    target, precision = planned.target, planned.precision
     dtype = precision.load_dtype
     device = load_device(target, deepspeed=cfg.deepspeed is not None)
     if device == "cpu" and target == "cpu":
@@ -414,6 +534,19 @@ def apply_trl_args(
     return out
 
 
+def build_trl_config(trl_config_cls: type, args: Mapping[str, Any], name: str) -> Any:
+    """``trl_config_cls(**args)``, TRL's own refusals of the values (its ``__post_init__``
+    raises a ``ValueError``) as a one-line :class:`ConfigValueError`."""
+    try:
+        return trl_config_cls(**args)
+    except (ValueError, TypeError) as exc:
+        text = " ".join(str(exc).split())
+        raise ConfigValueError(
+            f"{name} refuses the run's arguments: {text} (they come from the config and its "
+            "trl_args: change the one named)"
+        ) from None
+
+
 def check_trl_args(trl_config_cls: type, trl_args: Mapping[str, Any], name: str) -> None:
     """An :class:`UnknownConfigKeyError` listing the valid names for the first key of
     ``trl_args`` that ``trl_config_cls`` (``trl.SFTConfig``, ``trl.GRPOConfig``) has not."""
@@ -506,6 +639,39 @@ class CausalLMTrainerAttributes:
 
     def _dataset_files(self, path: Path) -> list[Path]:
         return dataset_files(path, self.config)
+
+    def _check_inputs(self, plan: Sequence[Any], sources: Sequence[Path], db: Any) -> None:
+        """Before the run directory is created or written: the model to load is there (and
+        takes the lengths asked), a dataset parses and yields examples (its theorems are kept
+        for the first pass), and TRL takes the arguments the config makes."""
+        cfg = self.config
+        start = check_start_model(cfg.model_name)
+        if db is None and sources:
+            path = Path(sources[0])
+            theorems = read_theorems(path, cfg)
+            self._check_theorems(theorems, str(path))
+            self._preread: tuple[Path, list[Any]] | None = (path, theorems)
+        self._check_lengths(start)
+        self._planned: LoadedCausalLM | None = plan_training(cfg)
+        self._trl_args(0, Path(cfg.output_dir), loaded=self._planned)
+
+    def _check_theorems(self, theorems: list[Any], source: str) -> None:
+        """Raise the trainer's :class:`EmptyDatasetError` when ``theorems`` give no example."""
+
+    def _check_lengths(self, model: str) -> None:
+        """Raise :class:`ConfigValueError` when the config's lengths exceed ``model``'s context
+        (``model``: :func:`check_start_model`'s answer)."""
+
+    def _trl_args(self, k: int, out: Path, loaded: LoadedCausalLM | None = None) -> Any:
+        raise NotImplementedError
+
+    def _read_theorems(self, path: Path) -> list[Any]:
+        """The theorems of the dataset at ``path``: those :meth:`_check_inputs` read, once."""
+        pre = getattr(self, "_preread", None)
+        if pre is not None and pre[0] == path:
+            self._preread = None
+            return pre[1]
+        return read_theorems(path, self.config)
 
     def _pass_checkpoint(self, out: Path, k: int) -> Path | None:
         return pass_checkpoint(out, k)

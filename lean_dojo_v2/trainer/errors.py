@@ -11,6 +11,7 @@ before.
 from __future__ import annotations
 
 from ..errors import (
+    AgentConfigError,
     ConfigValueError,
     EmptyDatasetError,
     TrainerError,
@@ -21,8 +22,10 @@ __all__ = [
     "ConfigValueError",
     "EmptyDatasetError",
     "NonFiniteLossError",
+    "OutputDirArgumentError",
     "TrainerError",
     "RewardFunctionError",
+    "RewardTimeoutError",
     "TrainingStateError",
     "UnknownConfigKeyError",
     "UnknownRewardError",
@@ -32,6 +35,14 @@ __all__ = [
 class TrainingStateError(TrainerError):
     """An ``output_dir`` holds a run of this library that cannot be resumed as asked (its config or
     data differ). Choose another ``output_dir``, or set ``overwrite_output_dir`` / ``--force``."""
+
+
+class OutputDirArgumentError(ConfigValueError, AgentConfigError, TrainerError):
+    """``SFTTrainer(output_dir=...)`` / ``GRPOTrainer(output_dir=...)`` got no directory (None or
+    an empty path) or something that is not a path. Raised by the constructor, before anything
+    is written. It is a ``ConfigValueError`` and a ``TrainerError``, and also the
+    ``AgentConfigError`` the agents promise for a trainer without an ``output_dir``
+    (``HFAgent(SFTTrainer(output_dir=None))``)."""
 
 
 class NonFiniteLossError(TrainerError):
@@ -86,6 +97,14 @@ class RewardFunctionError(TrainerError, ValueError):
     """A user's reward function (``GRPOTrainer(reward_func=...)``, :func:`wrap_user_reward`) or
     reward scorer cannot be used: its signature does not accept ``completions`` (and ``**kwargs``
     or the dataset columns it names), it returned something other than a list of numbers or a
-    1-D ``torch.Tensor``, or a number of rewards other than one per completion; or a Lean-checked
+    1-D ``torch.Tensor``, or a number of rewards other than one per completion, or an infinite
+    reward (a ``+inf`` would make the group's advantages NaN and train nothing); or a Lean-checked
     scorer was asked to score without a :class:`RewardContext`. The message says which, in one
     line."""
+
+
+class RewardTimeoutError(TrainerError, TimeoutError):
+    """A reward function (a user's ``reward_func`` or a reward scorer) did not return within the
+    GRPO config's ``reward_timeout`` seconds: training stops at that step, naming the function.
+    Python cannot stop a running function, so the call is left running in a daemon thread (it
+    ends with the process). Make the function return sooner, or raise ``reward_timeout``."""

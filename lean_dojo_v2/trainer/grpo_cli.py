@@ -98,7 +98,9 @@ def cmd_train_grpo(args: argparse.Namespace) -> int:
             "python -c 'import lean_dojo_v2.data as d; print(d.sample_dataset_path())'"
         )
     repos = repos_from_args(args)
-    flags = {k: v for k, v in (("algorithm", args.algorithm), ("mode", args.mode)) if v}
+    # ``--algorithm ""`` is a name too (refused, listing the valid ones), not "no flag".
+    pairs = (("algorithm", args.algorithm), ("mode", args.mode))
+    flags = {k: v for k, v in pairs if v is not None}
     config = training_config_from_args(args, GRPOConfig, **flags)
 
     from .grpo_trainer import GRPOTrainer

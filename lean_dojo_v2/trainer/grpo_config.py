@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import math
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 from .causal_lm import need
 from .causal_lm_config import CausalLMConfig
+from .errors import ConfigValueError
+from .rl.algorithms import ResolvedAlgorithm, resolve_algorithm
+from .trl_args import MAX_COMPLETION_LENGTH
 
 MODES = ("tactic", "proof")
 REWARD_BACKENDS = ("auto", "replay", "lean")
@@ -74,6 +79,7 @@ class GRPOConfig(CausalLMConfig):
         algorithm (`str`, *optional*, defaults to `"grpo"`):
             The GRPO variant by its published name: grpo, dr_grpo, dapo, bnpo, gspo, cispo, sapo,
             gdpo (TRL settings), dgpo, grpo_dpo (ours); `lean-dojo-v2 train grpo --help` lists them.
+            An empty or unknown name is an error listing the valid ones.
         algorithm_config (`dict[str, Any]`, *optional*, defaults to `{}`):
             Overrides of the algorithm's settings: TRL's (`beta`, `epsilon`, `epsilon_high`,
             `loss_type`, ...) or our extensions' (`dynamic_sampling`, `max_refill_rounds`,
@@ -87,10 +93,13 @@ class GRPOConfig(CausalLMConfig):
             Weight of each reward by name; a reward not named weighs 1.0 (the default composite's
             own weights otherwise).
         num_generations (`int`, *optional*, defaults to `4`):
-            Completions sampled per prompt (the group whose rewards are normalised). `batch_size`
-            × `gradient_accumulation_steps` must be a multiple of it.
+            Completions sampled per prompt (the group whose rewards are normalised). The
+            generation batch, `batch_size` × `gradient_accumulation_steps` (GSPO: × 4) ×
+            processes, must be a multiple of it; checked when the config is built.
         max_completion_length (`int`, *optional*, defaults to `128`):
-            Most tokens generated per completion (a tactic needs few; raise it for `proof`).
+            Most tokens generated per completion (a tactic needs few; raise it for `proof`). At
+            most 131072, and `max_prompt_len` + this must fit the model's context (checked
+            before the run starts).
         temperature (`float`, *optional*, defaults to `1.0`):
             Sampling temperature of the rollouts (GRPO needs different completions in a group).
         top_p (`float`, *optional*, defaults to `1.0`):
@@ -118,6 +127,10 @@ class GRPOConfig(CausalLMConfig):
             Proof environments checking completions in parallel.
         tactic_timeout (`float`, *optional*, defaults to `10.0`):
             Seconds one tactic may run in Lean; a timeout scores as an error and training goes on.
+        reward_timeout (`float`, *optional*, defaults to `600.0`):
+            Seconds one call of a reward function (a whole batch) may take. A call still running
+            then stops training with a `RewardTimeoutError` naming the function (a function that
+            never returns would hang the run); raise it for slow checks of large batches.
         max_proof_steps (`int`, *optional*, defaults to `1`):
             Tactic mode: tactics of a rollout applied until proved, failed or this many steps
             (1: the completion's one tactic).
@@ -230,6 +243,7 @@ class GRPOConfig(CausalLMConfig):
     reward_backend: Literal["auto", "replay", "lean"] = "auto"
     reward_envs: int = 4
     tactic_timeout: float = 10.0
+    reward_timeout: float = 600.0
     max_proof_steps: int = 1
     # logging
     curves: bool = True
@@ -241,9 +255,13 @@ class GRPOConfig(CausalLMConfig):
     def __post_init__(self) -> None:
         super().__post_init__()
         need(self, self.mode in MODES, "mode", f"one of {', '.join(MODES)}")
-        need(self, bool(self.algorithm), "algorithm", "an algorithm name")
         need(self, self.num_generations >= 2, "num_generations", "at least 2 (a group)")
-        need(self, self.max_completion_length >= 1, "max_completion_length", "at least 1")
+        need(
+            self,
+            1 <= self.max_completion_length <= MAX_COMPLETION_LENGTH,
+            "max_completion_length",
+            f"from 1 to {MAX_COMPLETION_LENGTH} (the model's context caps it further)",
+        )
         need(self, self.temperature > 0, "temperature", "positive")
         need(self, 0 < self.top_p <= 1, "top_p", "in (0, 1]")
         need(self, self.max_prompts is None or self.max_prompts >= 1, "max_prompts", "None or ≥ 1")
@@ -256,6 +274,7 @@ class GRPOConfig(CausalLMConfig):
         )
         need(self, self.reward_envs >= 1, "reward_envs", "at least 1")
         need(self, self.tactic_timeout > 0, "tactic_timeout", "positive")
+        need(self, self.reward_timeout > 0, "reward_timeout", "positive (seconds)")
         need(self, self.max_proof_steps >= 1, "max_proof_steps", "at least 1")
         need(self, self.vllm_mode in VLLM_MODES, "vllm_mode", f"one of {', '.join(VLLM_MODES)}")
         need(
@@ -264,6 +283,10 @@ class GRPOConfig(CausalLMConfig):
             "reward_weights",
             "a mapping of reward names to weights of 0 or more",
         )
+        # The algorithm's name and overrides (an empty or unknown name lists the valid ones),
+        # then TRL's batch rules, which TRL itself checks only once the run has started.
+        algorithm = resolve_algorithm(self.algorithm, self.algorithm_config)
+        check_generation_batch(self, algorithm)
 
     def reward_names(self) -> list[str]:
         """The reward functions by name: ``rewards``, or the mode's default composite."""
@@ -278,4 +301,72 @@ class GRPOConfig(CausalLMConfig):
         return 1.0
 
 
-__all__ = ["DEFAULT_REWARDS", "GRPOConfig", "MODES", "REWARD_BACKENDS"]
+def _processes() -> int:
+    """The number of training processes (``accelerate launch`` / ``torchrun`` set WORLD_SIZE)."""
+    try:
+        return max(1, int(os.environ.get("WORLD_SIZE", "1") or 1))
+    except ValueError:
+        return 1
+
+
+def check_generation_batch(cfg: GRPOConfig, algorithm: ResolvedAlgorithm) -> None:
+    """TRL's rules for the generation batch (``trl.GRPOConfig.__post_init__``), on the values the
+    run will hand TRL (``trl_args`` over the config, the algorithm's ``steps_per_generation``),
+    checked with the config: TRL checks them only once the run has started. Raises a one-line
+    :class:`ConfigValueError` naming the fields to change.
+
+    Each prompt's group of ``num_generations`` completions must lie whole in one generation batch
+    (``per_device_train_batch_size × processes × steps_per_generation`` completions, or TRL's
+    ``generation_batch_size``); dynamic sampling (DAPO) drops and refills whole groups in each
+    process's share of it."""
+    trl = cfg.trl_args
+    batch = trl.get("per_device_train_batch_size", cfg.batch_size)
+    generations = trl.get("num_generations", cfg.num_generations)
+    accumulation = trl.get("gradient_accumulation_steps", cfg.gradient_accumulation_steps)
+    steps = trl.get("steps_per_generation")
+    if steps is None and algorithm.steps_per_generation_factor is not None:
+        # As GRPOTrainer derives it (from the config's gradient_accumulation_steps).
+        steps = algorithm.steps_per_generation_factor * cfg.gradient_accumulation_steps
+    total = trl.get("generation_batch_size")
+    processes = _processes()
+    batch_key = (
+        "trl_args per_device_train_batch_size"
+        if "per_device_train_batch_size" in trl
+        else "batch_size"
+    )
+    where = f"{processes} processes" if processes > 1 else "1 process"
+    if total is not None and steps is not None:
+        source = "trl_args" if "steps_per_generation" in trl else f"algorithm {algorithm.name!r}"
+        raise ConfigValueError(
+            f"trl_args sets generation_batch_size={total} while steps_per_generation={steps} is "
+            f"set too (by {source}); TRL takes one of the two: remove one"
+        )
+    if total is not None:
+        if total % (batch * processes):
+            raise ConfigValueError(
+                f"trl_args generation_batch_size={total} must be a multiple of batch_size × "
+                f"processes = {batch} × {processes} = {batch * processes}"
+            )
+        steps = total // (batch * processes)
+    else:
+        steps = accumulation if steps is None else steps
+        total = batch * processes * steps
+    if total % generations:
+        good = [g for g in range(2, total + 1) if total % g == 0][:6]
+        step = generations // math.gcd(generations, processes * steps)
+        raise ConfigValueError(
+            f"a generation batch of batch_size × steps_per_generation × processes = {batch} × "
+            f"{steps} × {processes} = {total} completions does not hold whole groups of "
+            f"num_generations={generations}; use a {batch_key} that is a multiple of {step}, "
+            f"or num_generations dividing {total} ({', '.join(map(str, good)) or 'none'})"
+        )
+    per_process = total // processes
+    if algorithm.extensions.dynamic_sampling and per_process % generations:
+        raise ConfigValueError(
+            f"dynamic sampling ({algorithm.name}) drops and refills whole groups in each "
+            f"process's generation batch: {per_process} completions on each of {where} is not a "
+            f"multiple of num_generations={generations}; change {batch_key} or num_generations"
+        )
+
+
+__all__ = ["DEFAULT_REWARDS", "GRPOConfig", "MODES", "REWARD_BACKENDS", "check_generation_batch"]

@@ -48,20 +48,26 @@ from typing import Any
 
 from .causal_lm import (
     CausalLMTrainerAttributes,
+    LoadedCausalLM,
     apply_trl_args,
+    build_trl_config,
+    callbacks_argument,
+    config_argument,
     load_causal_lm,
     lora_config_values,
     lora_fields,
+    model_context_length,
+    model_name_argument,
+    output_dir_argument,
     pass_callbacks,
     pass_checkpoint,
     peft_config_dict,
     quiet_unless_progress,
-    read_theorems,
     save_trained,
     training_arguments,
 )
 from .config import config_to_dict, load_config
-from .errors import UnknownConfigKeyError
+from .errors import ConfigValueError, UnknownConfigKeyError
 from .grpo_config import GRPOConfig
 from .pass_loop import CurriculumTrainer, Pass, PassDataset, PassRun
 from .result import DictResult
@@ -88,6 +94,7 @@ _NOT_FINGERPRINTED = frozenset(
         "curves",
         "merge_lora",
         "reward_envs",
+        "reward_timeout",
     }
 )
 
@@ -161,8 +168,8 @@ class GRPOTrainer(CausalLMTrainerAttributes, CurriculumTrainer[GRPOResult]):
         **config_values: Any,
     ) -> None:
         values: dict[str, Any] = dict(
-            model_name=model_name,
-            output_dir=os.fspath(output_dir),
+            model_name=model_name_argument(model_name, "GRPOTrainer"),
+            output_dir=output_dir_argument(output_dir, "GRPOTrainer"),
             epochs_per_repo=epochs_per_repo,
             batch_size=batch_size,
             lr=lr,
@@ -184,6 +191,7 @@ class GRPOTrainer(CausalLMTrainerAttributes, CurriculumTrainer[GRPOResult]):
     ) -> GRPOTrainer:
         """A trainer for ``config`` (e.g. from :func:`~lean_dojo_v2.trainer.config.load_config`);
         ``lora_config`` may give a ready ``peft.LoraConfig`` (it sets ``lora``)."""
+        config_argument(config, GRPOConfig, "GRPOTrainer")
         self = cls.__new__(cls)
         peft_object = None
         if lora_config is not None and lora_config is not False and lora_config is not True:
@@ -204,7 +212,7 @@ class GRPOTrainer(CausalLMTrainerAttributes, CurriculumTrainer[GRPOResult]):
 
         self.config = config
         self._peft_object = peft_object
-        self.callbacks = list(callbacks)
+        self.callbacks = callbacks_argument(callbacks, "GRPOTrainer")
         self.reward_func = reward_func
         self.algorithm = resolve_algorithm(config.algorithm, config.algorithm_config)
         self._user_reward = None
@@ -266,7 +274,7 @@ class GRPOTrainer(CausalLMTrainerAttributes, CurriculumTrainer[GRPOResult]):
 
         assert dataset.path is not None
         cfg = self.config
-        theorems = read_theorems(dataset.path, cfg)
+        theorems = self._read_theorems(dataset.path)
         if not self._loaded:  # bad data fails before a (possibly large) model is loaded
             check_prompt_theorems(theorems, cfg.mode, source=dataset.source)
             self._load(self._resume_dir)
@@ -387,7 +395,9 @@ class GRPOTrainer(CausalLMTrainerAttributes, CurriculumTrainer[GRPOResult]):
 
     def _reward_functions(self, context: Any) -> tuple[list[Callable[..., Any]], list[float]]:
         """TRL's reward functions of a pass and their weights (one per function: TRL logs each,
-        and GDPO normalises each on its own)."""
+        and GDPO normalises each on its own), each within ``reward_timeout`` and finite."""
+        from .rl.rewards.trl_adapter import guard_reward
+
         funcs: list[Callable[..., Any]] = []
         if self._user_reward is not None:
             funcs.append(self._user_reward)
@@ -396,23 +406,52 @@ class GRPOTrainer(CausalLMTrainerAttributes, CurriculumTrainer[GRPOResult]):
 
             funcs.extend(reward_functions(self.scorers, context))
         weights = [self.config.weight_of(name) for name in self._reward_names()]
-        return funcs, weights
+        timeout = self.config.reward_timeout
+        return [guard_reward(f, timeout=timeout) for f in funcs], weights
+
+    def _check_theorems(self, theorems: list[Any], source: str) -> None:
+        from .grpo_data import check_prompt_theorems
+
+        check_prompt_theorems(theorems, self.config.mode, source=source)
+
+    def _check_lengths(self, model: str) -> None:
+        cfg = self.config
+        context = model_context_length(model)
+        completion = cfg.trl_args.get("max_completion_length", cfg.max_completion_length)
+        if context is not None and cfg.max_prompt_len + completion > context:
+            raise ConfigValueError(
+                f"max_prompt_len + max_completion_length = {cfg.max_prompt_len} + {completion} "
+                f"tokens exceed the context of {cfg.model_name or self.default_model} "
+                f"({context} tokens); lower max_completion_length (or max_prompt_len)"
+            )
 
     def _load(self, from_dir: Path | None) -> None:
         """Load the model and tokenizer (once): the start, or what the last finished pass saved in
         ``from_dir`` (resume)."""
         loaded = load_causal_lm(
-            self.config, from_dir, lora_config=self.lora_config, who="GRPOTrainer"
+            self.config,
+            from_dir,
+            lora_config=self.lora_config,
+            who="GRPOTrainer",
+            planned=getattr(self, "_planned", None),
         )
         self._loaded_lm = loaded
         self.model, self.tokenizer = loaded.model, loaded.tokenizer
 
-    def _trl_args(self, k: int, out: Path, weights: list[float]) -> Any:
+    def _trl_args(
+        self,
+        k: int,
+        out: Path,
+        weights: list[float] | None = None,
+        loaded: LoadedCausalLM | None = None,
+    ) -> Any:
         from trl import GRPOConfig as TRLConfig
 
         cfg = self.config
         alg = self.algorithm
-        args = training_arguments(cfg, k, out, self._loaded_lm)
+        if weights is None:
+            weights = [cfg.weight_of(name) for name in self._reward_names()]
+        args = training_arguments(cfg, k, out, loaded or self._loaded_lm)
         args.update(alg.trl_settings)
         if alg.steps_per_generation_factor is not None:
             factor = alg.steps_per_generation_factor
@@ -431,7 +470,7 @@ class GRPOTrainer(CausalLMTrainerAttributes, CurriculumTrainer[GRPOResult]):
         if cfg.vllm_server_base_url is not None:
             args["vllm_server_base_url"] = cfg.vllm_server_base_url
         args = apply_trl_args(args, TRLConfig, cfg.trl_args, "trl.GRPOConfig")
-        return TRLConfig(**args)
+        return build_trl_config(TRLConfig, args, "trl.GRPOConfig")
 
     def _train_pass(
         self,

@@ -123,6 +123,8 @@ class CurriculumTrainer(ABC, Generic[ResultT]):
 
     - :meth:`_dataset_files` (no database): check the dataset directory; the files that identify
       it (their bytes are the plan's fingerprint).
+    - :meth:`_check_inputs`: check what the run reads and loads, before ``output_dir`` is
+      touched.
     - :meth:`_pass_repositories` (database): the repositories pass *k* trains on (default: the
       first *k* + 1 of the curriculum).
     - :meth:`_fingerprint_extra`: anything outside the config that changes what is trained.
@@ -175,6 +177,9 @@ class CurriculumTrainer(ABC, Generic[ResultT]):
         db, own_db = open_database(database)
         try:
             plan, sources, plan_id = self._plan(repos, db, data_path)
+            # A run that cannot start (bad data, no model, arguments TRL refuses) fails before
+            # its output directory is created or written.
+            self._check_inputs(plan, sources, db)
             return self._run_plan(plan, sources, plan_id, db, data_path, start=start)
         finally:
             if own_db and db is not None:
@@ -325,6 +330,11 @@ class CurriculumTrainer(ABC, Generic[ResultT]):
     def _pass_repositories(self, order: list[Any], k: int) -> list[Any]:
         """The repositories pass ``k`` of curriculum ``order`` trains on: all so far."""
         return order[: k + 1]
+
+    def _check_inputs(self, plan: list[Pass], sources: list[Path], db: Any) -> None:
+        """Before the output directory is locked, created or written: check what the run reads
+        (``sources``: the dataset without a database) and loads, with typed errors (default:
+        nothing beyond :meth:`_dataset_files`)."""
 
     def _fingerprint_extra(self) -> dict[str, Any]:
         """What changes the training besides the config and the data (default: nothing)."""

@@ -32,7 +32,8 @@ import logging
 import random
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -297,7 +298,10 @@ class ProgressTrainer:
             resolve_progress_base,
         )
 
-        base, note = resolve_progress_base(cfg.model_name)
+        # resolve_progress_base logs the fallback too: the record is dropped here so that the
+        # note shows once, not once per handler and once printed.
+        with _records_dropped(_PROGRESS_LOGGER):
+            base, note = resolve_progress_base(cfg.model_name)
         if note is not None:
             # Every run, on stderr: a log record or a warnings filter may hide it, and training
             # another model than the one named is not something to learn about afterwards.
@@ -454,6 +458,26 @@ class ProgressTrainer:
             "eval_label_mean": (sum(eval_labels) / len(eval_labels)) if eval_labels else None,
             "config": config_to_dict(self.config),
         }
+
+
+_PROGRESS_LOGGER = "lean_dojo_v2.models.progress"
+
+
+class _DropAll(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return False
+
+
+@contextmanager
+def _records_dropped(name: str) -> Iterator[None]:
+    """Within the block, records logged on logger ``name`` itself are dropped."""
+    logger = logging.getLogger(name)
+    drop = _DropAll()
+    logger.addFilter(drop)
+    try:
+        yield
+    finally:
+        logger.removeFilter(drop)
 
 
 def _remove_tree(path: Path) -> None:

@@ -40,15 +40,20 @@ from typing import Any
 
 from .causal_lm import (
     CausalLMTrainerAttributes,
+    LoadedCausalLM,
     apply_trl_args,
+    build_trl_config,
+    callbacks_argument,
+    config_argument,
     load_causal_lm,
     lora_config_values,
     lora_fields,
+    model_name_argument,
+    output_dir_argument,
     pass_callbacks,
     pass_checkpoint,
     peft_config_dict,
     quiet_unless_progress,
-    read_theorems,
     save_trained,
     training_arguments,
 )
@@ -149,8 +154,8 @@ class SFTTrainer(CausalLMTrainerAttributes, CurriculumTrainer[TrainResult]):
         **config_values: Any,
     ) -> None:
         values: dict[str, Any] = dict(
-            model_name=model_name,
-            output_dir=os.fspath(output_dir),
+            model_name=model_name_argument(model_name, "SFTTrainer"),
+            output_dir=output_dir_argument(output_dir, "SFTTrainer"),
             epochs_per_repo=epochs_per_repo,
             batch_size=batch_size,
             lr=lr,
@@ -170,6 +175,7 @@ class SFTTrainer(CausalLMTrainerAttributes, CurriculumTrainer[TrainResult]):
     ) -> SFTTrainer:
         """A trainer for ``config`` (e.g. from :func:`~lean_dojo_v2.trainer.config.load_config`);
         ``lora_config`` may give a ready ``peft.LoraConfig`` (it sets ``lora``)."""
+        config_argument(config, SFTConfig, "SFTTrainer")
         self = cls.__new__(cls)
         if lora_config is not None and lora_config is not False and lora_config is not True:
             config = load_config(
@@ -186,7 +192,7 @@ class SFTTrainer(CausalLMTrainerAttributes, CurriculumTrainer[TrainResult]):
     def _setup(self, config: SFTConfig, peft_object: Any, callbacks: Sequence[Any]) -> None:
         self.config = config
         self._peft_object = peft_object
-        self.callbacks = list(callbacks)
+        self.callbacks = callbacks_argument(callbacks, "SFTTrainer")
         self.model: Any = None
         self.tokenizer: Any = None
         self.result: TrainResult | None = None
@@ -267,9 +273,6 @@ class SFTTrainer(CausalLMTrainerAttributes, CurriculumTrainer[TrainResult]):
 
     # ------------------------------------------------------------------ one pass
 
-    def _read_theorems(self, dataset_dir: Path) -> list[Any]:
-        return read_theorems(dataset_dir, self.config)
-
     def _dataset_rows(self, theorems: list[Any], source: str):
         from .errors import EmptyDatasetError
         from .sft_data import build_examples, tokenize_pairs
@@ -292,22 +295,29 @@ class SFTTrainer(CausalLMTrainerAttributes, CurriculumTrainer[TrainResult]):
             )
         return rows, built.stats
 
+    def _check_theorems(self, theorems: list[Any], source: str) -> None:
+        check_usable(theorems, source=source)
+
     def _load(self, from_dir: Path | None) -> None:
         """Load the model and tokenizer (once): the base, or the model saved after the last
         finished pass in ``from_dir`` (resume)."""
         loaded = load_causal_lm(
-            self.config, from_dir, lora_config=self.lora_config, who="SFTTrainer"
+            self.config,
+            from_dir,
+            lora_config=self.lora_config,
+            who="SFTTrainer",
+            planned=getattr(self, "_planned", None),
         )
         self._target_device = loaded.target
         self._precision = loaded.precision
         self._loaded_lm = loaded
         self.model, self.tokenizer = loaded.model, loaded.tokenizer
 
-    def _trl_args(self, k: int, out: Path) -> Any:
+    def _trl_args(self, k: int, out: Path, loaded: LoadedCausalLM | None = None) -> Any:
         from trl import SFTConfig as TRLConfig
 
         cfg = self.config
-        args = training_arguments(cfg, k, out, self._loaded_lm)
+        args = training_arguments(cfg, k, out, loaded or self._loaded_lm)
         args.update(
             max_length=cfg.max_seq_len,
             packing=False,
@@ -315,7 +325,7 @@ class SFTTrainer(CausalLMTrainerAttributes, CurriculumTrainer[TrainResult]):
             dataset_num_proc=None,
         )
         args = apply_trl_args(args, TRLConfig, cfg.trl_args, "trl.SFTConfig")
-        return TRLConfig(**args)
+        return build_trl_config(TRLConfig, args, "trl.SFTConfig")
 
     def _train_pass(self, k: int, rows: list[dict[str, list[int]]], out: Path):
         from datasets import Dataset

