@@ -109,12 +109,11 @@ class Dojo:
 
     ``Dojo(theorem, timeout=600, additional_imports=[], build_deps=True, *, hard_timeout=None)``:
     ``timeout`` limits each tactic (seconds; 600 unless only ``hard_timeout`` is given),
-    ``hard_timeout`` the whole session (v1 2.0's
-    argument; None: no limit), ``additional_imports`` are modules the Lean process imports
-    besides the theorem's own. ``build_deps`` is accepted for v1's signature; nothing is built
-    here (a project is used only when it is built already). See the module docstring for the
-    semantics; ``backend`` says which environment runs the theorem (``"pantograph"`` or
-    ``"replay"``) once the Dojo is open.
+    ``hard_timeout`` the whole session (v1 2.0's argument; None: no limit),
+    ``additional_imports`` are modules the Lean process imports besides the theorem's own.
+    ``build_deps`` is accepted for v1's signature; nothing is built here (a project is used only
+    when it is built already). See the module docstring for the semantics; ``backend`` says
+    which environment runs the theorem (``"pantograph"`` or ``"replay"``) once the Dojo is open.
     """
 
     def __init__(
@@ -153,7 +152,8 @@ class Dojo:
         self.backend: str | None = None
         self.env: Any = None
         self.start_time: float | None = None
-        self._states: dict[int, tuple[str, ProofState]] = {}
+        # id -> (pp, the environment's state); a finished proof keeps its id with "no goals".
+        self._states: dict[int, tuple[str, Any]] = {}
         self._crash: str | None = None
 
     @property
@@ -252,7 +252,7 @@ class Dojo:
             return LeanError(result.message.strip())
         new_id = len(self._states)
         if isinstance(result, boundary.ProofFinished):
-            self._states[new_id] = ("no goals", result)  # type: ignore[assignment]
+            self._states[new_id] = ("no goals", result)
             self.is_successful = True
             return ProofFinished(new_id, "\n".join(result.messages))
         self._states[new_id] = (result.text, result)
