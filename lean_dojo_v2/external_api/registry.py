@@ -144,7 +144,8 @@ class ModelRegistry:
         if role is not None and not _plays(model, role):
             fit = ", ".join(sorted(n for n, m in self.models.items() if _plays(m, role)))
             raise BadAPIRequestError(
-                f"model {name!r} is a {model.role}, not a {role}; {role}s served: {fit or 'none'}"
+                f"model {name!r} is {_a(model.role)}, not {_a(role)}; {role}s served: "
+                f"{fit or 'none'}"
             )
         return model
 
@@ -184,6 +185,11 @@ class ModelRegistry:
             m.load()
         if self.has_progress:
             self.progress()
+
+
+def _a(role: str) -> str:
+    """``role`` with its article: an encoder, a generator."""
+    return f"{'an' if role[:1] in 'aeiou' else 'a'} {role}"
 
 
 def _plays(model: ServedModel, role: str) -> bool:
