@@ -152,6 +152,115 @@ def test_bad_setting_is_one_line(capsys, tmp_path, setting):
     assert not out.exists()
 
 
+# -- the disk fills up during training -----------------------------------------------------------
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A directory on a 16 MiB filesystem of its own (tmpfs) where this process may mount one
+    (root), so that the disk fills for real; None where it may not."""
+    import shutil
+    import subprocess
+
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    if shutil.which("mount") is None:
+        yield None
+        return
+    made = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mount)], capture_output=True
+    )
+    if made.returncode != 0:
+        yield None
+        return
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], capture_output=True)
+
+
+def _fill(disk: Path, leave: int) -> Path:
+    """Fill the filesystem of ``disk`` with a ballast file, then give back ``leave`` bytes."""
+    import errno
+
+    ballast = disk / "ballast"
+    chunk = b"\0" * (1 << 16)
+    with open(ballast, "wb") as fh:
+        try:
+            while True:
+                fh.write(chunk)
+                fh.flush()
+        except OSError as exc:
+            assert exc.errno == errno.ENOSPC
+    os.truncate(ballast, max(0, ballast.stat().st_size - leave))
+    return ballast
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("room_kib", [160, 300], ids=["weights", "optimizer"])
+def test_disk_full_during_training_is_one_line_and_a_rerun_recovers(
+    capsys, tiny_model, tmp_path, small_disk, monkeypatch, room_kib
+):
+    """The disk fills up while the adapter's checkpoint is written. Where a tmpfs can be mounted
+    (root), the ENOSPC is real: when training starts the disk is filled with a ballast file but
+    for ``room_kib``: the dataset and the run's config fit, and then the checkpoint's weights do
+    not (160 KiB: safetensors fails, saying why) or its optimizer state does not (300 KiB:
+    ``torch.save`` fails, saying only "unexpected pos"). Elsewhere the optimizer state's writer
+    (``torch.save``) raises ``OSError(ENOSPC)`` after writing part of its file, as a full disk
+    makes it."""
+    import errno
+
+    from lean_dojo_v2.quickstart import run as quickstart_run
+
+    disk = small_disk or tmp_path
+    out = disk / "qs"
+    real_train = quickstart_run._train
+    ballast: list[Path] = []
+
+    def train_on_a_full_disk(config, train, out_dir, say):
+        if small_disk is not None:
+            ballast.append(_fill(disk, leave=room_kib * 1024))
+        else:
+            import torch
+
+            def save(obj, f, *args, **kwargs):
+                with open(f, "wb") as fh:
+                    fh.write(b"\0" * 4096)
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(f))
+
+            monkeypatch.setattr(torch, "save", save)
+        return real_train(config, train, out_dir, say)
+
+    monkeypatch.setattr(quickstart_run, "_train", train_on_a_full_disk)
+    code, _, err = _run(capsys, *_tiny_args(tiny_model, out))
+    assert code == 1, err
+    # The progress bars of training go to stderr too; the error is one line, the last.
+    assert "Traceback" not in err and err.count("lean-dojo-v2: error:") == 1, err
+    line = err[err.index("lean-dojo-v2: error:") :]
+    assert line.startswith("lean-dojo-v2: error: the disk is full") and line.count("\n") == 1
+    mount = disk
+    while not os.path.ismount(mount):
+        mount = mount.parent
+    assert str(out) in line and f"free on the filesystem mounted at {mount}" in line
+    # Nothing a rerun would take for finished: the adapter's summary and settings (what its
+    # reuse needs) are not there, nor a report (whose untrained figures a rerun reuses).
+    adapter = out / quickstart_run.ADAPTER
+    assert not (adapter / quickstart_run.SETTINGS).exists()
+    assert not (adapter / "summary.json").exists() and not (out / "report.json").exists()
+
+    # Room again: the same command recovers and trains.
+    monkeypatch.undo()
+    if small_disk is not None:
+        ballast[0].unlink()
+    code, stdout, err = _run(capsys, *_tiny_args(tiny_model, out, "--json"))
+    assert code == 0, err
+    report = json.loads(stdout.strip().splitlines()[-1])
+    assert report["training"]["reused"] is False and report["training"]["steps"] == 1
+    assert (out / "adapter" / "adapter_model.safetensors").is_file()
+    leftovers = [p.name for p in out.iterdir() if ".ldv2-" in p.name]
+    assert leftovers == [] and not any((out / "adapter" / "checkpoints").iterdir())
+
+
 # -- the real default run (minutes) --------------------------------------------------------------
 
 

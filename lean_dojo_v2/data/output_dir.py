@@ -21,6 +21,7 @@ time the same output is written (:func:`recover_left_behind`), and nothing finis
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
@@ -31,7 +32,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..errors import OutputExistsError
+from ..errors import LeanDojoError, OutputExistsError
 
 log = logging.getLogger(__name__)
 
@@ -279,3 +280,100 @@ def _swap(new: Path, dst: Path) -> None:
         old.rename(dst)
         raise
     shutil.rmtree(old, ignore_errors=True)
+
+
+# -------------------------------------------------------------------------- a full disk
+
+
+class DiskFullError(LeanDojoError, OSError):
+    """Writing an output failed because its disk (or the user's quota there) is full.
+
+    The message names the output and the filesystem with its free space. Free some space there
+    (or write to another disk) and run the command again."""
+
+
+# How the writers an output goes through say "disk full" when they do not raise an OSError with
+# ENOSPC: safetensors' Rust I/O error, SQLite, libc's messages in other wrappers.
+_FULL_WORDS = (
+    "no space left on device",
+    "os error 28",
+    "database or disk is full",
+    "disk quota exceeded",
+    "os error 122",
+)
+# torch.save reports a failed write of its zip container with no reason at all. A full disk is
+# by far the usual one; the message says how much room there is now, so a reader can tell.
+_WRITE_FAILED_WORDS = ("unexpected pos", "file write failed", "basic_ios::clear")
+# Below this much room (or 1 % of the disk, if less) a reasonless write failure is a full disk.
+_NEARLY_FULL = 64 << 20
+
+
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    seen: set[int] = set()
+    todo = [exc]
+    while todo:
+        e = todo.pop()
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        yield e
+        todo.extend(x for x in (e.__cause__, e.__context__) if x is not None)
+
+
+def _mount_point(path: Path) -> Path:
+    path = path.absolute()
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    while not os.path.ismount(path) and path != path.parent:
+        path = path.parent
+    return path
+
+
+def _size(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} TiB"
+
+
+def disk_full_error(
+    exc: BaseException, where: str | Path, *, then: str = "run the command again"
+) -> DiskFullError | None:
+    """A :class:`DiskFullError` for ``exc`` when it (or an exception it came from) says the disk
+    holding ``where`` is full, else None. ``then`` ends the message: what to do once there is
+    room again."""
+    where = Path(where)
+    mount = _mount_point(where)
+    try:
+        usage = shutil.disk_usage(mount)
+        free: int | None = usage.free
+        total = usage.total
+    except OSError:
+        free, total = None, 0
+    full = file = None
+    guessed = False
+    for e in _chain(exc):
+        text = str(e).lower()
+        if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT):
+            full, file, guessed = e, e.filename, False
+        elif any(w in text for w in _FULL_WORDS):
+            if full is None or guessed:
+                full, guessed = e, False
+        elif any(w in text for w in _WRITE_FAILED_WORDS) and full is None:
+            full, guessed = e, True
+    if full is None:
+        return None
+    room = f"{_size(free)} free" if free is not None else "free space unknown"
+    room += f" on the filesystem mounted at {mount}"
+    what = f"writing {file}" if file else f"writing under {where}"
+    head = "the disk is full"
+    if guessed:
+        nearly_full = free is not None and free < min(_NEARLY_FULL, total // 100 or _NEARLY_FULL)
+        if not nearly_full:
+            head = "the disk is probably full"
+        room = f"the writer gave no reason: {str(full).strip()!r}; {room}"
+    return DiskFullError(
+        f"{head}: {what} failed ({room}); free some space there, or write to another disk, "
+        f"and {then}"
+    )

@@ -123,8 +123,12 @@ class QuickstartReport:
 
     def write(self, out: Path) -> None:
         """Write the plot and ``report.json`` into ``out``."""
+        from ..data.jsonio import atomic_write
+
         self.plot = str(plot_report(self, out / PLOT))
-        (out / REPORT).write_text(json.dumps(self.to_dict(), indent=2) + "\n", "utf-8")
+        # Whole or not at all: a rerun reuses the untrained model's figures from it.
+        with atomic_write(out / REPORT) as fh:
+            fh.write(json.dumps(self.to_dict(), indent=2) + "\n")
 
     def table(self) -> str:
         """The terminal report."""

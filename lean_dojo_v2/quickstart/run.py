@@ -85,6 +85,7 @@ def _train(
     config: QuickstartConfig, train: list[Theorem], out: Path, say: Callable[[str], None]
 ) -> dict[str, Any]:
     from ..data.dataset import write_dataset
+    from ..data.jsonio import atomic_write
     from ..trainer.sft_trainer import SFTTrainer
 
     adapter = out / ADAPTER
@@ -118,7 +119,9 @@ def _train(
         loss_curve=True,
     )
     result = trainer.train(data_path=data)
-    (adapter / SETTINGS).write_text(json.dumps(config.training_settings(), indent=2), "utf-8")
+    # Written last and whole (atomically): its presence is what lets a rerun reuse the adapter.
+    with atomic_write(adapter / SETTINGS) as fh:
+        fh.write(json.dumps(config.training_settings(), indent=2))
     return {**_training_figures(result.to_dict()), "theorems": len(train), "reused": False}
 
 
@@ -210,14 +213,44 @@ def _earlier_untrained(
 def run_quickstart(
     config: QuickstartConfig | None = None, say: Callable[[str], None] | None = None
 ) -> QuickstartReport:
-    """Run the quickstart (module docstring); ``say`` gets one line per phase (default: log)."""
+    """Run the quickstart (module docstring); ``say`` gets one line per phase (default: log).
+
+    A full disk on the way ends in one :class:`~lean_dojo_v2.data.output_dir.DiskFullError`
+    (the filesystem and its free space named), whatever writer hit it; what it leaves is not
+    taken for finished by the next run (the adapter is reused only once its settings file is
+    written, last and atomically), so the same command recovers once there is room."""
+    config = config or QuickstartConfig()
+    say = say or log.info
+    total = time.perf_counter()
+    data, out = _check_inputs(config)
+    try:
+        return _run_checked(config, say, data, out, total)
+    except Exception as exc:
+        from ..data.output_dir import disk_full_error
+
+        full = disk_full_error(
+            exc,
+            out,
+            then="run the quickstart again: it keeps the database and what was finished, and "
+            "redoes the step that failed",
+        )
+        if full is None:
+            raise
+        raise full from exc
+
+
+def _run_checked(
+    config: QuickstartConfig,
+    say: Callable[[str], None],
+    data: Path,
+    out: Path,
+    total: float,
+) -> QuickstartReport:
     from ..data.output_dir import mark_ours
     from ..data.run_lock import lock_output_dir
 
-    config = config or QuickstartConfig()
-    say = say or log.info
     phases: dict[str, float] = {}
-    clock = time.perf_counter()
+    clock = total  # the "check" phase began with _check_inputs
 
     def lap(name: str) -> None:
         nonlocal clock
@@ -225,8 +258,6 @@ def run_quickstart(
         phases[name] = round(now - clock, 1)
         clock = now
 
-    total = time.perf_counter()
-    data, out = _check_inputs(config)
     report_settings = {
         **config.training_settings(),
         "num_samples": config.num_samples,
