@@ -256,7 +256,7 @@ class BaseAgent(ABC):
         from ..data import Repository
         from ..database import DynamicDatabase
 
-        if isinstance(repo, (str, os.PathLike)) and not isinstance(repo, bool):
+        if isinstance(repo, (str, os.PathLike)):
             repo = path_argument("repo", repo)
         elif not (isinstance(repo, Repository) or hasattr(repo, "to_repository")):
             raise AgentConfigError(
@@ -269,7 +269,7 @@ class BaseAgent(ABC):
             "add_repository's keywords",
             add_kwargs,
             [DynamicDatabase.add_repository],
-            set_by_agent={"source": "repo", "source_dir": "source_dir="},
+            set_by_agent={"source": "pass the dataset or repository as repo, the first argument"},
         )
         root = getattr(repo, "root", None)
         if hasattr(repo, "to_repository"):
