@@ -191,12 +191,6 @@ def recover_left_behind(
     return restored
 
 
-def remove_stale_staging(dst: str | Path) -> None:
-    """Settle what dead processes left beside ``dst`` without deleting anything finished:
-    :func:`recover_left_behind` with no caller knowledge."""
-    recover_left_behind(dst)
-
-
 def mark_ours(path: str | Path) -> None:
     """Write :data:`MARKER` into directory ``path``."""
     (Path(path) / MARKER).write_text(

@@ -215,3 +215,67 @@ def test_a_working_copy_on_another_device_is_made(repo, tmp_path):
         assert "+  simp" in result.diff
     finally:
         shutil.rmtree(out.parent, ignore_errors=True)
+
+
+# -- two agents with one RAID_DIR ------------------------------------------------------------------
+
+
+def test_a_second_agents_prove_keeps_the_users_work_in_the_first_agents_working_copy(
+    raid, tmp_path
+):
+    """Two agents (each with its own database) prove the same ``sorry`` theorems of one
+    checkout with the same ``RAID_DIR``: the first writes the default working copy, the user
+    commits and adds a file there, and the second's write-back goes beside it."""
+    from lean_dojo_v2.agent import BaseAgent
+    from lean_dojo_v2.data import sample_dataset_path
+    from lean_dojo_v2.data.dataset import load_theorems
+    from lean_dojo_v2.prover import SearchConfig
+    from prover.pipeline_oracle import OracleGenerator
+
+    sample = sample_dataset_path()
+
+    class OracleAgent(BaseAgent):
+        def _get_build_deps(self) -> bool:
+            return False
+
+        def _setup_prover(self) -> None:
+            self.prover = OracleGenerator(str(sample))
+
+    # The sample's first two tactic-proved theorems as `sorry`, at their recorded lines.
+    theorems = [t for t in load_theorems(sample) if t.traced_tactics][:2]
+    checkout = tmp_path / "checkout"
+    for t in theorems:
+        path = checkout / t.file_path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        lines = path.read_text().split("\n") if path.exists() else []
+        lines += [""] * (t.start.line_nb + 1 - len(lines))
+        lines[t.start.line_nb - 1] = f"theorem {t.full_name.rsplit('.', 1)[-1]} : True := sorry"
+        path.write_text("\n".join(lines))
+    _git(["init", "-q", "-b", "main"], checkout)
+    _git(["add", "."], checkout)
+    _git(["commit", "-q", "-m", "sorries"], checkout)
+
+    def prove(n: int) -> dict:
+        agent = OracleAgent(
+            database_path=tmp_path / f"agent{n}.sqlite",
+            search_config=SearchConfig(num_samples=4, max_expansions=30, timeout=60),
+            quiet=True,
+            progress=False,
+        )
+        agent.setup_traced_dataset(sample, source_dir=checkout)
+        report = agent.prove(branch=f"agent-{n}")
+        agent.close()
+        assert report.target == "sorry" and report.proved == len(theorems)
+        (info,) = report.write_back.values()
+        assert "error" not in info, info
+        return info
+
+    first = prove(1)
+    default = raid / "writeback" / "checkout"
+    assert Path(first["workdir"]) == default.resolve()
+    mine = _user_commits_and_adds_a_file(default)
+    second = prove(2)
+    assert Path(second["workdir"]) == (raid / "writeback" / "checkout-2").resolve()
+    assert _git(["rev-parse", "HEAD"], default).strip() == mine
+    assert (default / "Notes.lean").is_file() and (default / "scratch.txt").is_file()
+    assert _git(["rev-parse", "agent-2"], second["workdir"]).strip() == second["commit"]
