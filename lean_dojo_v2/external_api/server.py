@@ -433,13 +433,17 @@ class ServerState:
         limit = self.config.max_input_chars
         if text is not None and len(text) > limit:
             raise BadAPIRequestError(
-                f"{what} is {len(text)} characters; the limit is {limit} (max_input_chars)",
+                f"{what} is {len(text)} characters; the limit is {limit} (max_input_chars); "
+                "send less, or raise max_input_chars in the server config",
                 status=413,
             )
 
     def check_count(self, what: str, value: int, limit: int, key: str) -> None:
         if value > limit:
-            raise BadAPIRequestError(f"{what} is {value}; the limit is {limit} ({key})")
+            raise BadAPIRequestError(
+                f"{what} is {value}; the limit is {limit} ({key}); ask for less, or raise "
+                f"{key} in the server config"
+            )
 
 
 def _run(

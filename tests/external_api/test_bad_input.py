@@ -126,6 +126,20 @@ BAD = [
         "max_outputs",
     ),
     (
+        "chat stream_options without stream",
+        "post",
+        "/v1/chat/completions",
+        {
+            "json": {
+                "model": "const",
+                "messages": [{"role": "user", "content": STATE}],
+                "stream_options": {"include_usage": True},
+            }
+        },
+        400,
+        "stream: true",
+    ),
+    (
         "chat unknown model",
         "post",
         "/v1/chat/completions",
