@@ -493,7 +493,8 @@ def _clone(repo: Path, dst: Path, commit: str | None) -> str:
     hint = f"check that {dst.parent} is writable and has room for a copy of {repo}"
     clone = ["clone", "--quiet", "--local", "--no-checkout"]
     try:
-        _git([*clone, str(repo), str(dst)], repo.parent, hint=hint)
+        # In the C locale git's message is the English one looked for below.
+        _git([*clone, str(repo), str(dst)], repo.parent, {"LC_ALL": "C"}, hint=hint)
     except CommandFailedError as exc:
         if b"failed to create link" not in exc.stderr:
             raise
