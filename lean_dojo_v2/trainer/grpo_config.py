@@ -164,7 +164,8 @@ class GRPOConfig(CausalLMConfig):
         use_cpu (`bool`, *optional*, defaults to `False`):
             Train on the CPU even when a GPU is there.
         seed (`int`, *optional*, defaults to `42`):
-            Seed of prompt order, sampling and initialisation; a resumed run reproduces the steps.
+            Seed of prompt order, sampling and initialisation (0 to 2**32 - 1); a resumed run
+            reproduces the steps.
 
         > Parameters that control checkpoints and outputs
 
@@ -209,7 +210,9 @@ class GRPOConfig(CausalLMConfig):
         trl_args (`dict[str, Any]`, *optional*, defaults to `{}`):
             Further keyword arguments of `trl.GRPOConfig` (e.g. `{steps_per_generation: 4,
             vllm_gpu_memory_utilization: 0.3}`); they override the values derived above. An
-            unknown name is an error listing the valid ones.
+            unknown name is an error listing the valid ones; keys that would write outside
+            `output_dir` (`output_dir`, `logging_dir`, `hub_*`, `push_to_hub`, `report_to`, ...)
+            are refused, naming the field to use instead.
     """
 
     # The seed design's YAML keys (lean_dojo_v2.config.loading, "Aliases").

@@ -98,7 +98,8 @@ class SFTConfig(CausalLMConfig):
         use_cpu (`bool`, *optional*, defaults to `False`):
             Train on the CPU even when a GPU is there.
         seed (`int`, *optional*, defaults to `42`):
-            Seed of data order, dropout and initialisation; a resumed run reproduces the same steps.
+            Seed of data order, dropout and initialisation (0 to 2**32 - 1); a resumed run
+            reproduces the same steps.
 
         > Parameters that control checkpoints and outputs
 
@@ -140,7 +141,9 @@ class SFTConfig(CausalLMConfig):
         trl_args (`dict[str, Any]`, *optional*, defaults to `{}`):
             Further keyword arguments of `trl.SFTConfig` / `transformers.TrainingArguments`
             (e.g. `{optim: adamw_torch_fused, fsdp: "full_shard"}`); they override the values
-            derived from the fields above. An unknown name is an error listing the valid ones.
+            derived from the fields above. An unknown name is an error listing the valid ones;
+            keys that would write outside `output_dir` (`output_dir`, `logging_dir`, `hub_*`,
+            `push_to_hub`, `report_to`, ...) are refused, naming the field to use instead.
     """
 
     # Declared in CausalLMConfig (shared with GRPOConfig): model, LoRA, strategy, splits, the
