@@ -286,6 +286,13 @@ class GRPOConfig(CausalLMConfig):
             "reward_weights",
             "a mapping of reward names to weights of 0 or more",
         )
+        if "reward_weights" in self.trl_args:
+            # TRL's list must match the reward functions the trainer builds, which TRL checks
+            # only once the run has started.
+            raise ConfigValueError(
+                "trl_args may not set 'reward_weights': use the config's reward_weights, a "
+                "mapping of reward names to weights"
+            )
         # The algorithm's name and overrides (an empty or unknown name lists the valid ones),
         # then TRL's batch rules, which TRL itself checks only once the run has started.
         algorithm = resolve_algorithm(self.algorithm, self.algorithm_config)

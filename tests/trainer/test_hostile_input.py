@@ -91,6 +91,11 @@ def test_trl_args_may_not_write_elsewhere_and_name_the_field_to_use(config_cls, 
     assert "\n" not in text and repr(key) in text and hint in text
 
 
+def test_grpo_reward_weights_go_in_the_config_not_trl_args():
+    with pytest.raises(ConfigValueError, match="use the config's reward_weights"):
+        load_config(GRPOConfig, None, ["trl_args={reward_weights: [1.0, 0.5]}"])
+
+
 @pytest.mark.parametrize("command", ["sft", "grpo"])
 def test_cli_trl_args_output_dir_leaves_the_users_folder_untouched(
     command, sample_path, tiny_model_dir, tmp_path, capsys
