@@ -153,14 +153,16 @@ def test_processes_the_script_starts_see_lean_dojo_too(tmp_path: Path) -> None:
 
 
 def test_module_mode(tmp_path: Path, monkeypatch) -> None:
-    pkg = tmp_path / "prover"
+    # ReProver runs `python -m prover.evaluate`; another name here, since the suite's own
+    # tests/prover package is already imported as `prover`.
+    pkg = tmp_path / "v1_prover"
     pkg.mkdir()
     (pkg / "__init__.py").write_text("", encoding="utf-8")
     (pkg / "evaluate.py").write_text(
         "import sys\nfrom lean_dojo import Pos\nsys.exit(Pos(2, 3).column_nb)\n", encoding="utf-8"
     )
     monkeypatch.chdir(tmp_path)
-    assert run.run("prover.evaluate", [], module=True) == 3
+    assert run.run("v1_prover.evaluate", [], module=True) == 3
 
 
 def test_bad_runs_end_in_one_line(tmp_path: Path, capsys) -> None:
