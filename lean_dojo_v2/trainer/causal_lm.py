@@ -166,14 +166,26 @@ def config_argument(config: Any, config_cls: type, who: str) -> None:
 
 
 def pass_checkpoint(out: Path, k: int) -> Path | None:
-    """The last TRL checkpoint of pass ``k`` in ``out`` (what the pass resumes from), or None."""
-    from transformers.trainer_utils import get_last_checkpoint
-
+    """The last whole TRL checkpoint of pass ``k`` in ``out`` (what the pass resumes from), or
+    None. A checkpoint is whole once its ``trainer_state.json`` reads back: transformers writes
+    that file last, so a checkpoint cut short (a full disk, a kill) is passed over for the one
+    before it instead of failing the resume."""
     folder = out / CHECKPOINTS / pass_name(k)
     if not folder.is_dir():
         return None
-    last = get_last_checkpoint(str(folder))
-    return Path(last) if last else None
+    numbered = []
+    for entry in folder.iterdir():
+        prefix, _, step = entry.name.partition("-")
+        if prefix == "checkpoint" and step.isdigit() and entry.is_dir():
+            numbered.append((int(step), entry))
+    for _, entry in sorted(numbered, reverse=True):
+        try:
+            json.loads((entry / "trainer_state.json").read_text("utf-8"))
+        except (OSError, ValueError):
+            log.warning("passing over %s: it was cut short (no readable trainer_state.json)", entry)
+            continue
+        return entry
+    return None
 
 
 def split_files(path: Path, cfg: Any) -> list[Path]:

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar
 
+from ..data.output_dir import disk_full_error
 from ..data.run_lock import lock_output_dir
 from .result import TrainingResult
 from .run_dir import (
@@ -180,7 +181,19 @@ class CurriculumTrainer(ABC, Generic[ResultT]):
             # A run that cannot start (bad data, no model, arguments TRL refuses) fails before
             # its output directory is created or written.
             self._check_inputs(plan, sources, db)
-            return self._run_plan(plan, sources, plan_id, db, data_path, start=start)
+            try:
+                return self._run_plan(plan, sources, plan_id, db, data_path, start=start)
+            except Exception as exc:
+                # Writers report a full disk in many ways (OSError, safetensors' and torch.save's
+                # own errors): each becomes one line naming the filesystem.
+                full = disk_full_error(
+                    exc,
+                    self.config.output_dir,
+                    then="run the same command again: it resumes from the last whole checkpoint",
+                )
+                if full is None:
+                    raise
+                raise full from exc
         finally:
             if own_db and db is not None:
                 db.close()

@@ -239,7 +239,9 @@ def test_sft_trainer_refuses_unfinished_run_of_another_config(
     (out / STATE_FILE).write_text(
         json.dumps({"fingerprint": "another", "finished": False, "passes_done": 0, "passes": []})
     )
-    (out / "checkpoints" / "pass-000" / "checkpoint-3").mkdir(parents=True)
+    checkpoint = out / "checkpoints" / "pass-000" / "checkpoint-3"
+    checkpoint.mkdir(parents=True)
+    (checkpoint / "trainer_state.json").write_text(json.dumps({"global_step": 3}))
     trainer = SFTTrainer(str(tiny_model_dir), output_dir=out, **fast_settings(max_steps=1))
     with pytest.raises(TrainingStateError, match="unfinished"):
         trainer.train(data_path=sample_path)
