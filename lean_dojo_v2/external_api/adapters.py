@@ -19,7 +19,9 @@ local chat model gets (:func:`~lean_dojo_v2.models.prompts.chat_messages`), redu
 tactic (:func:`~lean_dojo_v2.prover.completions.completion_tactic`), scores by summed token
 log-probs when the upstream returns them and by log-frequency otherwise; several states are
 asked concurrently (``concurrency``). ``chat`` (the ``/v1/chat/completions`` route) passes the
-messages through.
+messages through and answers with the upstream's choices, each with its finish reason in OpenAI's
+words (``"length"`` when the token limit cut it), and the upstream's own token counts as ``usage``
+(0 where it reports none).
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from ..models.generator import Candidate, finalize
 from ..models.prompts import chat_messages
 from ..prover.completions import completion_tactic, frequency_scores
 from .errors import ModelRegistryError, UpstreamModelError
-from .served import GeneratorModel, GenOptions, message_text
+from .served import ChatAnswer, Completion, GeneratorModel, GenOptions, message_text
 
 log = logging.getLogger(__name__)
 
@@ -180,14 +182,15 @@ class UpstreamAdapter(GeneratorModel):
 
     def complete(
         self, messages: Sequence[Mapping[str, Any]], n: int, options: GenOptions
-    ) -> list[tuple[str | None, float | None]]:
-        """``n`` completions of ``messages`` (text or None, summed log-prob or None)."""
+    ) -> ChatAnswer:
+        """``n`` completions of ``messages`` (text, summed log-prob or None, finish reason),
+        with the upstream's token counts."""
         raise NotImplementedError
 
     def chat(
         self, messages: Sequence[Mapping[str, Any]], n: int, options: GenOptions
-    ) -> list[tuple[str, float | None]]:
-        return [(t, lp) for t, lp in self.complete(messages, n, options) if t is not None]
+    ) -> ChatAnswer:
+        return self.complete(messages, n, options)
 
     def generate(
         self, states: list[str], num_samples: int, prefix: str | None, options: GenOptions
@@ -204,11 +207,11 @@ class UpstreamAdapter(GeneratorModel):
         messages = chat_messages(state)
         if prefix:
             messages[-1]["content"] += f"\n\nYour tactic must start with: {prefix}"
-        samples = self.complete(messages, n, options)
-        texts = [completion_tactic(t) for t, _ in samples]
+        samples = self.complete(messages, n, options).choices
+        texts = [completion_tactic(c.text) if c.text else None for c in samples]
         if prefix:
             texts = [t if t is not None and t.startswith(prefix) else None for t in texts]
-        kept = [(t, lp) for t, (_, lp) in zip(texts, samples, strict=True) if t is not None]
+        kept = [(t, c.logprob) for t, c in zip(texts, samples, strict=True) if t is not None]
         if kept and all(lp is not None for _, lp in kept):
             raw = [(t, float(lp)) for t, lp in kept]  # type: ignore[arg-type]
         else:
@@ -244,7 +247,7 @@ class OpenAIAdapter(UpstreamAdapter):
 
     def complete(
         self, messages: Sequence[Mapping[str, Any]], n: int, options: GenOptions
-    ) -> list[tuple[str | None, float | None]]:
+    ) -> ChatAnswer:
         key = self._key()
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         body: dict[str, Any] = {
@@ -260,14 +263,29 @@ class OpenAIAdapter(UpstreamAdapter):
         choices = data.get("choices") if isinstance(data, dict) else None
         if not isinstance(choices, list) or not choices:
             raise self._malformed("no 'choices'")
-        out: list[tuple[str | None, float | None]] = []
+        out: list[Completion] = []
         for choice in choices:
             message = choice.get("message") if isinstance(choice, dict) else None
             content = message.get("content") if isinstance(message, dict) else None
             if not isinstance(content, str):
                 raise self._malformed("a choice without message.content")
-            out.append((content or None, _openai_logprob(choice.get("logprobs"))))
-        return out
+            reason = choice.get("finish_reason")
+            out.append(
+                Completion(
+                    content,
+                    _openai_logprob(choice.get("logprobs")),
+                    finish_reason=reason if isinstance(reason, str) and reason else "stop",
+                )
+            )
+        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+        return ChatAnswer(
+            out, _count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens"))
+        )
+
+
+def _count(value: Any) -> int:
+    """A token count an upstream reported (0 where it reported none or nonsense)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
 def _openai_logprob(logprobs: Any) -> float | None:
@@ -290,7 +308,7 @@ class AnthropicAdapter(UpstreamAdapter):
 
     def complete(
         self, messages: Sequence[Mapping[str, Any]], n: int, options: GenOptions
-    ) -> list[tuple[str | None, float | None]]:
+    ) -> ChatAnswer:
         headers = {"x-api-key": self._key() or "", "anthropic-version": self.api_version}
         system = "\n\n".join(
             message_text(m.get("content")) for m in messages if m.get("role") == "system"
@@ -312,7 +330,7 @@ class AnthropicAdapter(UpstreamAdapter):
         if system:
             body["system"] = system
 
-        def one() -> tuple[str | None, float | None]:
+        def one() -> tuple[Completion, int]:
             data = self._post(f"{self.base_url}/v1/messages", body, headers)
             blocks = data.get("content") if isinstance(data, dict) else None
             if not isinstance(blocks, list):
@@ -320,12 +338,18 @@ class AnthropicAdapter(UpstreamAdapter):
             text = "".join(
                 b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text"
             )
-            return (text or None, None)
+            usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+            reason = "length" if data.get("stop_reason") == "max_tokens" else "stop"
+            done = Completion(text, None, _count(usage.get("output_tokens")), reason)
+            return done, _count(usage.get("input_tokens"))
 
         if n == 1 or self.concurrency == 1:
-            return [one() for _ in range(n)]
-        with ThreadPoolExecutor(min(n, self.concurrency)) as pool:
-            return list(pool.map(lambda _: one(), range(n)))
+            answers = [one() for _ in range(n)]
+        else:
+            with ThreadPoolExecutor(min(n, self.concurrency)) as pool:
+                answers = list(pool.map(lambda _: one(), range(n)))
+        # One request per choice, each with the same prompt: it counts once, as in OpenAI's n.
+        return ChatAnswer([c for c, _ in answers], max((p for _, p in answers), default=0))
 
 
 class GoogleAdapter(UpstreamAdapter):
@@ -337,7 +361,7 @@ class GoogleAdapter(UpstreamAdapter):
 
     def complete(
         self, messages: Sequence[Mapping[str, Any]], n: int, options: GenOptions
-    ) -> list[tuple[str | None, float | None]]:
+    ) -> ChatAnswer:
         headers = {"x-goog-api-key": self._key() or ""}
         system = "\n\n".join(
             message_text(m.get("content")) for m in messages if m.get("role") == "system"
@@ -365,14 +389,29 @@ class GoogleAdapter(UpstreamAdapter):
         candidates = data.get("candidates") if isinstance(data, dict) else None
         if not isinstance(candidates, list) or not candidates:
             raise self._malformed("no 'candidates'")
-        out: list[tuple[str | None, float | None]] = []
+        out: list[Completion] = []
         for cand in candidates:
             parts = (cand.get("content") or {}).get("parts") if isinstance(cand, dict) else None
             if not isinstance(parts, list):
                 raise self._malformed("a candidate without content.parts")
             text = "".join(p.get("text", "") for p in parts if isinstance(p, dict))
-            out.append((text or None, None))
-        return out
+            reason = _GOOGLE_FINISH.get(str(cand.get("finishReason", "")), "stop")
+            out.append(Completion(text, None, finish_reason=reason))
+        usage = data.get("usageMetadata") if isinstance(data.get("usageMetadata"), dict) else {}
+        return ChatAnswer(
+            out, _count(usage.get("promptTokenCount")), _count(usage.get("candidatesTokenCount"))
+        )
+
+
+# Gemini's finishReason in OpenAI's words; any other reason ends a choice normally ("stop").
+_GOOGLE_FINISH = {
+    "MAX_TOKENS": "length",
+    "SAFETY": "content_filter",
+    "RECITATION": "content_filter",
+    "BLOCKLIST": "content_filter",
+    "PROHIBITED_CONTENT": "content_filter",
+    "SPII": "content_filter",
+}
 
 
 def _error_text(response: Any) -> str:

@@ -61,6 +61,17 @@ class Completion:
 
 
 @dataclass(frozen=True)
+class ChatAnswer:
+    """The ``n`` choices of one chat with its usage as the model counted it: the prompt's
+    tokens, and the tokens of all choices together when the model reports only that total
+    (None: the sum of the choices' ``tokens``). 0 means not counted."""
+
+    choices: list[Completion]
+    prompt_tokens: int = 0
+    completion_tokens: int | None = None
+
+
+@dataclass(frozen=True)
 class TokenCounts:
     """What decoding some states takes, in the model's tokens: each state's prompt as the model
     sees it, the most tokens generated per sequence, the model's context length (None: none
@@ -158,13 +169,13 @@ class GeneratorModel(ServedModel, ABC):
 
     def chat(
         self, messages: Sequence[Mapping[str, str]], n: int, options: GenOptions
-    ) -> list[tuple[str, float | None]]:
-        """``n`` completions of a chat, each with its summed log-prob (None: unknown). By
-        default the goal state is read from the last user turn (:func:`chat_state`) and
-        answered with :meth:`completions`."""
+    ) -> ChatAnswer:
+        """Exactly ``n`` completions of a chat, each with its summed log-prob (None: unknown),
+        and the usage. By default the goal state is read from the last user turn
+        (:func:`chat_state`) and answered with :meth:`completions`."""
         state, prefix = chat_state(messages)
         (done,) = self.completions([state], n, prefix, options)
-        return [(c.text, c.logprob) for c in done]
+        return ChatAnswer(list(done))
 
     def token_counts(
         self, states: list[str], prefix: str | None, options: GenOptions

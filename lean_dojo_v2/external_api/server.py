@@ -74,7 +74,7 @@ from .schemas import (
     RetrievedPremise,
     RetrieveRequest,
 )
-from .served import Completion, TokenCounts
+from .served import TokenCounts
 
 log = logging.getLogger(__name__)
 
@@ -758,9 +758,12 @@ def create_app(config: ServeConfig | None = None, registry: ModelRegistry | None
             goal, prefix = chat_state(messages)
             key = ("complete", n, prefix or "", options)
             prompt_tokens, done = await state.submit(model, key, goal)
+            total = None
         else:
-            texts = await state.submit(model, ("chat", n, options), messages)
-            prompt_tokens, done = 0, [Completion(text, lp) for text, lp in texts]
+            # An upstream server (or a custom model): its choices and usage as it counted them.
+            answer = await state.submit(model, ("chat", n, options), messages)
+            prompt_tokens, done = answer.prompt_tokens, answer.choices
+            total = answer.completion_tokens
         created, ident = int(time.time()), f"chatcmpl-{uuid.uuid4().hex}"
         choices = [
             {
@@ -771,7 +774,7 @@ def create_app(config: ServeConfig | None = None, registry: ModelRegistry | None
             }
             for i, c in enumerate(done)
         ]
-        generated = sum(c.tokens for c in done)
+        generated = sum(c.tokens for c in done) if total is None else total
         usage = {
             "prompt_tokens": prompt_tokens,
             "completion_tokens": generated,

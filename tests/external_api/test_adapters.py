@@ -223,3 +223,83 @@ def test_google_malformed_answer_is_a_502(monkeypatch) -> None:
         with TestClient(_app("google", up["url"])) as c:
             r = c.post("/generate", json={"name": "up", "input": STATE})
     assert r.status_code == 502 and "google" in r.json()["detail"]
+
+
+# ---------------------------------------------------------------- chat: usage and finish reasons
+
+
+def _chat_through(kind: str, url: str, n: int) -> dict:
+    """A chat completion through the adapter with the ``openai`` package itself."""
+    import openai
+
+    from .conftest import live_server
+
+    with live_server(_app(kind, url)) as base:
+        client = openai.OpenAI(base_url=f"{base}/v1", api_key="unused", max_retries=0)
+        answer = client.chat.completions.create(
+            model="up", messages=[{"role": "user", "content": STATE}], n=n, max_tokens=16
+        )
+    return answer.model_dump()
+
+
+def test_openai_upstreams_usage_and_finish_reasons_come_through(monkeypatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    reply = openai_answer(["simp", "", "rw [Nat.add_zero]"])
+    reply["choices"][2]["finish_reason"] = "length"
+    reply["usage"] = {"prompt_tokens": 31, "completion_tokens": 12, "total_tokens": 43}
+    with fake_upstream(lambda p, b, h: (200, reply)) as up:
+        answer = _chat_through("openai", up["url"] + "/v1", 3)
+    # Exactly n choices, an empty one included, each with the upstream's finish reason.
+    assert [c["message"]["content"] for c in answer["choices"]] == ["simp", "", "rw [Nat.add_zero]"]
+    assert [c["finish_reason"] for c in answer["choices"]] == ["stop", "stop", "length"]
+    assert answer["usage"]["prompt_tokens"] == 31
+    assert answer["usage"]["completion_tokens"] == 12
+    assert answer["usage"]["total_tokens"] == 43
+
+
+def test_anthropic_usage_counts_the_prompt_once_and_every_choice(monkeypatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "ak")
+    replies = iter(
+        [
+            {"content": [{"type": "text", "text": "omega"}], "stop_reason": "end_turn"},
+            {"content": [{"type": "text", "text": "simp ["}], "stop_reason": "max_tokens"},
+        ]
+    )
+
+    def answer(p, b, h):
+        reply = next(replies)
+        out = 3 if reply["stop_reason"] == "end_turn" else 16
+        return 200, {**reply, "usage": {"input_tokens": 40, "output_tokens": out}}
+
+    with fake_upstream(answer) as up:
+        got = _chat_through("anthropic", up["url"], 2)
+    assert sorted(c["finish_reason"] for c in got["choices"]) == ["length", "stop"]
+    assert got["usage"]["prompt_tokens"] == 40  # the same prompt, sent twice, counts once
+    assert got["usage"]["completion_tokens"] == 19
+
+
+def test_google_usage_and_finish_reasons(monkeypatch) -> None:
+    monkeypatch.setenv("GOOGLE_API_KEY", "gk")
+    reply = {
+        "candidates": [
+            {"content": {"parts": [{"text": "simp"}]}, "finishReason": "STOP"},
+            {"content": {"parts": [{"text": "rw [h"}]}, "finishReason": "MAX_TOKENS"},
+        ],
+        "usageMetadata": {"promptTokenCount": 25, "candidatesTokenCount": 18},
+    }
+    with fake_upstream(lambda p, b, h: (200, reply)) as up:
+        got = _chat_through("google", up["url"], 2)
+    assert [c["finish_reason"] for c in got["choices"]] == ["stop", "length"]
+    assert got["usage"] == {
+        **got["usage"],
+        "prompt_tokens": 25,
+        "completion_tokens": 18,
+        "total_tokens": 43,
+    }
+
+
+def test_an_upstream_without_usage_reports_zeros_not_an_error() -> None:
+    with fake_upstream(lambda p, b, h: (200, openai_answer(["simp"]))) as up:
+        got = _chat_through("openai", up["url"] + "/v1", 1)
+    assert got["choices"][0]["message"]["content"] == "simp"
+    assert got["usage"]["prompt_tokens"] == 0 and got["usage"]["completion_tokens"] == 0
