@@ -724,6 +724,9 @@ class BaseAgent(ABC):
                 edits.append(ProofEdit.of(theorem, o.proof or []))
         if not edits:
             return {"written": [], "skipped": {}, "files": [], "diff_file": None}
+        if target.out is not None:
+            # Where the check before the search chose (and said so): not chosen a second time.
+            args = {**args, "out": target.out}
         try:
             result = write_back(repo.source_dir, edits, missing="skip", **args)
         except (LeanDojoError, OSError) as exc:

@@ -357,7 +357,7 @@ def cmd_prove(args: argparse.Namespace) -> int:
     written = failure = None
     if args.write_back is not None:
         try:
-            written = _write_back(args, results, theorems)
+            written = _write_back(args, results, theorems, target)
         except (LeanDojoError, OSError) as exc:
             failure = exc
             written = _write_back_failed(args, results, exc)
@@ -487,7 +487,7 @@ def _merge(total: Any, part: Any) -> None:
 
 
 def _write_back(
-    args: argparse.Namespace, results: list[Any], theorems: list[Any]
+    args: argparse.Namespace, results: list[Any], theorems: list[Any], target: Any
 ) -> dict[str, Any]:
     from .writeback import edits_from_results, write_back
 
@@ -498,7 +498,8 @@ def _write_back(
     result = write_back(
         args.write_back,
         edits,
-        out=args.out,
+        # The working copy the check before the search chose (and said so), not chosen again.
+        out=target.out if target is not None and target.out is not None else args.out,
         in_place=args.in_place,
         branch=args.branch,
         missing="skip",

@@ -268,3 +268,42 @@ def test_not_in_db_warning_comes_once_with_the_count(
     assert len(warnings) == 1
     assert warnings[0].startswith(f"{summary['proved']} proved theorem(s) are not in the database")
     assert sorted(summary["db"]["not_in_db"]) == sorted(summary["proofs"])
+
+
+def test_a_default_working_copy_in_use_is_passed_over_once_and_said_once(
+    repo: Path,
+    tmp_path: Path,
+    theorems: list,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Two ``prove --write-back`` runs with one ``RAID_DIR``; the user commits in the first's
+    working copy in between. The second writes beside it, says so once (before its search),
+    and the first's working copy keeps the user's commit."""
+    import subprocess
+
+    from lean_dojo_v2.config import reset_settings
+
+    monkeypatch.setenv("RAID_DIR", str(tmp_path / "raid"))
+    reset_settings()
+    default = tmp_path / "raid" / "writeback" / repo.name
+    try:
+        with FakeOpenAI(completions=oracle_answer(), models=("oracle",)) as server:
+            assert _run(_argv(theorems, "--write-back", str(repo)), server.base_url) == 0
+            first = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+            assert Path(first["write_back"]["workdir"]) == default.resolve()
+            (default / "Mine.lean").write_text("-- mine\n")
+            git = ["git", "-c", "user.name=u", "-c", "user.email=u@x"]
+            subprocess.run([*git, "add", "Mine.lean"], cwd=default, check=True)
+            subprocess.run([*git, "commit", "-q", "-m", "mine"], cwd=default, check=True)
+            caplog.clear()
+            with caplog.at_level(logging.WARNING, logger="lean_dojo_v2.prover.writeback"):
+                assert _run(_argv(theorems, "--write-back", str(repo)), server.base_url) == 0
+    finally:
+        reset_settings()
+    second = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert Path(second["write_back"]["workdir"]) == default.with_name(f"{repo.name}-2").resolve()
+    assert (default / "Mine.lean").is_file()
+    said = [r for r in caplog.records if "not replacing the working copy" in r.getMessage()]
+    assert len(said) == 1

@@ -221,7 +221,7 @@ def test_a_working_copy_on_another_device_is_made(repo, tmp_path):
 
 
 def test_a_second_agents_prove_keeps_the_users_work_in_the_first_agents_working_copy(
-    raid, tmp_path
+    raid, tmp_path, caplog
 ):
     """Two agents (each with its own database) prove the same ``sorry`` theorems of one
     checkout with the same ``RAID_DIR``: the first writes the default working copy, the user
@@ -274,8 +274,13 @@ def test_a_second_agents_prove_keeps_the_users_work_in_the_first_agents_working_
     default = raid / "writeback" / "checkout"
     assert Path(first["workdir"]) == default.resolve()
     mine = _user_commits_and_adds_a_file(default)
-    second = prove(2)
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="lean_dojo_v2.prover.writeback"):
+        second = prove(2)
     assert Path(second["workdir"]) == (raid / "writeback" / "checkout-2").resolve()
+    # Said once, before the search (the write-back goes where that check chose).
+    said = [r for r in caplog.records if "not replacing the working copy" in r.getMessage()]
+    assert len(said) == 1, [r.getMessage() for r in said]
     assert _git(["rev-parse", "HEAD"], default).strip() == mine
     assert (default / "Notes.lean").is_file() and (default / "scratch.txt").is_file()
     assert _git(["rev-parse", "agent-2"], second["workdir"]).strip() == second["commit"]
