@@ -251,8 +251,9 @@ class BaseAgent(ABC):
     ) -> Any:
         """Add ``repo`` to the database and to this agent's repositories: a traced repository
         (from :meth:`trace_repository`), a ``lean_dojo_v2.data.Repository`` or a LeanDojo dataset
-        directory (read in full and checked before the database is opened). Returns its
-        database record."""
+        directory (its parts checked before the database is opened; read once, by the
+        database, in one transaction). A database file this call created is removed again when
+        the dataset is refused. Returns its database record."""
         from ..data import Repository
         from ..database import DynamicDatabase
 
@@ -277,13 +278,14 @@ class BaseAgent(ABC):
             repo = repo.to_repository()
         src = Path(source_dir).resolve() if source_dir is not None else None
         options = {**add_kwargs, **({"source_dir": src} if src is not None else {})}
-        if isinstance(repo, Path):
-            from .dataset_check import check_dataset
+        from .dataset_check import check_dataset, new_database_removed_on_failure
 
+        if isinstance(repo, Path):
             partial = options.pop("partial", False)
             check_dataset(repo, options, partial=partial)
             options["partial"] = partial
-        info = self.database.add_repository(repo, **options)
+        with new_database_removed_on_failure(self.database_path, self.close):
+            info = self.database.add_repository(repo, **options)
         entry = AgentRepository(
             info, dataset_dir.resolve() if dataset_dir is not None else None, src
         )
@@ -306,8 +308,8 @@ class BaseAgent(ABC):
         else of ``novel_premises/``, and ``corpus.jsonl``, as the database takes it): the way in
         without git or Lean. ``source_dir``: the repository's checkout, where ``sorry`` is looked
         for and proofs are written back; ``url`` / ``commit``: override the dataset's
-        ``metadata.json``. Returns its database record. The whole dataset is read and checked
-        before the database is opened: a refused dataset leaves no database file behind."""
+        ``metadata.json``. Returns its database record. A refused dataset leaves no database
+        file behind (:meth:`add_repository`)."""
         from ..errors import DatasetNotFoundError
 
         example = "lean_dojo_v2.data.sample_dataset_path()"

@@ -300,3 +300,44 @@ def test_a_refused_dataset_leaves_an_existing_database_as_it_was(tmp_path, sampl
     assert agent.database.stats() == before and len(agent.repos) == 1
     assert os.path.getsize(tmp_path / "db.sqlite") > 0
     agent.close()
+
+
+def test_a_dataset_is_read_once_when_added(tmp_path, sample, monkeypatch):
+    """The checks before the database opens read only the heads of files: each split file is
+    parsed once, by the database's reader (a mathlib-size dataset is gigabytes of JSON)."""
+    import lean_dojo_v2.data.dataset as dataset_module
+    import lean_dojo_v2.database.ingest as ingest_module
+
+    parsed: list[str] = []
+    readers = [(ingest_module, "read_json"), (dataset_module, "read_json")]
+    readers += [(dataset_module, "read_theorems")]
+    for module, name in readers:
+        real = getattr(module, name)
+
+        def counting(path, *args, _real=real, **kwargs):
+            if Path(path).parent.name in ("random", "novel_premises"):
+                parsed.append(f"{Path(path).parent.name}/{Path(path).name}")
+            return _real(path, *args, **kwargs)
+
+        monkeypatch.setattr(module, name, counting)
+    agent = HFAgent(_sft(tmp_path / "out"), database_path=tmp_path / "agent.sqlite")
+    agent.setup_traced_dataset(sample)
+    assert agent.database.stats()["theorems"] > 0
+    assert parsed and sorted(parsed) == sorted(set(parsed)), parsed
+
+
+def test_a_bad_record_deep_in_a_split_file_leaves_no_database(tmp_path, sample):
+    """A record the database's reader refuses only when it gets there (the last of train.json):
+    the database file this call made is removed again."""
+    import json
+
+    d = tmp_path / "dataset"
+    shutil.copytree(sample, d, ignore=shutil.ignore_patterns("novel_premises"))
+    train = d / "random" / "train.json"
+    records = json.loads(train.read_text())
+    records[-1]["traced_tactics"] = "not a list"
+    train.write_text(json.dumps(records))
+    agent = HFAgent(_sft(tmp_path / "out"), database_path=tmp_path / "db" / "agent.sqlite")
+    with pytest.raises(LeanDojoError, match="train.json"):
+        agent.setup_traced_dataset(d)
+    assert not (tmp_path / "db").exists() and agent.repos == []
