@@ -28,6 +28,7 @@ def reexport(
     *,
     submodules: Iterable[str] = (),
     not_provided: Mapping[str, str] | None = None,
+    missing: Callable[[str, str], Exception] | None = None,
 ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
     """Return ``(__getattr__, __dir__)`` for the module whose ``globals()`` is ``namespace``.
 
@@ -35,6 +36,8 @@ def reexport(
       may be left out when it has the same name; the module may be relative, e.g. ``".errors"``).
     - ``submodules``: names of this package's own submodules, imported on attribute access.
     - ``not_provided``: upstream names that are deliberately absent → what to use instead.
+    - ``missing``: ``(module name, name) -> exception`` for any other name instead of
+      :func:`no_attribute`'s (a package with its own error for names it leaves out).
     """
     module_name = namespace["__name__"]
     subs = frozenset(submodules)
@@ -47,6 +50,8 @@ def reexport(
             value = getattr(importlib.import_module(module, module_name), attribute or name)
         elif name in subs:
             value = importlib.import_module(f"{module_name}.{name}")
+        elif missing is not None:
+            raise missing(module_name, name)
         else:
             raise no_attribute(module_name, name, hints)
         namespace[name] = value

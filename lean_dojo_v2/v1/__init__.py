@@ -15,8 +15,9 @@ Names are imported on first use: importing this package loads nothing else.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from .._lazy import reexport
 
 # The LeanDojo v1 release whose API this package follows (v1 code reads lean_dojo.__version__).
 __version__ = "4.20.0"
@@ -57,33 +58,14 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(("Declaration", "Goal", "parse_goals"), ".goals"),
     **dict.fromkeys(("LeanGitRepo", "Pos", "Theorem"), ".repo"),
     **dict.fromkeys(
-        (
-            "CommandResult",
-            "CommandState",
-            "IncompleteSolve1",
-            "LeanError",
-            "ProofFinished",
-            "ProofGivenUp",
-            "State",
-            "TacticError",
-            "TacticResult",
-            "TacticState",
-            "TimeoutError",
-        ),
+        "CommandResult CommandState IncompleteSolve1 LeanError ProofFinished ProofGivenUp State "
+        "TacticError TacticResult TacticState TimeoutError".split(),
         ".results",
     ),
     **dict.fromkeys(
-        (
-            "DojoCrashError",
-            "DojoHardTimeoutError",
-            "DojoInitError",
-            "DojoTacticTimeoutError",
-            "InvalidStateError",
-            "UnknownStateError",
-            "UnsupportedV1NameError",
-            "V1ArgumentError",
-            "V1Error",
-        ),
+        "DojoCrashError DojoHardTimeoutError DojoInitError DojoTacticTimeoutError "
+        "InvalidStateError UnknownStateError UnsupportedV1NameError V1ArgumentError "
+        "V1Error".split(),
         ".errors",
     ),
 }
@@ -133,18 +115,7 @@ def not_provided(module: str, name: str) -> Exception:
     )
 
 
-def __getattr__(name: str) -> Any:
-    target = _EXPORTS.get(name)
-    if target is None:
-        raise not_provided(__name__, name)
-    value = getattr(importlib.import_module(target, __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
-
+__getattr__, __dir__ = reexport(globals(), _EXPORTS, missing=not_provided)
 
 __all__ = [
     "CommandResult",
