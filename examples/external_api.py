@@ -3,7 +3,7 @@
     OPENAI_BASE_URL=https://router.huggingface.co/v1 OPENAI_API_KEY=$HF_TOKEN \\
         python examples/external_api.py
 
-The seed's calls as written: ``from lean_dojo_v2.agent import ExternalAgent``,
+Upstream LeanDojo-v2's calls as written: ``from lean_dojo_v2.agent import ExternalAgent``,
 ``ExternalAgent(model_name=...)``, ``prove(whole_proof=True)``. The endpoint comes from
 ``OPENAI_BASE_URL`` (default: a local ``vllm serve`` at http://localhost:8000/v1) and the key from
 ``OPENAI_API_KEY``; an endpoint that cannot be reached is one line before any search. Offline, the

@@ -11,8 +11,8 @@ learns only from groups whose completions differ in reward: a model that reprodu
 recorded tactics gets all-zero groups and nothing to learn from, and a short SFT of a 135M model
 reproduces short tactics, not long ones. It measures whether GRPO reached the policy. The set
 is written as a traced dataset and goes in with ``agent.setup_traced_dataset`` (no git, no Lean);
-each trainer goes into an ``HFAgent`` as the seed does, and both agents share one database (one
-repository, two training runs, the proofs found).
+each trainer goes into an ``HFAgent`` as upstream LeanDojo-v2's README does, and both agents share
+one database (one repository, two training runs, the proofs found).
 
 1. ``HFAgent(trainer=SFTTrainer(...)).train()``: a short LoRA SFT of the bundled SmolLM2-135M-Instruct
    on those goal states (the database's export of the repository: its train split);
@@ -41,7 +41,8 @@ With a Lean toolchain and Pantograph, the reward checks with Lean instead
     agent.setup_github_repository(url="https://github.com/durant42040/lean4-example",
                                   commit="005de00d03f1aaa32cb2923d5e3cbaf0b954a192")
 
-On a GPU the seed's own GRPO call works as written (the model must be in the HF cache or online)::
+On a GPU upstream LeanDojo-v2's own GRPO call works as written (the model must be in the HF cache
+or online)::
 
     trainer = GRPOTrainer(model_name="deepseek-ai/DeepSeek-Prover-V2-7B", reward_func=reward_func,
                           output_dir="outputs-grpo", epochs_per_repo=1, batch_size=8, lr=2e-5,

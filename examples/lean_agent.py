@@ -2,11 +2,11 @@
 
     python examples/lean_agent.py [--encoder NAME] [--generator NAME] [--max-steps N]
 
-The seed's calls as written: ``LeanAgent()``, two repositories set up, ``train()``, ``prove()``.
-Offline there is one bundled traced repository (a sample of mathlib4); it is added twice, the
-second time under another URL, so that the curriculum has two repositories and the report shows
-forgetting (R@10 of the first repository after the second was learnt, minus right after it was
-learnt). With Lean installed, change the two setup lines to the seed's::
+Upstream LeanDojo-v2's calls as written: ``LeanAgent()``, two repositories set up, ``train()``,
+``prove()``. Offline there is one bundled traced repository (a sample of mathlib4); it is added
+twice, the second time under another URL, so that the curriculum has two repositories and the report
+shows forgetting (R@10 of the first repository after the second was learnt, minus right after it was
+learnt). With Lean installed, change the two setup lines to upstream's::
 
     agent.setup_github_repository(url="https://github.com/durant42040/lean4-example",
                                   commit="005de00d03f1aaa32cb2923d5e3cbaf0b954a192")
@@ -44,7 +44,7 @@ agent = LeanAgent(
     device="cpu",
 )
 sample = sample_dataset_path()
-agent.setup_traced_dataset(sample)  # the seed: setup_github_repository(...)
+agent.setup_traced_dataset(sample)  # upstream: setup_github_repository(...)
 agent.setup_traced_dataset(sample, url="https://github.com/example/mathlib4-copy", commit="0" * 40)
 result = agent.train()  # R@10 per repository after each one, and forgetting
 print({"forgetting": result.forgetting, "r10": result.r10})

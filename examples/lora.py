@@ -2,11 +2,11 @@
 
     python examples/lora.py [--model NAME] [--max-steps N] [--output-dir DIR]
 
-The seed's calls as written: ``SFTTrainer(..., lora_config=LoraConfig(...))`` into ``HFAgent``,
-then ``train()`` and ``prove()``. Offline, the model is the bundled SmolLM2-135M-Instruct (the
-seed names DeepSeek-Prover-V2-7B, which cannot be downloaded here; on a GPU machine pass
-``--model deepseek-ai/DeepSeek-Prover-V2-7B``) and the repository is the bundled traced sample.
-With Lean installed, change one line for a GitHub repository::
+Upstream LeanDojo-v2's calls as written: ``SFTTrainer(..., lora_config=LoraConfig(...))`` into
+``HFAgent``, then ``train()`` and ``prove()``. Offline, the model is the bundled
+SmolLM2-135M-Instruct (upstream names DeepSeek-Prover-V2-7B, which cannot be downloaded here; on a
+GPU machine pass ``--model deepseek-ai/DeepSeek-Prover-V2-7B``) and the repository is the bundled
+traced sample. With Lean installed, change one line for a GitHub repository::
 
     agent.setup_github_repository(url="https://github.com/durant42040/lean4-example",
                                   commit="005de00d03f1aaa32cb2923d5e3cbaf0b954a192")

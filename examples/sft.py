@@ -1,14 +1,14 @@
-"""The seed's SFT loop through ``HFAgent``, offline on a CPU, on the bundled real sample.
+"""Upstream LeanDojo-v2's SFT loop through ``HFAgent``, offline on a CPU, on the bundled sample.
 
     python examples/sft.py [OUTPUT_DIR] [--max-steps N] [--model NAME] [--prove N]
 
-The seed's calls as written: ``SFTTrainer(model_name=..., output_dir=..., epochs_per_repo=1,
-batch_size=2, lr=2e-5)`` (full fine-tuning, no LoRA) into ``HFAgent``, then ``train()`` and
-``prove()``. Offline, the model is the bundled SmolLM2-135M-Instruct (the seed names
+Upstream LeanDojo-v2's calls as written: ``SFTTrainer(model_name=..., output_dir=...,
+epochs_per_repo=1, batch_size=2, lr=2e-5)`` (full fine-tuning, no LoRA) into ``HFAgent``, then
+``train()`` and ``prove()``. Offline, the model is the bundled SmolLM2-135M-Instruct (upstream names
 DeepSeek-Prover-V2-7B, which cannot be downloaded here; on a GPU machine pass ``--model
-deepseek-ai/DeepSeek-Prover-V2-7B``) and the repository is the bundled traced mathlib sample,
-added with ``setup_traced_dataset`` (no git, no Lean). With Lean installed, change one line for a
-GitHub repository::
+deepseek-ai/DeepSeek-Prover-V2-7B``) and the repository is the bundled traced mathlib sample, added
+with ``setup_traced_dataset`` (no git, no Lean). With Lean installed, change one line for a GitHub
+repository::
 
     agent.setup_github_repository(url="https://github.com/durant42040/lean4-example",
                                   commit="005de00d03f1aaa32cb2923d5e3cbaf0b954a192")
@@ -60,7 +60,7 @@ def main() -> int:
         epochs_per_repo=1,
         batch_size=2,
         lr=2e-5,
-        max_steps=args.max_steps,  # not in the seed's call: a short CPU run
+        max_steps=args.max_steps,  # not in upstream's call: a short CPU run
         use_cpu=True,
     )
     agent = HFAgent(

@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"1. {summary['rows']} rows from {summary['theorems']} proofs -> {data}")
         print(f"   steps_remaining histogram: {summary['steps_remaining']}")
 
-        # 2. Train (the seed's signature; model_name=None is the bundled MiniLM).
+        # 2. Train (upstream LeanDojo-v2's signature; model_name=None is the bundled MiniLM).
         trainer = ProgressTrainer(
             data_path=str(data),
             model_name=args.model,

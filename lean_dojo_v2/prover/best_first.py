@@ -136,8 +136,8 @@ class BestFirstSearch(BlockingSearch):
             )
         self.progress_model = progress_model
         if progress_model is None and self.config.progress_weight != 0:
-            # LEANPROGRESS_MODEL (or progress_model_path) set means "use it" (the seed's
-            # promise); a weight > 0 without any model is an error, not a silent 0.
+            # LEANPROGRESS_MODEL (or progress_model_path) set means "use it" (as upstream
+            # LeanDojo-v2 promises); a weight > 0 without any model is an error, not a silent 0.
             source = self.config.progress_model_source()
             if source is not None or self.config.progress_weight is not None:
                 self.progress_model = load_progress_model(source)

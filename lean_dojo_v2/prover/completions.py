@@ -22,9 +22,9 @@ to what :class:`~lean_dojo_v2.interaction.ProofEnv` takes:
 
 :func:`frequency_scores` is the score of completions that come without log-probabilities.
 
-The other way round, :func:`state_text` and :func:`whole_proof_input` turn what the seed's calls
-(``next_tactic(state)``, ``generate_whole_proof(theorem)``) are given into the goal text a
-prompt carries.
+The other way round, :func:`state_text` and :func:`whole_proof_input` turn what upstream
+LeanDojo-v2's calls (``next_tactic(state)``, ``generate_whole_proof(theorem)``) are given into the
+goal text a prompt carries.
 """
 
 from __future__ import annotations

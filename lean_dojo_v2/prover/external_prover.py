@@ -31,7 +31,7 @@ router, ...), or a server of our own. Requests go through the official ``openai`
   search records an ``"error"`` result, apart from a search whose tactics all failed. A choice
   whose text is empty or ``null`` is the model saying nothing: it yields no candidate (a
   warning), not an error.
-* **Defaults from the environment.** ``ExternalProver()`` with no arguments (the seed's example)
+* **Defaults from the environment.** ``ExternalProver()`` with no arguments (upstream's example)
   talks to ``$OPENAI_BASE_URL`` (else a local vLLM, :data:`DEFAULT_BASE_URL`; upstream
   LeanDojo-v2 defaulted to the Hugging Face Inference API instead) with ``$OPENAI_API_KEY``, and
   uses the model named by ``$LEAN_DOJO_V2_EXTERNAL_MODEL``, else the first model the server lists
@@ -40,8 +40,8 @@ router, ...), or a server of our own. Requests go through the official ``openai`
   where that URL came from (``base_url=``, ``$OPENAI_BASE_URL`` or the default) and how to point
   the prover elsewhere; a ``/models`` answer that is not a model list is an
   :class:`ExternalAnswerError` saying what came back.
-* **The seed's calls.** :meth:`ExternalProver.next_tactic` (the best tactic for one state) and
-  :meth:`ExternalProver.generate_whole_proof` (the best whole proof of a theorem).
+* **Upstream LeanDojo-v2's calls.** :meth:`ExternalProver.next_tactic` (the best tactic for one
+  state) and :meth:`ExternalProver.generate_whole_proof` (the best whole proof of a theorem).
 """
 
 from __future__ import annotations
@@ -331,20 +331,20 @@ class ExternalProver(BaseProver):
             states, num_samples, prefix=prefix, whole_proof=whole_proof, premises=premises
         )
 
-    # ..................................................................... the seed's calls
+    # ................................................................ upstream LeanDojo-v2's calls
 
     def next_tactic(self, state: Any, goal_id: int = 0, *, num_samples: int = 1) -> str | None:
-        """The seed's one-tactic call: the best of ``num_samples`` tactics for ``state`` (a goal
-        state text, a :class:`~lean_dojo_v2.interaction.ProofState`, or anything whose ``str``
-        is the state), or None when the model proposed none. ``goal_id`` is the seed's
-        argument; as in the seed, the model sees the whole state."""
+        """Upstream LeanDojo-v2's one-tactic call: the best of ``num_samples`` tactics for
+        ``state`` (a goal state text, a :class:`~lean_dojo_v2.interaction.ProofState`, or anything
+        whose ``str`` is the state), or None when the model proposed none. ``goal_id`` is
+        upstream's argument; as upstream, the model sees the whole state."""
         del goal_id
         (candidates,) = self.generate([state_text(state)], num_samples)
         return candidates[0].tactic if candidates else None
 
     def generate_whole_proof(self, theorem: Any, *, num_samples: int = 1) -> str:
-        """The seed's whole-proof call: the best of ``num_samples`` whole proofs of ``theorem``
-        (the text of a statement such as ``"theorem t : p ∧ q → q ∧ p := by"``, a
+        """Upstream LeanDojo-v2's whole-proof call: the best of ``num_samples`` whole proofs of
+        ``theorem`` (the text of a statement such as ``"theorem t : p ∧ q → q ∧ p := by"``, a
         :class:`~lean_dojo_v2.data.Theorem` or a goal state), as a tactic block without a
         leading ``by``; ``""`` when the model proposed none."""
         (candidates,) = self.generate_proofs([whole_proof_input(theorem)], num_samples)

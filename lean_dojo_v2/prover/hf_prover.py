@@ -1,8 +1,8 @@
 """``HFProver``: tactics and whole proofs from a local Hugging Face model.
 
 A thin prover over :class:`~lean_dojo_v2.models.generator.HFTacticGenerator` (batched sampling,
-beam search or greedy decoding with log-probs; causal LMs and seq2seq models), with the seed's
-constructor ``HFProver(ckpt_path, use_lora=False, device="auto")``:
+beam search or greedy decoding with log-probs; causal LMs and seq2seq models), with upstream
+LeanDojo-v2's constructor ``HFProver(ckpt_path, use_lora=False, device="auto")``:
 
 * ``ckpt_path=None``: the default model (SmolLM2, :func:`~lean_dojo_v2.models.load_model`).
   A model directory, a hub id cached locally, a ``.gguf`` file, or a loaded
@@ -20,7 +20,7 @@ tactic line is kept. The text then goes through
 ``sorry``/``admit`` dropped). Its score is the sum of the log-probs of its tokens and of the
 token that ended it.
 
-**The seed's calls** (LeanDojo-v2 1.0.9's ``HFProver``), on the same model and our search:
+**Upstream LeanDojo-v2's calls** (1.0.9's ``HFProver``), on the same model and our search:
 :meth:`HFProver.next_tactic` (the best tactic for one state), :meth:`HFProver.generate_whole_proof`
 (the best whole proof of a theorem) and :meth:`HFProver.search` (``search(server=env, goal="∀ {p q
 : Prop}, p ∧ q → q ∧ p")`` → ``(result, used_tactics)`` with ``result.success``), where ``server``
@@ -79,7 +79,7 @@ def goal_theorem(goal: str, name: str = GOAL_THEOREM_NAME) -> Theorem:
 
 @dataclass(frozen=True)
 class GoalSearchResult:
-    """What :meth:`HFProver.search` returns first: the seed's result fields (``success``,
+    """What :meth:`HFProver.search` returns first: upstream's result fields (``success``,
     ``steps``, ``duration``, as PyPantograph's ``SearchResult``) over our
     :class:`~lean_dojo_v2.prover.SearchResult` (``result``), whose fields (``status``,
     ``proof``, ``checked_by``, ...) are readable here too."""
@@ -288,23 +288,24 @@ class HFProver(BaseProver):
                 gen.premises, gen.whole_proof = None, False
         return out
 
-    # ..................................................................... the seed's calls
+    # ................................................................ upstream LeanDojo-v2's calls
 
     def next_tactic(self, state: Any, goal_id: int = 0, *, num_samples: int = 5) -> str | None:
-        """The seed's one-tactic call: the best (highest log-prob) of ``num_samples`` sampled
-        tactics for ``state`` (a goal state text, a :class:`~lean_dojo_v2.interaction.ProofState`,
-        or anything whose ``str`` is the state, such as PyPantograph's ``GoalState``), or None
-        when the model proposed none. ``goal_id`` is the seed's argument; as in the seed, the
-        model sees the whole state. (The seed picks one of its samples at random; this one is
-        the best, so the same state gives the same tactic under a fixed seed.)"""
+        """Upstream LeanDojo-v2's one-tactic call: the best (highest log-prob) of ``num_samples``
+        sampled tactics for ``state`` (a goal state text, a
+        :class:`~lean_dojo_v2.interaction.ProofState`, or anything whose ``str`` is the state, such
+        as PyPantograph's ``GoalState``), or None when the model proposed none. ``goal_id`` is
+        upstream's argument; as upstream, the model sees the whole state. (Upstream picks one of
+        its samples at random; this one is the best, so the same state gives the same tactic
+        under a fixed ``seed``.)"""
         del goal_id
         (candidates,) = self.generate([state_text(state)], num_samples)
         return candidates[0].tactic if candidates else None
 
     def generate_whole_proof(self, theorem: Any, *, num_samples: int = 1) -> str:
-        """The seed's whole-proof call: the best of ``num_samples`` whole proofs of ``theorem``
-        (a :class:`~lean_dojo_v2.data.Theorem`, the text of a statement such as ``"theorem t :
-        p ∧ q → q ∧ p := by"``, or a goal state; see
+        """Upstream LeanDojo-v2's whole-proof call: the best of ``num_samples`` whole proofs of
+        ``theorem`` (a :class:`~lean_dojo_v2.data.Theorem`, the text of a statement such as
+        ``"theorem t : p ∧ q → q ∧ p := by"``, or a goal state; see
         :func:`~lean_dojo_v2.prover.completions.whole_proof_input`), as a tactic block without
         a leading ``by``; ``""`` when the model proposed none."""
         (candidates,) = self.generate_proofs([whole_proof_input(theorem)], num_samples)
@@ -320,12 +321,13 @@ class HFProver(BaseProver):
         config: SearchConfig | None = None,
         progress_model: Any = None,
     ) -> tuple[GoalSearchResult, list[str] | None]:
-        """The seed's search entry: prove ``theorem`` (a :class:`~lean_dojo_v2.data.Theorem`) or
-        the bare ``goal`` (see :func:`goal_theorem`) in ``server`` (one of our ``ProofEnv`` /
-        ``AsyncProofEnv``, or a list of them) with our search (best-first unless
-        ``config.whole_proof``). Returns ``(result, used_tactics)``: ``result.success`` is true
-        only after the environment re-checked the whole proof; ``used_tactics`` is the proof's
-        tactics in order, or None when there is none. ``verbose`` prints the outcome."""
+        """Upstream LeanDojo-v2's search entry: prove ``theorem`` (a
+        :class:`~lean_dojo_v2.data.Theorem`) or the bare ``goal`` (see :func:`goal_theorem`) in
+        ``server`` (one of our ``ProofEnv`` / ``AsyncProofEnv``, or a list of them) with our
+        search (best-first unless ``config.whole_proof``). Returns ``(result, used_tactics)``:
+        ``result.success`` is true only after the environment re-checked the whole proof;
+        ``used_tactics`` is the proof's tactics in order, or None when there is none. ``verbose``
+        prints the outcome."""
         from ..interaction import AsyncProofEnv, ProofEnv
 
         envs = server if isinstance(server, (list, tuple)) else [server]

@@ -16,11 +16,11 @@ written by :func:`~lean_dojo_v2.models.premise_index.export_retriever` (loaded w
 :func:`~lean_dojo_v2.models.retrieval.premise_text` (its code when the corpus has it, else its
 full name).
 
-**The seed's constructor**, ``RetrievalProver(ret_ckpt_path=..., gen_ckpt_path=...,
+**Upstream LeanDojo-v2's constructor**, ``RetrievalProver(ret_ckpt_path=..., gen_ckpt_path=...,
 indexed_corpus_path=...)``, maps onto ours (:func:`seed_retriever`): ``gen_ckpt_path`` is
 ``ckpt_path`` (the tactic generator); ``ret_ckpt_path`` is an exported retriever directory, or a
 premise encoder (a directory or a Hugging Face id) whose premise index is ``indexed_corpus_path``
-(a folder written by :meth:`~lean_dojo_v2.models.premise_index.PremiseIndex.save`). The seed's
+(a folder written by :meth:`~lean_dojo_v2.models.premise_index.PremiseIndex.save`). Upstream's
 pickled ``IndexedCorpus`` files and Lightning ``.ckpt`` files are not read: each is refused with a
 one-line :class:`~lean_dojo_v2.errors.ModelNotFoundError` that says what to pass instead.
 """
@@ -60,7 +60,7 @@ def _resolve_retriever(retriever: Any, device: str) -> Any:
 def _not_a_file(path: Path, what: str, instead: str) -> None:
     if path.is_file():
         raise ModelNotFoundError(
-            f"{what} {path} is a file (the seed's pickled/Lightning checkpoint?); this library "
+            f"{what} {path} is a file (upstream's pickled/Lightning checkpoint?); this library "
             f"reads {instead}"
         )
 
@@ -70,7 +70,7 @@ def seed_retriever(
     indexed_corpus_path: str | os.PathLike[str] | None,
     device: str,
 ) -> Any:
-    """The retriever of the seed's ``RetrievalProver(ret_ckpt_path=..., indexed_corpus_path=...)``
+    """The retriever of upstream's ``RetrievalProver(ret_ckpt_path=..., indexed_corpus_path=...)``
     (see the module docstring): an exported retriever directory as it is (with its own index,
     or the index at ``indexed_corpus_path``), or the encoder at ``ret_ckpt_path`` over the index
     at ``indexed_corpus_path``. A path that is not what it must be is a one-line
@@ -122,7 +122,7 @@ class RetrievalProver(HFProver):
     generator should have been trained with premises in its prompts). ``retriever``: a
     :class:`~lean_dojo_v2.models.retrieval.Retriever` or an exported retriever directory.
     ``num_premises``: premises per prompt (0: none, the prover then behaves as ``HFProver``).
-    ``ret_ckpt_path``/``gen_ckpt_path``/``indexed_corpus_path``: the seed's names (see the
+    ``ret_ckpt_path``/``gen_ckpt_path``/``indexed_corpus_path``: upstream's names (see the
     module docstring), instead of ``retriever``/``ckpt_path``.
     """
 
@@ -143,11 +143,11 @@ class RetrievalProver(HFProver):
             raise ModelError(f"num_premises must be a whole number >= 0, got {num_premises!r}")
         if gen_ckpt_path is not None:
             if ckpt_path is not None:
-                raise ModelError("pass ckpt_path or gen_ckpt_path (the seed's name), not both")
+                raise ModelError("pass ckpt_path or gen_ckpt_path (upstream's name), not both")
             ckpt_path = gen_ckpt_path
         if ret_ckpt_path is not None:
             if retriever is not None:
-                raise ModelError("pass retriever or ret_ckpt_path (the seed's name), not both")
+                raise ModelError("pass retriever or ret_ckpt_path (upstream's name), not both")
             retriever = seed_retriever(ret_ckpt_path, indexed_corpus_path, device)
         elif indexed_corpus_path is not None:
             raise ModelError(

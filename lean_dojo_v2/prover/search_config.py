@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from ..errors import ConfigError
 
 ENV_PROGRESS_MODEL = "LEANPROGRESS_MODEL"
-"""The seed's variable naming a progress model (the same name as ``models.progress.ENV_MODEL``;
-repeated here so that this module stays free of model imports)."""
+"""Upstream LeanDojo-v2's variable naming a progress model (the same name as
+``models.progress.ENV_MODEL``; repeated here so that this module stays free of model imports)."""
 
 DEFAULT_PROGRESS_WEIGHT = 0.5
 """λ when a progress model is configured and ``progress_weight`` is None. Log-probs of single
