@@ -3,8 +3,8 @@
 The table there (error → import path → when it is raised → what the user should do) is checked
 against the package: every subclass of ``LeanDojoError`` (found by importing every module) must
 have a row, and every row must name a ``LeanDojoError`` class importable from the path given.
-One naming scheme: every class's name ends in ``Error``; an older name survives only as an alias
-(the same class), with a row that says whose alias it is.
+One naming scheme: every class's name ends in ``Error``; another name of a class is an alias (the
+same class), with a row that says whose alias it is.
 """
 
 from __future__ import annotations
@@ -107,8 +107,7 @@ def test_no_two_error_classes_share_a_name():
 
 
 def test_every_error_class_name_ends_with_error():
-    """One naming scheme: ``EnvClosed``, ``EnvCrashed``, ``ReplDied``, ``ReplTimeout`` and
-    ``ClientClosed`` once broke it; their old names live on only as aliases."""
+    """One naming scheme: every error class's name ends in ``Error``."""
     off_scheme = sorted(
         f"{cls.__module__}.{cls.__qualname__}"
         for cls in error_classes()
@@ -118,8 +117,8 @@ def test_every_error_class_name_ends_with_error():
 
 
 def test_alias_rows_say_which_class_they_stand_for():
-    """A row for another name of a class (``ToolchainNotFoundError``, ``EnvClosed``) says
-    "alias of `TheClass`"; a name off the ``...Error`` scheme says it is a deprecated alias."""
+    """A row for another name of a class (``ToolchainNotFoundError``) says "alias of
+    `TheClass`"; a name off the ``...Error`` scheme says it is a deprecated alias."""
     problems = []
     for row in documented_rows():
         cls = getattr(importlib.import_module(row["module"]), row["name"], None)
@@ -130,32 +129,3 @@ def test_alias_rows_say_which_class_they_stand_for():
         if not row["name"].endswith("Error") and "deprecated alias" not in row["when"].lower():
             problems.append(f"{row['name']}: say 'Deprecated alias of `{cls.__name__}`'")
     assert not problems, f"docs/errors.md alias rows: {problems}"
-
-
-# (module, old name, new name): every place an old name was importable from before the rename.
-RENAMED = [
-    ("lean_dojo_v2.interaction", "EnvClosed", "EnvClosedError"),
-    ("lean_dojo_v2.interaction", "EnvCrashed", "EnvCrashedError"),
-    ("lean_dojo_v2.interaction.types", "EnvClosed", "EnvClosedError"),
-    ("lean_dojo_v2.interaction.types", "EnvCrashed", "EnvCrashedError"),
-    ("lean_dojo_v2.interaction.pantograph.env", "EnvCrashed", "EnvCrashedError"),
-    ("lean_dojo_v2.interaction.pantograph", "ReplDied", "ReplDiedError"),
-    ("lean_dojo_v2.interaction.pantograph", "ReplTimeout", "ReplTimeoutError"),
-    ("lean_dojo_v2.interaction.pantograph", "ClientClosed", "ClientClosedError"),
-    ("lean_dojo_v2.interaction.pantograph.process", "ReplDied", "ReplDiedError"),
-    ("lean_dojo_v2.interaction.pantograph.process", "ReplTimeout", "ReplTimeoutError"),
-    ("lean_dojo_v2.interaction.pantograph.client", "ClientClosed", "ClientClosedError"),
-    ("lean_dojo_v2.database", "NotFoundError", "RecordNotFoundError"),
-    ("lean_dojo_v2.database.errors", "NotFoundError", "RecordNotFoundError"),
-]
-
-
-@pytest.mark.parametrize(("module", "old", "new"), RENAMED, ids=lambda x: str(x))
-def test_renamed_errors_keep_their_old_names_as_aliases(module: str, old: str, new: str):
-    """Code written against the old names (``except EnvClosed``, ``from lean_dojo_v2.database
-    import NotFoundError``) keeps working: the old name is the new class, exported as before."""
-    mod = importlib.import_module(module)
-    assert getattr(mod, new) is getattr(mod, old)
-    exported = getattr(mod, "__all__", None)
-    if exported is not None:
-        assert old in exported and new in exported

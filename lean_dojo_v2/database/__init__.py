@@ -4,29 +4,61 @@
 uses, the premise corpus, sorry status, proofs found and training runs; it orders repositories by
 LeanAgent's difficulty curriculum, exports LeanDojo-layout datasets and reads/writes the upstream
 ``dynamic_database.json``. See ``docs/database.md``.
+
+Names are imported on first use: importing this package loads none of its modules (sqlite3
+included).
 """
 
-from .difficulty import (
-    CATEGORIES,
-    Curriculum,
-    RepositoryDifficulty,
-    Thresholds,
-    categorize_steps,
-    theorem_difficulty,
-)
-from .dynamic_database import DEFAULT_DB_NAME, DynamicDatabase, default_path
-from .errors import (
-    CorruptDatabaseError,
-    DatabaseError,
-    DatabaseNotFoundError,
-    DatabasePermissionError,
-    NotFoundError,
-    RecordNotFoundError,
-    RepositoryExistsError,
-)
-from .records import ProofRecord, RepositoryInfo, StoredTheorem, TrainingRun
-from .schema import SCHEMA_VERSION, SORRY_STATUSES
+from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from .._lazy import reexport
+
+if TYPE_CHECKING:
+    from .difficulty import (
+        CATEGORIES,
+        Curriculum,
+        RepositoryDifficulty,
+        Thresholds,
+        categorize_steps,
+        theorem_difficulty,
+    )
+    from .dynamic_database import DEFAULT_DB_NAME, DynamicDatabase, default_path
+    from .errors import (
+        CorruptDatabaseError,
+        DatabaseError,
+        DatabaseNotFoundError,
+        DatabasePermissionError,
+        RecordNotFoundError,
+        RepositoryExistsError,
+    )
+    from .records import ProofRecord, RepositoryInfo, StoredTheorem, TrainingRun
+    from .schema import SCHEMA_VERSION, SORRY_STATUSES
+
+_EXPORTS = {
+    "CATEGORIES": ".difficulty",
+    "Curriculum": ".difficulty",
+    "RepositoryDifficulty": ".difficulty",
+    "Thresholds": ".difficulty",
+    "categorize_steps": ".difficulty",
+    "theorem_difficulty": ".difficulty",
+    "DEFAULT_DB_NAME": ".dynamic_database",
+    "DynamicDatabase": ".dynamic_database",
+    "default_path": ".dynamic_database",
+    "CorruptDatabaseError": ".errors",
+    "DatabaseError": ".errors",
+    "DatabaseNotFoundError": ".errors",
+    "DatabasePermissionError": ".errors",
+    "RecordNotFoundError": ".errors",
+    "RepositoryExistsError": ".errors",
+    "ProofRecord": ".records",
+    "RepositoryInfo": ".records",
+    "StoredTheorem": ".records",
+    "TrainingRun": ".records",
+    "SCHEMA_VERSION": ".schema",
+    "SORRY_STATUSES": ".schema",
+}
 __all__ = [
     "CATEGORIES",
     "CorruptDatabaseError",
@@ -36,7 +68,6 @@ __all__ = [
     "DatabaseNotFoundError",
     "DatabasePermissionError",
     "DynamicDatabase",
-    "NotFoundError",
     "ProofRecord",
     "RecordNotFoundError",
     "RepositoryDifficulty",
@@ -51,3 +82,5 @@ __all__ = [
     "default_path",
     "theorem_difficulty",
 ]
+
+__getattr__, __dir__ = reexport(globals(), _EXPORTS)

@@ -19,9 +19,6 @@ class RecordNotFoundError(DatabaseError, LookupError):
     """A repository, theorem or training run that the database does not hold."""
 
 
-NotFoundError = RecordNotFoundError  # deprecated name, kept so that old code still works
-
-
 class DatabaseNotFoundError(DatabaseError, FileNotFoundError):
     """No database at the path given (or an empty file) where an existing one is needed: only
     ``db add`` / ``db import-json`` (and ``DynamicDatabase(path)`` with ``create=True``) create

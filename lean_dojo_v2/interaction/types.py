@@ -18,9 +18,7 @@ from ..errors import LeanNotFoundError as _LeanNotFoundError
 
 # The public results and errors of the Lean boundary (re-exported by ``lean_dojo_v2.interaction``).
 __all__ = [
-    "EnvClosed",
     "EnvClosedError",
-    "EnvCrashed",
     "EnvCrashedError",
     "InteractionError",
     "InvalidRequestError",
@@ -148,11 +146,6 @@ class InvalidRequestError(InteractionError, ValueError):
 class EnvCrashedError(InteractionError):
     """The backend process died or answered garbage. States it handed out are invalid; the
     environment restarts itself on the next call where it can."""
-
-
-# Deprecated names (before every error ended in ``Error``), kept so that old code still works.
-EnvClosed = EnvClosedError
-EnvCrashed = EnvCrashedError
 
 
 # No Lean / no Pantograph binary: one class for the whole library (tracing raises it too).

@@ -176,11 +176,3 @@ def test_as_async_env_keeps_async_envs_and_makes_replay_its_twin(replay):
 def test_as_async_envs_refuses_what_is_not_an_environment(bad):
     with pytest.raises(ConfigError):
         as_async_envs(bad)
-
-
-def test_the_old_prover_path_is_the_same_adapter():
-    from lean_dojo_v2.interaction import async_adapter
-    from lean_dojo_v2.prover import env_adapter
-
-    for name in env_adapter.__all__:
-        assert getattr(env_adapter, name) is getattr(async_adapter, name)

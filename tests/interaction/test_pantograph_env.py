@@ -713,7 +713,7 @@ def test_checked_text_of_real_minictx_files_keeps_the_file_context(shared_data):
     import re
 
     from lean_dojo_v2.data.lean_lexer import header_end
-    from lean_dojo_v2.interaction.pantograph.env import context_check_text, file_check_text
+    from lean_dojo_v2.interaction.pantograph.lean_text import context_check_text, file_check_text
 
     folder = shared_data / "minictx" / "data" / "minictx"
     records = [
@@ -755,7 +755,7 @@ def test_checked_text_of_real_minictx_files_keeps_the_file_context(shared_data):
 
 def test_theorem_in_a_mutual_block_is_checked_with_its_block():
     from lean_dojo_v2.interaction import InteractionError
-    from lean_dojo_v2.interaction.pantograph.env import context_check_text, file_check_text
+    from lean_dojo_v2.interaction.pantograph.lean_text import context_check_text, file_check_text
 
     source = "mutual\ntheorem a : True := by\n  sorry\ntheorem b : True := trivial\nend\n\ntheorem c : True := trivial\n"
     start = source.index("theorem a")
@@ -913,7 +913,7 @@ def test_start_and_verify_build_their_text_with_one_builder(shared_data):
     replaced, by every route, so the first state is elaborated in the same context."""
     import json
 
-    from lean_dojo_v2.interaction.pantograph.env import TheoremSource
+    from lean_dojo_v2.interaction.pantograph.lean_text import TheoremSource
 
     folder = shared_data / "minictx" / "data" / "minictx"
     records = [

@@ -1,5 +1,5 @@
-"""The Pantograph environment split by job (``lean_text``, ``async_env``, ``blocking``) behind the
-old face ``pantograph.env``, and the one ``frontend.distil`` → ``frontend.process`` fallback."""
+"""The Pantograph environment split by job (``lean_text``, ``async_env``, ``blocking``), and the
+one ``frontend.distil`` → ``frontend.process`` fallback."""
 
 from __future__ import annotations
 
@@ -8,31 +8,14 @@ import json
 import pytest
 
 from lean_dojo_v2.data import goal_texts
-from lean_dojo_v2.interaction.pantograph import PantographEnv, async_env, blocking, env, lean_text
+from lean_dojo_v2.interaction.pantograph import PantographEnv, async_env, lean_text
 
 from .conftest import fake_config
 
 pytestmark = pytest.mark.timeout(120)
 
 
-def test_every_name_of_the_old_env_module_is_the_moved_object():
-    homes = {
-        "AsyncPantographEnv": async_env,
-        "StateHandle": async_env,
-        "BACKEND": async_env,
-        "PantographEnv": blocking,
-        "CheckedText": lean_text,
-        "TheoremSource": lean_text,
-        "context_check_text": lean_text,
-        "file_check_text": lean_text,
-        "proof_file": lean_text,
-        "set_option_prefix": lean_text,
-        "statement_from_source": lean_text,
-        "RENAME_SUFFIX": lean_text,
-    }
-    for name, home in homes.items():
-        assert name in env.__all__
-        assert getattr(env, name) is getattr(home, name), name
+def test_the_async_env_has_one_way_to_read_a_theorem_source():
     # ``statement_of`` repeated ``theorem_source``; it is gone.
     assert not hasattr(async_env.AsyncPantographEnv, "statement_of")
 

@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from lean_dojo_v2.data import goal_texts, sorry_declarations
+from lean_dojo_v2.data.lean_lexer import find_top_level_assign as _find_top_level_assign
 from lean_dojo_v2.data.lean_lexer import index_of
 from lean_dojo_v2.errors import ConfigError
 from lean_dojo_v2.interaction import (
@@ -39,7 +40,6 @@ from lean_dojo_v2.interaction.pantograph import (
     render_goals,
     statement_from_source,
 )
-from lean_dojo_v2.interaction.pantograph.env import _find_top_level_assign
 from lean_dojo_v2.interaction.pantograph.protocol import (
     CompilationUnit,
     GoalPrint,

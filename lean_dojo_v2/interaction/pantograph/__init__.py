@@ -5,59 +5,100 @@
 - :class:`PantographPool`: N servers for parallel search;
 - :class:`PantographConfig`: how to find, launch and drive the binary.
 
-Importing this package starts nothing.
+Names are imported on first use: importing this package starts nothing and loads none of its
+modules.
 """
 
-from .async_env import AsyncPantographEnv, StateHandle
-from .blocking import PantographEnv
-from .client import AsyncPantographClient, ClientClosed, ClientClosedError
-from .config import PantographConfig
-from .lean_text import proof_file, statement_from_source
-from .locate import (
-    ENV_BINARY,
-    ENV_CHECKOUT,
-    Located,
-    ReplVersion,
-    locate_repl,
-    module_name,
-    parse_version,
-)
-from .pool import PantographPool
-from .process import (
-    ReplDied,
-    ReplDiedError,
-    ReplProcess,
-    ReplProtocolError,
-    ReplStartError,
-    ReplTimeout,
-    ReplTimeoutError,
-)
-from .protocol import (
-    CompilationUnit,
-    ContinuedGoal,
-    DistilTarget,
-    GoalInfo,
-    GoalPrint,
-    InspectResult,
-    Message,
-    PantographError,
-    StartedGoal,
-    TacticOutcome,
-    Variable,
-    canonical_goals,
-    render_goals,
-)
+from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from ..._lazy import reexport
+
+if TYPE_CHECKING:
+    from .async_env import AsyncPantographEnv, StateHandle
+    from .blocking import PantographEnv
+    from .client import AsyncPantographClient, ClientClosedError
+    from .config import PantographConfig
+    from .lean_text import proof_file, statement_from_source
+    from .locate import (
+        ENV_BINARY,
+        ENV_CHECKOUT,
+        Located,
+        ReplVersion,
+        locate_repl,
+        module_name,
+        parse_version,
+    )
+    from .pool import PantographPool
+    from .process import (
+        ReplDiedError,
+        ReplProcess,
+        ReplProtocolError,
+        ReplStartError,
+        ReplTimeoutError,
+    )
+    from .protocol import (
+        CompilationUnit,
+        ContinuedGoal,
+        DistilTarget,
+        GoalInfo,
+        GoalPrint,
+        InspectResult,
+        Message,
+        PantographError,
+        StartedGoal,
+        TacticOutcome,
+        Variable,
+        canonical_goals,
+        render_goals,
+    )
+
+_EXPORTS = {
+    "AsyncPantographEnv": ".async_env",
+    "StateHandle": ".async_env",
+    "PantographEnv": ".blocking",
+    "AsyncPantographClient": ".client",
+    "ClientClosedError": ".client",
+    "PantographConfig": ".config",
+    "proof_file": ".lean_text",
+    "statement_from_source": ".lean_text",
+    "ENV_BINARY": ".locate",
+    "ENV_CHECKOUT": ".locate",
+    "Located": ".locate",
+    "ReplVersion": ".locate",
+    "locate_repl": ".locate",
+    "module_name": ".locate",
+    "parse_version": ".locate",
+    "PantographPool": ".pool",
+    "ReplDiedError": ".process",
+    "ReplProcess": ".process",
+    "ReplProtocolError": ".process",
+    "ReplStartError": ".process",
+    "ReplTimeoutError": ".process",
+    "CompilationUnit": ".protocol",
+    "ContinuedGoal": ".protocol",
+    "DistilTarget": ".protocol",
+    "GoalInfo": ".protocol",
+    "GoalPrint": ".protocol",
+    "InspectResult": ".protocol",
+    "Message": ".protocol",
+    "PantographError": ".protocol",
+    "StartedGoal": ".protocol",
+    "TacticOutcome": ".protocol",
+    "Variable": ".protocol",
+    "canonical_goals": ".protocol",
+    "render_goals": ".protocol",
+}
 __all__ = [
-    "ENV_BINARY",
-    "ENV_CHECKOUT",
     "AsyncPantographClient",
     "AsyncPantographEnv",
-    "ClientClosed",
     "ClientClosedError",
     "CompilationUnit",
     "ContinuedGoal",
     "DistilTarget",
+    "ENV_BINARY",
+    "ENV_CHECKOUT",
     "GoalInfo",
     "GoalPrint",
     "InspectResult",
@@ -67,12 +108,10 @@ __all__ = [
     "PantographEnv",
     "PantographError",
     "PantographPool",
-    "ReplDied",
     "ReplDiedError",
     "ReplProcess",
     "ReplProtocolError",
     "ReplStartError",
-    "ReplTimeout",
     "ReplTimeoutError",
     "ReplVersion",
     "StartedGoal",
@@ -87,3 +126,5 @@ __all__ = [
     "render_goals",
     "statement_from_source",
 ]
+
+__getattr__, __dir__ = reexport(globals(), _EXPORTS)

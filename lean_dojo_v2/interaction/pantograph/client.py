@@ -69,9 +69,6 @@ class ClientClosedError(EnvClosedError):
     """The client was closed."""
 
 
-ClientClosed = ClientClosedError  # deprecated name, kept so that old code still works
-
-
 class AsyncPantographClient:
     """One REPL process (relaunched as needed). Create it, ``await client.start()`` (or let the
     first request start it), call the command methods, ``await client.close()``."""

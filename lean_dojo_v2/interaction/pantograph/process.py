@@ -63,11 +63,6 @@ class ReplTimeoutError(EnvCrashedError):
         self.timeout = timeout
 
 
-# Deprecated names (before every error ended in ``Error``), kept so that old code still works.
-ReplDied = ReplDiedError
-ReplTimeout = ReplTimeoutError
-
-
 class ReplProtocolError(EnvCrashedError):
     """The REPL wrote something that is not one JSON object per line; the process was killed."""
 
