@@ -31,13 +31,18 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..data.model import Theorem
-from ..errors import LeanDojoError
+from ..prover.outcome import TheoremOutcome
 from .arguments import flag, keywords, one_of, path_argument, text_argument, whole_number
 from .errors import AgentConfigError, NoRepositoryError
-from .results import DEPENDS_ON_SORRY, ProveReport, TheoremOutcome
+from .results import ProveReport
+
+if TYPE_CHECKING:
+    from ..prover.pipeline import GeneratorFactory, ProofJob, ProveRun
+    from ..prover.search_config import SearchConfig
+    from .environment import EnvChoice
 
 logger = logging.getLogger(__name__)
 
@@ -417,7 +422,7 @@ class BaseAgent(ABC):
         ``in_place``, ``force`` as for :func:`~lean_dojo_v2.prover.writeback.write_back`);
         theorems whose statement uses a ``sorry`` declaration are reported as
         ``depends_on_sorry`` and not written back unless ``include_depends_on_sorry``."""
-        from ..prover.parallel import prove_theorems
+        from ..prover.pipeline import check_jobs
 
         # Every argument before anything is exported, searched or written.
         flag("whole_proof", whole_proof)
@@ -440,64 +445,36 @@ class BaseAgent(ABC):
         startable, left_out = self._startable(targets)
         if limit is not None:
             startable = startable[:limit]
+        config = dataclasses.replace(self.search_config, whole_proof=whole_proof)
+        options = None
+        if write_back and target_kind == "sorry":
+            options = {"out": out, "in_place": in_place, "branch": branch, "force": force}
+            options["include_depends_on_sorry"] = include_depends_on_sorry
+        jobs, choices = self._jobs(startable, data_dir, config, options)
         # Write-back is checked before any search: a bad argument must not cost the proofs.
-        wb_targets = (
-            self._check_write_back(startable, out, in_place, branch, force)
-            if write_back and target_kind == "sorry"
-            else {}
-        )
+        jobs = check_jobs(jobs)
         notes: list[str] = list(self._prove_notes())
         factory = self._parallel_factory(len(startable), notes)
-        if factory is None and self.prover is None:
-            self._setup_prover()
-        prover = self.prover
-        config = dataclasses.replace(self.search_config, whole_proof=whole_proof)
-        outcomes: list[TheoremOutcome] = []
-        backends: list[str] = []
-        notice = None
-        recorded: dict[str, Any] | None = None
-        for repo, group in _by_repository(startable):
-            choice = self._choose_env(repo, data_dir, config)
-            if choice.notice and notice is None:
-                notice = choice.notice
-                self._say(choice.notice)
-            backends.append(choice.backend)
-            theorems = [t.theorem for t in group]
-            results = prove_theorems(
-                theorems,
-                choice.make_env,
-                factory or (lambda: prover),
-                config,
-                workers=self.workers if factory is not None else 1,
-                backend="process" if factory is not None else "inline",
-                progress=self.progress and not self.quiet,
-                desc=f"proving ({choice.backend})",
-            )
-            results = self._recheck(results, theorems, choice)
-            triage = self._triage(repo, theorems)
-            for theorem, result in zip(theorems, results, strict=True):
-                outcomes.append(_outcome(result, repo, triage.get(theorem.full_name)))
-            if record:
-                part = self._record(results, theorems)
-                recorded = _merge_recorded(recorded, part)
-        write_back_info = {}
-        for label, (repo, target, wb_args) in wb_targets.items():
-            write_back_info[label] = self._write_back(
-                repo, target, wb_args, outcomes, include_depends_on_sorry
-            )
+        run = self._prove_run(config, factory, record=record, progress=self.progress)
+        notice = next((c.notice for c in choices if c.notice), None)
+        if notice is not None:
+            self._say(notice)
+        done = run.run(jobs)
         report = ProveReport(
             agent=type(self).__name__,
-            backend=_one_or_list(backends, self.backend),
+            backend=_one_or_list([c.backend for c in choices], self.backend),
             target=target_kind,
             model=self._model_label(),
             trained=self.trained if self.trainer is not None else None,
             whole_proof=whole_proof,
-            outcomes=outcomes,
+            outcomes=done.outcomes,
             seconds=time.perf_counter() - start,
             backend_notice=notice,
             left_out=left_out,
-            write_back=write_back_info,
-            recorded=recorded,
+            write_back={
+                j.job.label or "": j.write_back for j in done.jobs if j.write_back is not None
+            },
+            recorded=done.recorded.to_dict() if done.recorded is not None and done.proved else None,
             notes=notes,
         )
         self.last_report = report
@@ -507,8 +484,6 @@ class BaseAgent(ABC):
     def prove_theorem(self, theorem: Theorem | str, whole_proof: bool = False) -> TheoremOutcome:
         """Prove one theorem (a ``Theorem`` of the agent's repositories, or its full name); the
         proof is re-checked and recorded, not written back."""
-        from ..prover.parallel import prove_theorems
-
         if isinstance(theorem, Theorem):
             name = theorem.full_name
         elif isinstance(theorem, str) and theorem.strip():
@@ -531,25 +506,13 @@ class BaseAgent(ABC):
                 f"({', '.join(r.label for r in self.repositories)})"
             )
         target = found[0]
-        if self.prover is None:
-            self._setup_prover()
-        prover = self.prover
         config = dataclasses.replace(self.search_config, whole_proof=whole_proof)
-        choice = self._choose_env(target.repository, data_dir, config)
+        (job,), (choice,) = self._jobs([target], data_dir, config, None)
+        run = self._prove_run(config, None, record=True, progress=False)
         if choice.notice:
             self._say(choice.notice)
-        results = prove_theorems(
-            [target.theorem],
-            choice.make_env,
-            lambda: prover,
-            config,
-            backend="inline",
-            progress=False,
-        )
-        results = self._recheck(results, [target.theorem], choice)
-        self._record(results, [target.theorem])
-        triage = self._triage(target.repository, [target.theorem])
-        return _outcome(results[0], target.repository, triage.get(name))
+        (outcome,) = run.run([job]).outcomes
+        return outcome
 
     # ------------------------------------------------------------------ proving: the parts
 
@@ -628,118 +591,70 @@ class BaseAgent(ABC):
             repo.source_dir, data_dir, backend=self.backend, tactic_timeout=config.tactic_timeout
         )
 
-    def _recheck(self, results: list[Any], theorems: list[Theorem], choice: Any) -> list[Any]:
-        """Every proved result re-checked once more with ``verify_proof`` on a fresh environment
-        of the same kind; a proof it does not accept is not counted."""
-        from ..prover.verify import verify_proof
-        from ..prover.workers import close_env
-
-        if not any(r.status == "proved" for r in results):
-            return results
-        env = choice.make_env()
-        try:
-            out = []
-            for theorem, r in zip(theorems, results, strict=True):
-                if r.status != "proved":
-                    out.append(r)
-                    continue
-                verdict = verify_proof(env, theorem, r.proof)
-                if verdict is not None and verdict.ok:
-                    out.append(dataclasses.replace(r, checked_by=verdict.checked_by))
-                else:
-                    why = "; ".join(verdict.messages) if verdict is not None else "no verdict"
-                    out.append(
-                        dataclasses.replace(
-                            r, status="failed", error=f"the re-check rejected the proof: {why}"
-                        )
-                    )
-            return out
-        finally:
-            close_env(env)
-
-    def _triage(self, repo: AgentRepository, theorems: list[Theorem]) -> dict[str, list[str]]:
-        if repo.source_dir is None:
-            return {}
-        from .triage import placeholder_dependencies
-
-        return placeholder_dependencies(repo.source_dir, theorems)
-
-    def _record(self, results: list[Any], theorems: list[Theorem]) -> dict[str, Any] | None:
-        """Record the proved results in the database; the recording summary (None: nothing
-        proved)."""
-        from ..prover.recording import record_results
-
-        if not any(r.status == "proved" for r in results):
-            return None
-        summary = record_results(self.database, results, theorems, model=self._model_label())
-        return summary.to_dict()
-
-    def _check_write_back(
+    def _jobs(
         self,
         targets: list[ProofTarget],
-        out: str | os.PathLike[str] | None,
-        in_place: bool,
-        branch: str | None,
-        force: bool,
-    ) -> dict[str, tuple[AgentRepository, Any, dict[str, Any]]]:
-        from ..prover.writeback import check_write_back
+        data_dir: Path,
+        config: SearchConfig,
+        write_back: dict[str, Any] | None,
+    ) -> tuple[list[ProofJob], list[EnvChoice]]:
+        """One pipeline job per repository of ``targets``, in the environment chosen for it;
+        with ``write_back`` (the request's options) its proofs go into its checkout's working
+        copy, when it has a checkout."""
+        from ..prover.pipeline import ProofJob, WriteBackRequest
 
-        repos = {t.repository.label: t.repository for t in targets if t.repository.source_dir}
-        if out is not None and len(repos) > 1:
-            raise AgentConfigError(
-                "out= names one working copy, and the theorems come from several repositories: "
-                "leave out to the default (one per repository under RAID_DIR/writeback)"
-            )
-        checked = {}
-        for repo in repos.values():
-            args = {"out": out, "in_place": in_place, "branch": branch, "force": force}
-            checked[repo.label] = (repo, check_write_back(repo.source_dir, **args), args)
-        return checked
-
-    def _write_back(
-        self,
-        repo: AgentRepository,
-        target: Any,
-        args: dict[str, Any],
-        outcomes: list[TheoremOutcome],
-        include_depends_on_sorry: bool,
-    ) -> dict[str, Any]:
-        from ..prover.writeback import ProofEdit, write_back
-
-        mine = [o for o in outcomes if o.repository == repo.label and o.proved]
-        edits = []
-        theorems = {
-            (t.full_name, t.file_path): t
-            for t in self.database.theorems(repo.info, status="sorry", with_tactics=False)
-        }
-        for o in mine:
-            if o.triage == DEPENDS_ON_SORRY and not include_depends_on_sorry:
-                o.reason = (
-                    "not written back: its statement uses "
-                    + ", ".join(o.depends_on)
-                    + ", itself a sorry placeholder, so the proof may be an artefact of it "
-                    "(prove(include_depends_on_sorry=True) writes it anyway)"
+        groups = _by_repository(targets)
+        if write_back is not None and write_back["out"] is not None:
+            if sum(repo.source_dir is not None for repo, _ in groups) > 1:
+                raise AgentConfigError(
+                    "out= names one working copy, and the theorems come from several "
+                    "repositories: leave out to the default (one per repository under "
+                    "RAID_DIR/writeback)"
                 )
-                continue
-            theorem = theorems.get((o.theorem, o.file_path))
-            if theorem is not None:
-                edits.append(ProofEdit.of(theorem, o.proof or []))
-        if not edits:
-            return {"written": [], "skipped": {}, "files": [], "diff_file": None}
-        if target.out is not None:
-            # Where the check before the search chose (and said so): not chosen a second time.
-            args = {**args, "out": target.out}
-        try:
-            result = write_back(repo.source_dir, edits, missing="skip", **args)
-        except (LeanDojoError, OSError) as exc:
-            return {"error": str(exc), "written": [], "skipped": {}, "diff_file": None}
-        info = result.report()
-        written = set(result.written)
-        for o in mine:
-            o.written_back = o.theorem in written
-            if not o.written_back and o.theorem in info.get("skipped", {}):
-                o.reason = f"not written back: {info['skipped'][o.theorem]}"
-        return info
+        jobs, choices = [], []
+        for repo, group in groups:
+            choice = self._choose_env(repo, data_dir, config)
+            request = None
+            if write_back is not None and repo.source_dir is not None:
+                request = WriteBackRequest(repo.source_dir, **write_back)
+            jobs.append(
+                ProofJob(
+                    [t.theorem for t in group],
+                    choice.make_env,
+                    label=repo.label,
+                    source_dir=repo.source_dir,
+                    write_back=request,
+                    desc=f"proving ({choice.backend})",
+                )
+            )
+            choices.append(choice)
+        return jobs, choices
+
+    def _prove_run(
+        self,
+        config: SearchConfig,
+        factory: GeneratorFactory | None,
+        *,
+        record: bool,
+        progress: bool,
+    ) -> ProveRun:
+        """The pipeline this agent proves with: its prover (built here, or by ``factory`` in
+        each worker process), every proof re-checked, recorded in its database (``record``)."""
+        from ..prover.pipeline import ProveRun
+
+        if factory is None and self.prover is None:
+            self._setup_prover()
+        prover = self.prover
+        return ProveRun(
+            factory or (lambda: prover),
+            config,
+            workers=self.workers if factory is not None else 1,
+            parallel="process" if factory is not None else "inline",
+            progress=progress and not self.quiet,
+            recheck=True,
+            database=self.database if record else None,
+            model=self._model_label(),
+        )
 
     def _say(self, text: str) -> None:
         if not self.quiet:
@@ -759,16 +674,6 @@ def _database_path(path: str | os.PathLike[str] | None) -> Path:
     return p
 
 
-def _merge_recorded(
-    total: dict[str, Any] | None, part: dict[str, Any] | None
-) -> dict[str, Any] | None:
-    if part is None:
-        return total
-    if total is None:
-        return dict(part)
-    return {k: total[k] + part[k] for k in total}
-
-
 def _by_repository(
     targets: Sequence[ProofTarget],
 ) -> list[tuple[AgentRepository, list[ProofTarget]]]:
@@ -783,26 +688,6 @@ def _one_or_list(backends: list[str], configured: str) -> str | list[str]:
     if not unique:
         return "replay" if configured == "auto" else configured
     return unique[0] if len(unique) == 1 else unique
-
-
-def _outcome(result: Any, repo: AgentRepository, depends_on: list[str] | None) -> TheoremOutcome:
-    reason = result.error
-    if result.status == "failed" and not reason:
-        reason = str(result.stats.get("stop_reason") or "") or None
-    return TheoremOutcome(
-        theorem=result.theorem,
-        file_path=result.file_path,
-        status=result.status,
-        proof=list(result.proof) if result.status == "proved" and result.proof else None,
-        backend=result.backend,
-        checked_by=result.checked_by if result.status == "proved" else None,
-        expansions=result.expansions,
-        seconds=result.seconds,
-        repository=repo.label,
-        triage=DEPENDS_ON_SORRY if depends_on else None,
-        depends_on=list(depends_on or []),
-        reason=reason,
-    )
 
 
 __all__ = ["AgentRepository", "BaseAgent", "ProofTarget"]

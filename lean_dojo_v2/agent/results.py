@@ -1,5 +1,6 @@
-"""Layer 4 (agent): what ``prove()`` returns — one :class:`TheoremOutcome` per theorem and a
-:class:`ProveReport` around them — and what ``LeanAgent.train()`` returns (:class:`LifelongResult`).
+"""Layer 4 (agent): what ``prove()`` returns — a :class:`ProveReport` around the pipeline's
+:class:`~lean_dojo_v2.prover.outcome.TheoremOutcome` s (one per theorem) — and what
+``LeanAgent.train()`` returns (:class:`LifelongResult`).
 
 Plain dataclasses with ``to_dict()`` (JSON-ready); ``str(report)`` is the summary an agent prints.
 """
@@ -10,54 +11,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-DEPENDS_ON_SORRY = "depends_on_sorry"
-
-
-@dataclass
-class TheoremOutcome:
-    """One theorem an agent tried to prove.
-
-    ``status`` is the search's (``proved``, ``failed``, ``timeout``, ``error``); ``proved`` only
-    after the agent re-checked the whole proof with ``verify_proof`` (``checked_by`` is that
-    verdict's: ``"lean"`` or ``"replay"``). ``triage`` is ``"depends_on_sorry"`` when the theorem's
-    statement uses a declaration that is itself ``sorry`` (``depends_on`` names them): its proof,
-    if any, is reported but not written back by default. ``written_back`` says whether the proof
-    went into the working copy; ``reason`` why not (or why the search failed)."""
-
-    theorem: str
-    file_path: str
-    status: str
-    proof: list[str] | None
-    backend: str
-    checked_by: str | None
-    expansions: int = 0
-    seconds: float = 0.0
-    repository: str | None = None
-    triage: str | None = None
-    depends_on: list[str] = field(default_factory=list)
-    written_back: bool = False
-    reason: str | None = None
-
-    @property
-    def proved(self) -> bool:
-        return self.status == "proved"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "theorem": self.theorem,
-            "file_path": self.file_path,
-            "status": self.status,
-            "proof": list(self.proof) if self.proof is not None else None,
-            "backend": self.backend,
-            "checked_by": self.checked_by,
-            "expansions": int(self.expansions),
-            "seconds": round(float(self.seconds), 3),
-            "repository": self.repository,
-            "triage": self.triage,
-            "depends_on": list(self.depends_on),
-            "written_back": self.written_back,
-            "reason": self.reason,
-        }
+from ..prover.outcome import DEPENDS_ON_SORRY, TheoremOutcome
 
 
 @dataclass

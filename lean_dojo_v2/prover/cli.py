@@ -1,11 +1,11 @@
 """``lean-dojo-v2 prove``: proof search over the theorems of a dataset, with recording and
 write-back.
 
-Reads the theorems of one split of a LeanDojo-layout dataset, searches for a proof of each
-(:func:`~lean_dojo_v2.prover.parallel.prove_theorems`: worker processes by default, Ray or
-inline), prints a summary (with ``--json`` the last line is one JSON object), records the proofs
-in a database (``--db``) and writes them back into a working copy of the repository
-(``--write-back``). The search settings are a :class:`~lean_dojo_v2.prover.search.SearchConfig`,
+Reads the theorems of one split of a LeanDojo-layout dataset and proves them through the
+proving pipeline (:class:`~lean_dojo_v2.prover.pipeline.ProveRun`: worker processes by default,
+Ray or inline; the proofs recorded in a database with ``--db`` and written back into a working
+copy of the repository with ``--write-back``), then prints a summary (with ``--json`` the last
+line is one JSON object). The search settings are a :class:`~lean_dojo_v2.prover.search.SearchConfig`,
 read like every trainer's config: a YAML ``--config FILE``, then ``--set key=value`` overrides,
 then the explicit search flags (``--num-samples``, ``--max-expansions``, ``--timeout``,
 ``--tactic-timeout``, ``--whole-proof``), which are shortcuts for their keys; ``--help-config``
@@ -24,13 +24,18 @@ import json
 import logging
 import os
 import sys
-import time
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..config.cli import add_config_options, add_help_config_option
 from ..errors import LeanDojoError
+
+if TYPE_CHECKING:
+    from .pipeline import WriteBackRequest
+    from .recording import RecordingSummary
+    from .result import SearchResult
+    from .search_config import SearchConfig
 
 logger = logging.getLogger(__name__)
 
@@ -296,7 +301,7 @@ def _env_spec(args: argparse.Namespace, tactic_timeout: float) -> Any:
 def cmd_prove(args: argparse.Namespace) -> int:
     from ..config.cli import config_from_args
     from ..errors import ConfigError
-    from .parallel import prove_theorems
+    from .pipeline import ProofJob, ProveRun
     from .search import SearchConfig
 
     for name in ("workers", "num_samples", "max_expansions"):
@@ -306,7 +311,6 @@ def cmd_prove(args: argparse.Namespace) -> int:
     if args.write_back is None and (args.branch or args.in_place or args.out):
         raise ConfigError("--branch, --out and --in-place go with --write-back REPO_DIR")
     # Everything that can be refused is refused here, before a search whose proofs would be lost.
-    target = _check_write_back(args)
     if args.db:
         _check_db(args.db)
     theorems, left_out = _select_theorems(args)
@@ -315,109 +319,63 @@ def cmd_prove(args: argparse.Namespace) -> int:
             "%d theorem(s) without a recorded tactic proof left out (replay cannot start them)",
             left_out,
         )
-    if target is not None:
-        _check_write_back_files(target, theorems)
+    request = _write_back_request(args)
+    if request is not None:
+        request = request.check(theorems)  # before a model is loaded or a server asked
     config = _with_progress_model(config_from_args(args, SearchConfig, **_search_flags(args)))
     make_generator = _generator_spec(args)
-    make_env = _env_spec(args, config.tactic_timeout)
+    job = ProofJob(theorems, _env_spec(args, config.tactic_timeout), write_back=request)
     db = _open_db(args.db) if args.db else None
-    recorded = None
     try:
-        on_result = None
-        if db is not None:
-            from .recording import RecordingSummary, record_results
-
-            recorded = RecordingSummary()
-            model_name = str(args.model or "smollm2")
-
-            def on_result(result: Any) -> None:
-                part = record_results(db, [result], theorems, model=model_name, warn=False)
-                _merge(recorded, part)
-
-        start = time.perf_counter()
-        results = prove_theorems(
-            theorems,
-            make_env,
+        report = ProveRun(
             make_generator,
             config,
             workers=args.workers,
-            backend=args.parallel,
-            on_result=on_result,
-            progress=not args.no_progress,
+            parallel=args.parallel,
             ray_address=args.ray_address,
-        )
-        seconds = time.perf_counter() - start
+            progress=not args.no_progress,
+            database=db,
+            model=str(args.model or "smollm2"),
+        ).run([job])
     finally:
         if db is not None:
             db.close()
-    if recorded is not None:
-        from .recording import warn_not_recorded
-
-        warn_not_recorded(recorded)  # once, with the count (results were recorded one by one)
-    written = failure = None
-    if args.write_back is not None:
-        try:
-            written = _write_back(args, results, theorems, target)
-        except (LeanDojoError, OSError) as exc:
-            failure = exc
-            written = _write_back_failed(args, results, exc)
-    summary = _summary(args, results, seconds, left_out, recorded, written, config)
+    (done,) = report.jobs
+    summary = _summary(
+        args, report.results, report.seconds, left_out, report.recorded, done.write_back, config
+    )
     if args.json:
         print(json.dumps(summary))
     else:
         _print_summary(summary)
     sys.stdout.flush()
-    if failure is not None:
+    if done.write_back_error is not None:
         from .writeback import WriteBackError
 
         # The proofs are printed (and recorded) above; only now does the write-back fail.
-        where = " and recorded in the database" if recorded is not None else ""
+        where = " and recorded in the database" if report.recorded is not None else ""
+        written = done.write_back or {}
         raise WriteBackError(
             f"write-back failed after the search: {written['error']}; "
             f"{written['what_was_written']} (the {summary['proved']} proof(s) found are "
             f"printed above{where})"
-        ) from failure
+        ) from done.write_back_error
     return 0
 
 
-def _check_write_back(args: argparse.Namespace) -> Any:
-    """The checked write-back target (None without ``--write-back``): every argument is checked
-    before any search (:func:`~.writeback.check_write_back`)."""
+def _write_back_request(args: argparse.Namespace) -> WriteBackRequest | None:
+    """``--write-back`` and its options as the pipeline's request (None without it)."""
     if args.write_back is None:
         return None
-    from .writeback import check_write_back
+    from .pipeline import WriteBackRequest
 
-    return check_write_back(
-        args.write_back,
-        out=args.out,
+    return WriteBackRequest(
+        Path(args.write_back),
+        out=Path(args.out) if args.out is not None else None,
         in_place=args.in_place,
         branch=args.branch,
         force=args.force,
     )
-
-
-def _check_write_back_files(target: Any, theorems: list[Any]) -> None:
-    """Refuse a repository holding none of the theorems' files (the wrong repository, or the
-    wrong commit); warn about the files it lacks when it holds some."""
-    from .writeback import WriteBackError, missing_files
-
-    files = {t.file_path for t in theorems}
-    missing = missing_files(target, files)
-    if missing and len(missing) == len(files):
-        raise WriteBackError(
-            f"none of the {len(files)} file(s) of the theorems to prove is in {target.repo} "
-            f"(e.g. {missing[0]}): pass the repository the dataset was traced from to "
-            "--write-back"
-        )
-    if missing:
-        logger.warning(
-            "%d of the %d file(s) of the theorems to prove are not in %s (%s): proofs found in "
-            "them will not be written back",
-            len(missing),
-            len(files),
-            target.repo,
-            ", ".join(missing[:3]) + (", ..." if len(missing) > 3 else ""),
-        )
 
 
 def _check_db(path: str) -> None:
@@ -477,69 +435,14 @@ def _open_db(path: str) -> Any:
     return DynamicDatabase(path, create=False)
 
 
-def _merge(total: Any, part: Any) -> None:
-    total.recorded += part.recorded
-    total.already_recorded += part.already_recorded
-    total.not_proved += part.not_proved
-    total.not_in_db += part.not_in_db
-    total.ambiguous += part.ambiguous
-    total.proof_ids += part.proof_ids
-
-
-def _write_back(
-    args: argparse.Namespace, results: list[Any], theorems: list[Any], target: Any
-) -> dict[str, Any]:
-    from .writeback import edits_from_results, write_back
-
-    edits, _ = edits_from_results(results, theorems)
-    if not edits:
-        logger.warning("nothing to write back: no theorem was proved")
-        return {"written": [], "skipped": {}, "files": [], "diff_file": None}
-    result = write_back(
-        args.write_back,
-        edits,
-        # The working copy the check before the search chose (and said so), not chosen again.
-        out=target.out if target is not None and target.out is not None else args.out,
-        in_place=args.in_place,
-        branch=args.branch,
-        missing="skip",
-        force=args.force,
-    )
-    return result.report()
-
-
-def _write_back_failed(
-    args: argparse.Namespace, results: list[Any], exc: BaseException
-) -> dict[str, Any]:
-    """The summary's ``write_back`` entry when write-back raised after the search: the error,
-    and what was and was not written."""
-    proved = sorted(r.theorem for r in results if r.status == "proved")
-    if args.in_place and isinstance(exc, OSError):
-        what = "files of the checkout may be partly edited: check `git status` there"
-    elif args.in_place:
-        what = "no file of the checkout was changed"
-    else:
-        what = "nothing was written (no working copy made)"
-    message = str(exc) if not isinstance(exc, OSError) else f"{type(exc).__name__}: {exc}"
-    return {
-        "error": message,
-        "what_was_written": what,
-        "written": [],
-        "not_written": proved,
-        "skipped": {},
-        "files": [],
-        "diff_file": None,
-    }
-
-
 def _summary(
     args: argparse.Namespace,
-    results: list[Any],
+    results: list[SearchResult],
     seconds: float,
     left_out: int,
-    recorded: Any,
+    recorded: RecordingSummary | None,
     written: dict[str, Any] | None,
-    config: Any = None,
+    config: SearchConfig | None = None,
 ) -> dict[str, Any]:
     counts = Counter(r.status for r in results)
     backends = sorted({r.backend for r in results if r.backend != "unknown"})

@@ -43,6 +43,16 @@ class RecordingSummary:
     ambiguous: list[str] = field(default_factory=list)
     proof_ids: list[int] = field(default_factory=list)
 
+    def merge(self, other: RecordingSummary) -> None:
+        """Add ``other``'s counts and names to this summary (a run recording result by
+        result keeps one summary)."""
+        self.recorded += other.recorded
+        self.already_recorded += other.already_recorded
+        self.not_proved += other.not_proved
+        self.not_in_db += other.not_in_db
+        self.ambiguous += other.ambiguous
+        self.proof_ids += other.proof_ids
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "recorded": self.recorded,
@@ -130,7 +140,8 @@ def record_results(
 def warn_not_recorded(summary: RecordingSummary) -> None:
     """Log, once, how many proved theorems were not recorded and why (not in the database, or
     ambiguous in it). :func:`record_results` calls it unless ``warn=False``; a caller recording
-    one result at a time (``prove --db``) passes that and calls this once at the end."""
+    one result at a time (the proving pipeline, :mod:`.pipeline`) passes that and calls this once
+    at the end."""
     if summary.not_in_db:
         shown = ", ".join(summary.not_in_db[:3]) + (", ..." if len(summary.not_in_db) > 3 else "")
         logger.warning(

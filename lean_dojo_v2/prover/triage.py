@@ -1,12 +1,12 @@
-"""Layer 4 (agent): triage before write-back — is a theorem about a placeholder?
+"""Layer 3 (prover): triage before write-back — is a theorem about a placeholder?
 
 A ``sorry`` in a *definition* (``def rate : ℝ := sorry``) is a placeholder: a theorem whose
 statement mentions it can be "proved" by facts about an opaque constant, and LeanAgent's pull
 requests showed such proofs are artefacts (upstream notes §5.4). :func:`placeholder_dependencies`
 finds, for each theorem, the ``sorry`` declarations of its repository that its statement names;
-the agents report those theorems as ``depends_on_sorry`` and do not write their proofs back
-unless asked. Only the source text is read (the lexer of :mod:`lean_dojo_v2.data.sorry`); Lean
-is not needed.
+the proving pipeline (:mod:`.pipeline`) reports those theorems as ``depends_on_sorry`` and does
+not write their proofs back unless asked. Only the source text is read (the lexer of
+:mod:`lean_dojo_v2.data.sorry`); Lean is not needed.
 """
 
 from __future__ import annotations

@@ -13,8 +13,9 @@ command (:mod:`.cli`) prints it. Phases, each timed:
    unless ``retrain``.
 4. ``search_untrained`` / ``search_trained``: best-first search through ``ReplayEnv`` with the
    base model and with the adapter, same sampling and budget, on the focused theorems of both
-   splits (``train``: trained on; ``held_out``: the ``test`` split, never trained on). Every
-   proof is re-checked with ``verify_proof`` and recorded in the database.
+   splits (``train``: trained on; ``held_out``: the ``test`` split, never trained on), through
+   the proving pipeline (:class:`~lean_dojo_v2.prover.pipeline.ProveRun`): every proof is
+   re-checked with ``verify_proof`` and recorded in the database; nothing is written back.
 """
 
 from __future__ import annotations
@@ -24,13 +25,16 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..data.model import Theorem
 from .config import QuickstartConfig, auto_threads
 from .focused import focused_theorems
 from .minif2f import bundled_dataset_path, is_held_out
 from .report import REPORT, ModelFigures, QuickstartReport, SplitFigures
+
+if TYPE_CHECKING:
+    from ..database import DynamicDatabase
 
 log = logging.getLogger(__name__)
 
@@ -136,14 +140,12 @@ def _search(
     theorems: dict[str, list[Theorem]],
     env_theorems: Sequence[Theorem],
     adapter: Path | None,
-    db: Any,
+    db: DynamicDatabase,
 ) -> ModelFigures:
     from ..interaction import ReplayEnv
     from ..prover.hf_prover import HFProver
-    from ..prover.parallel import prove_theorems
-    from ..prover.recording import record_results
+    from ..prover.pipeline import ProofJob, ProveRun
     from ..prover.search_config import SearchConfig
-    from ..prover.verify import verify_proof
 
     start = time.perf_counter()
     prover = HFProver(
@@ -162,29 +164,24 @@ def _search(
         progress_weight=0,
     )
     load_seconds = time.perf_counter() - start
+    run = ProveRun(
+        lambda: prover,
+        search,
+        parallel="inline",
+        progress=config.progress,
+        recheck=True,
+        database=db,
+        model=f"quickstart {label}",
+    )
     figures: dict[str, SplitFigures] = {}
-    checker = ReplayEnv.from_theorems(env_theorems)  # the search closes its own env at the end
-    try:
-        for split in SPLITS:
-            results = prove_theorems(
-                theorems[split],
-                lambda: ReplayEnv.from_theorems(env_theorems),
-                lambda: prover,
-                search,
-                backend="inline",
-                progress=config.progress,
-                desc=f"{label}, {split}",
-            )
-            by_name = {t.full_name: t for t in theorems[split]}
-            rechecked = sum(
-                bool(verify_proof(checker, by_name[r.theorem], r.proof or []))
-                for r in results
-                if r.proved
-            )
-            record_results(db, results, theorems[split], model=f"quickstart {label}", warn=False)
-            figures[split] = SplitFigures.from_results(results, rechecked)
-    finally:
-        checker.close()
+    for split in SPLITS:
+        job = ProofJob(
+            theorems[split],
+            lambda: ReplayEnv.from_theorems(env_theorems),
+            desc=f"{label}, {split}",
+        )
+        results = run.run([job]).results
+        figures[split] = SplitFigures.from_results(results, sum(r.proved for r in results))
     return ModelFigures(
         model=str(adapter) if adapter is not None else (config.model_name or "smollm2"),
         splits=figures,

@@ -1,6 +1,6 @@
 """What the agents added below them, tested where they are used: the pass loop's listener
 (``CurriculumTrainer.add_pass_listener``, trainer/pass_loop.py), the proof environment choice
-(agent/environment.py) and the placeholder triage (agent/triage.py)."""
+(agent/environment.py) and the placeholder triage (prover/triage.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from trainer.test_pass_loop import Boom, FakeConfig, FakeTrainer, _db
 
 from lean_dojo_v2.agent.environment import choose_env, is_built_project
-from lean_dojo_v2.agent.triage import placeholder_declarations, placeholder_dependencies
+from lean_dojo_v2.prover.triage import placeholder_declarations, placeholder_dependencies
 from lean_dojo_v2.data.model import Pos, Theorem
 
 TESTS = Path(__file__).resolve().parents[1]
