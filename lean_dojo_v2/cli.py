@@ -97,9 +97,9 @@ def cmd_data_split(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from . import __version__
     from .config.cli import CommandParser
     from .data.splits import add_split_options
+    from .version import __version__
 
     parser = CommandParser(
         prog="lean-dojo-v2",

@@ -1,8 +1,8 @@
 """The package's import arrows point down and never go round in a circle.
 
-Read from the source (``ast``), not from a running interpreter, so that an import inside a
-function or under ``if TYPE_CHECKING:`` counts as much as one at module level: a lazy import
-only hides a circle until the day both functions run. Two checks:
+Read from the source (``ast``, :mod:`package_imports`), not from a running interpreter, so that an
+import inside a function or under ``if TYPE_CHECKING:`` counts as much as one at module level: a
+lazy import only hides a circle until the day both functions run. Two checks:
 
 - no import circle among ``lean_dojo_v2`` modules;
 - no module imports a package of a higher layer (the table below, the one of
@@ -14,12 +14,12 @@ nothing cannot pass for a clean package.
 
 from __future__ import annotations
 
-import ast
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
+from package_imports import find_cycle, import_graph, module_files, top_level
 
 import lean_dojo_v2
 
@@ -29,13 +29,13 @@ ARCHITECTURE = PACKAGE_DIR.parent / "docs" / "architecture.md"
 # The layer of each top-level package or module of ``lean_dojo_v2`` (docs/architecture.md): a
 # module imports only from its own layer or below. A new package must be given a layer here.
 LAYERS: dict[str, int] = {
-    "__init__": 0,  # lean_dojo_v2 itself: the version, nothing else
     "_lazy": 0,  # the lazy re-export helper of every package __init__
     "config": 0,
     "data": 0,
     "errors": 0,
     "system": 0,
     "utils": 0,
+    "version": 0,  # the package version, read by every writer of metadata
     "interaction": 1,
     "lean_dojo": 1,
     "database": 2,
@@ -47,6 +47,7 @@ LAYERS: dict[str, int] = {
     "agent": 4,
     "external_api": 4,
     "lean_agent": 4,
+    "__init__": 5,  # lean_dojo_v2 itself: the top-level face over every layer
     "cli": 5,
     "quickstart": 5,  # lean-dojo-v2 quickstart: the whole loop, wired from layers 0-3
     "__main__": 5,  # python -m lean_dojo_v2: the command line
@@ -54,87 +55,6 @@ LAYERS: dict[str, int] = {
 
 
 # -- the import graph ----------------------------------------------------------------------------
-
-
-def module_files(package_dir: Path) -> dict[str, Path]:
-    """Dotted module name -> source file, for every module of the package (a package is named
-    by its ``__init__.py``)."""
-    root = package_dir.parent
-    files = {}
-    for path in sorted(package_dir.rglob("*.py")):
-        parts = list(path.relative_to(root).with_suffix("").parts)
-        if parts[-1] == "__init__":
-            parts.pop()
-        files[".".join(parts)] = path
-    return files
-
-
-def _imported_names(module: str, is_package: bool, node: ast.AST) -> Iterator[str]:
-    """The dotted names one import statement may load: the module itself and, for
-    ``from X import a``, ``X.a`` (which is a module when ``a`` is a submodule)."""
-    if isinstance(node, ast.Import):
-        for alias in node.names:
-            yield alias.name
-    elif isinstance(node, ast.ImportFrom):
-        if node.level:
-            base = module.split(".") if is_package else module.split(".")[:-1]
-            base = base[: len(base) - (node.level - 1)]
-            target = ".".join(base + ([node.module] if node.module else []))
-        else:
-            target = node.module or ""
-        yield target
-        for alias in node.names:
-            yield f"{target}.{alias.name}"
-
-
-def import_graph(package_dir: Path) -> dict[str, set[str]]:
-    """Module -> the package's modules it imports anywhere in its source (module level, inside
-    functions, under ``if TYPE_CHECKING:``). Importing ``a.b.c`` also runs ``a/__init__`` and
-    ``a/b/__init__``; that implied edge is left out, as Python loads a parent package before
-    its modules and a package ``__init__`` that imports its own modules is no circle."""
-    files = module_files(package_dir)
-    graph: dict[str, set[str]] = {m: set() for m in files}
-    for module, path in files.items():
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-        is_package = path.name == "__init__.py"
-        for node in ast.walk(tree):
-            for name in _imported_names(module, is_package, node):
-                if name in files and name != module:
-                    graph[module].add(name)
-    return graph
-
-
-def find_cycle(graph: Mapping[str, set[str]]) -> list[str] | None:
-    """One import circle as ``[a, b, ..., a]``, or None (depth-first search, white/grey/black)."""
-    state: dict[str, int] = {}  # 1: on the current path, 2: done
-    path: list[str] = []
-
-    def visit(node: str) -> list[str] | None:
-        state[node] = 1
-        path.append(node)
-        for nxt in sorted(graph.get(node, ())):
-            if state.get(nxt) == 1:
-                return path[path.index(nxt) :] + [nxt]
-            if nxt not in state:
-                found = visit(nxt)
-                if found:
-                    return found
-        path.pop()
-        state[node] = 2
-        return None
-
-    for start in sorted(graph):
-        if start not in state:
-            found = visit(start)
-            if found:
-                return found
-    return None
-
-
-def top_level(module: str) -> str:
-    """The top-level package (or module) of ``lean_dojo_v2`` that ``module`` belongs to."""
-    parts = module.split(".")
-    return parts[1] if len(parts) > 1 else "__init__"
 
 
 def upward_imports(

@@ -1,30 +1,52 @@
-"""Layer 4: the agents — the seed's loop (set up a repository, train, prove) wired onto the
-library's tracing, database, trainers and provers. Wiring only; nothing here is an algorithm.
+"""Layer 4: the agents — upstream LeanDojo-v2's loop (set up a repository, train, prove) wired onto
+the library's tracing, database, trainers and provers. Wiring only; nothing here is an algorithm.
 
 ``from lean_dojo_v2.agent import HFAgent, LeanAgent, ExternalAgent, BaseAgent`` (also at their
-upstream paths ``lean_dojo_v2.agent.hf_agent`` etc.). Importing this package is cheap: every name
-is resolved on first use. See ``docs/agents.md``.
+upstream paths ``lean_dojo_v2.agent.hf_agent`` etc.). Names are imported on first use. See
+``docs/agents.md``.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .._lazy import reexport
 
-_LAZY = {
-    "BaseAgent": ".base",
+if TYPE_CHECKING:
+    from .base import AgentRepository, BaseAgent, ProofTarget
+    from .errors import AgentConfigError, AgentError, NoRepositoryError
+    from .external_agent import ExternalAgent
+    from .hf_agent import HFAgent
+    from .lean_agent import LeanAgent
+    from .results import LifelongResult, ProveReport, TheoremOutcome
+
+_EXPORTS = {
     "AgentRepository": ".base",
+    "BaseAgent": ".base",
     "ProofTarget": ".base",
+    "AgentConfigError": ".errors",
+    "AgentError": ".errors",
+    "NoRepositoryError": ".errors",
+    "ExternalAgent": ".external_agent",
     "HFAgent": ".hf_agent",
     "LeanAgent": ".lean_agent",
-    "ExternalAgent": ".external_agent",
+    "LifelongResult": ".results",
     "ProveReport": ".results",
     "TheoremOutcome": ".results",
-    "LifelongResult": ".results",
-    "AgentError": ".errors",
-    "AgentConfigError": ".errors",
-    "NoRepositoryError": ".errors",
 }
+__all__ = [
+    "AgentConfigError",
+    "AgentError",
+    "AgentRepository",
+    "BaseAgent",
+    "ExternalAgent",
+    "HFAgent",
+    "LeanAgent",
+    "LifelongResult",
+    "NoRepositoryError",
+    "ProofTarget",
+    "ProveReport",
+    "TheoremOutcome",
+]
 
-__all__ = sorted(_LAZY)
-
-__getattr__, __dir__ = reexport(globals(), _LAZY)
+__getattr__, __dir__ = reexport(globals(), _EXPORTS)

@@ -22,9 +22,27 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .._lazy import reexport
 from ..errors import ConfigError
+
+if TYPE_CHECKING:
+    from .loading import (
+        check_keys,
+        coerce_value,
+        config_fields,
+        config_from_dict,
+        config_to_dict,
+        describe_config,
+        dump_config,
+        field_docs,
+        field_types,
+        load_config,
+        parse_overrides,
+        read_config_file,
+        replace_config,
+    )
 
 _ENV_PREFIX = "LEAN_DOJO_V2_"
 
@@ -105,7 +123,23 @@ def reset_settings() -> None:
 
 
 # The config system, imported on first use (``from lean_dojo_v2.config import load_config``).
-_LOADING_NAMES = (
+_EXPORTS = {
+    "check_keys": ".loading",
+    "coerce_value": ".loading",
+    "config_fields": ".loading",
+    "config_from_dict": ".loading",
+    "config_to_dict": ".loading",
+    "describe_config": ".loading",
+    "dump_config": ".loading",
+    "field_docs": ".loading",
+    "field_types": ".loading",
+    "load_config": ".loading",
+    "parse_overrides": ".loading",
+    "read_config_file": ".loading",
+    "replace_config": ".loading",
+}
+__all__ = [
+    "Settings",
     "check_keys",
     "coerce_value",
     "config_fields",
@@ -115,14 +149,12 @@ _LOADING_NAMES = (
     "dump_config",
     "field_docs",
     "field_types",
+    "get_settings",
     "load_config",
     "parse_overrides",
     "read_config_file",
     "replace_config",
-)
+    "reset_settings",
+]
 
-__getattr__, __dir__ = reexport(
-    globals(),
-    {name: ".loading" for name in _LOADING_NAMES},
-    submodules=("cli", "loading"),
-)
+__getattr__, __dir__ = reexport(globals(), _EXPORTS, submodules=("cli", "loading"))

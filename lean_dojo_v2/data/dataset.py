@@ -260,7 +260,7 @@ def default_metadata(**extra: Any) -> dict[str, Any]:
     ``creation_time``, ``leandojo_version``: the writer's version, as v1 and upstream LeanDojo-v2
     write it; ``from_repo`` comes in ``extra`` where there is one repository), our own
     ``lean_dojo_v2_version``, then ``extra``."""
-    from .. import __version__
+    from ..version import __version__
 
     meta: dict[str, Any] = {
         "dataset_name": DATASET_NAME,

@@ -4,18 +4,33 @@ model registry (local generators and encoders, retriever exports, a progress mod
 adapters), micro-batched, with load shedding, limits and an optional bearer token.
 
 ``lean-dojo-v2 serve`` starts it; ``lean_dojo_v2.external_api.server:app`` is the app of the
-default config. Everything here is imported on first use (fastapi is not loaded by importing the
+default config. Names are imported on first use (fastapi is not loaded by importing the
 package). See docs/api_server.md.
 """
 
 from __future__ import annotations
 
-from lean_dojo_v2._lazy import reexport
+from typing import TYPE_CHECKING
+
+from .._lazy import reexport
+
+if TYPE_CHECKING:
+    from .config import ServeConfig
+    from .errors import (
+        APIServerError,
+        BadAPIRequestError,
+        ModelLoadError,
+        ModelRegistryError,
+        ServerAddressError,
+        ServerOverloadedError,
+        UnknownModelError,
+        UpstreamModelError,
+    )
+    from .registry import ModelRegistry
+    from .server import create_app
 
 _EXPORTS = {
     "ServeConfig": ".config",
-    "create_app": ".server",
-    "ModelRegistry": ".registry",
     "APIServerError": ".errors",
     "BadAPIRequestError": ".errors",
     "ModelLoadError": ".errors",
@@ -24,13 +39,27 @@ _EXPORTS = {
     "ServerOverloadedError": ".errors",
     "UnknownModelError": ".errors",
     "UpstreamModelError": ".errors",
+    "ModelRegistry": ".registry",
+    "create_app": ".server",
 }
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "APIServerError",
+    "BadAPIRequestError",
+    "ModelLoadError",
+    "ModelRegistry",
+    "ModelRegistryError",
+    "ServeConfig",
+    "ServerAddressError",
+    "ServerOverloadedError",
+    "UnknownModelError",
+    "UpstreamModelError",
+    "create_app",
+]
 
 __getattr__, __dir__ = reexport(
     globals(),
-    {k: f"lean_dojo_v2.external_api{v}" for k, v in _EXPORTS.items()},
-    submodules=[
+    _EXPORTS,
+    submodules=(
         "adapters",
         "batching",
         "cli",
@@ -42,5 +71,5 @@ __getattr__, __dir__ = reexport(
         "served",
         "schemas",
         "server",
-    ],
+    ),
 )

@@ -545,7 +545,7 @@ def create_app(config: ServeConfig | None = None, registry: ModelRegistry | None
             if close is not None:
                 close()
 
-    from .. import __version__
+    from ..version import __version__
 
     app = _App(
         title="lean-dojo-v2 API server",

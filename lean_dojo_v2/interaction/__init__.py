@@ -2,16 +2,18 @@
 
 Everything above this layer talks to Lean through :class:`ProofEnv` / :class:`AsyncProofEnv`:
 ``PantographEnv`` (a real Lean via the Pantograph REPL) or ``ReplayEnv`` (transitions recorded by
-real Lean runs). The results and errors they share are those of :mod:`.types` (its ``__all__``);
+real Lean runs). The results and errors they share are those of :mod:`.types`;
 :mod:`.async_adapter` turns any of them into the :class:`AsyncProofEnv` search runs on.
+
+Names are imported on first use: every layer above imports this package, and importing it loads
+none of its modules (asyncio and the REPL client load with the environments).
 """
+
+from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from .._lazy import reexport
-from . import types as _types
-from .base import AsyncProofEnv, ProofEnv
-from .types import *  # noqa: F403 - the boundary's results and errors, listed once in types
 
 if TYPE_CHECKING:
     from .async_adapter import (
@@ -21,17 +23,35 @@ if TYPE_CHECKING:
         restarts_of,
         shares_states,
     )
+    from .base import AsyncProofEnv, ProofEnv
     from .pantograph import AsyncPantographEnv, PantographConfig, PantographEnv, PantographPool
     from .replay import AsyncReplayEnv, ReplayEnv, TransitionTable, normalize_tactic, split_tactics
+    from .types import (
+        STANDARD_AXIOMS,
+        EnvClosedError,
+        EnvCrashedError,
+        InteractionError,
+        InvalidRequestError,
+        LeanNotFoundError,
+        ProofFinished,
+        ProofState,
+        StaleStateError,
+        TacticError,
+        TacticResult,
+        TacticTimeout,
+        UnknownTheoremError,
+        Verdict,
+        VersionMismatchError,
+    )
 
-# The environments and the adapter load asyncio and the REPL client: imported on first use, so
-# `import lean_dojo_v2.interaction` (every layer above imports it) stays cheap.
-_LAZY = {
+_EXPORTS = {
     "ThreadedProofEnv": ".async_adapter",
     "as_async_env": ".async_adapter",
     "as_async_envs": ".async_adapter",
     "restarts_of": ".async_adapter",
     "shares_states": ".async_adapter",
+    "AsyncProofEnv": ".base",
+    "ProofEnv": ".base",
     "AsyncPantographEnv": ".pantograph",
     "PantographConfig": ".pantograph",
     "PantographEnv": ".pantograph",
@@ -41,26 +61,54 @@ _LAZY = {
     "TransitionTable": ".replay",
     "normalize_tactic": ".replay",
     "split_tactics": ".replay",
+    "STANDARD_AXIOMS": ".types",
+    "EnvClosedError": ".types",
+    "EnvCrashedError": ".types",
+    "InteractionError": ".types",
+    "InvalidRequestError": ".types",
+    "LeanNotFoundError": ".types",
+    "ProofFinished": ".types",
+    "ProofState": ".types",
+    "StaleStateError": ".types",
+    "TacticError": ".types",
+    "TacticResult": ".types",
+    "TacticTimeout": ".types",
+    "UnknownTheoremError": ".types",
+    "Verdict": ".types",
+    "VersionMismatchError": ".types",
 }
-
 __all__ = [
     "AsyncPantographEnv",
     "AsyncProofEnv",
     "AsyncReplayEnv",
+    "EnvClosedError",
+    "EnvCrashedError",
+    "InteractionError",
+    "InvalidRequestError",
+    "LeanNotFoundError",
     "PantographConfig",
     "PantographEnv",
     "PantographPool",
     "ProofEnv",
+    "ProofFinished",
+    "ProofState",
     "ReplayEnv",
+    "STANDARD_AXIOMS",
+    "StaleStateError",
+    "TacticError",
+    "TacticResult",
+    "TacticTimeout",
     "ThreadedProofEnv",
     "TransitionTable",
+    "UnknownTheoremError",
+    "Verdict",
+    "VersionMismatchError",
     "as_async_env",
     "as_async_envs",
     "normalize_tactic",
     "restarts_of",
     "shares_states",
     "split_tactics",
-    *_types.__all__,
 ]
 
-__getattr__, __dir__ = reexport(globals(), _LAZY)
+__getattr__, __dir__ = reexport(globals(), _EXPORTS)

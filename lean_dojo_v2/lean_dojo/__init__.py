@@ -5,39 +5,81 @@ needed); ``trace()`` builds it with Lake and runs ``ExtractData.lean`` over its 
 :class:`TracedRepo`; ``generate_benchmark()`` writes the LeanDojo Benchmark layout. See
 ``docs/tracing.md``.
 
-Names are imported on first use, so ``import lean_dojo_v2.lean_dojo`` runs nothing (GitPython, for
-one, runs ``git`` when imported).
+Names are imported on first use, so ``import lean_dojo_v2.lean_dojo`` runs nothing (no ``git``
+either).
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .._lazy import reexport
 
+if TYPE_CHECKING:
+    from .benchmark import BenchmarkResult, generate_benchmark
+    from .errors import (
+        BuildError,
+        CommitNotFoundError,
+        DestinationExistsError,
+        ExtractionError,
+        NotALeanProjectError,
+        RepoNotFoundError,
+        ToolchainNotFoundError,
+        ToolchainNotInstalledError,
+        TraceFormatError,
+        TracingError,
+    )
+    from .repo import LeanGitRepo, RepoType
+    from .toolchain import Toolchain, toolchain_for
+    from .traced_file import TracedFile
+    from .traced_repo import TracedRepo
+    from .tracing import get_traced_repo_path, is_available_in_cache, trace
+
 _EXPORTS = {
+    "BenchmarkResult": ".benchmark",
+    "generate_benchmark": ".benchmark",
+    "BuildError": ".errors",
+    "CommitNotFoundError": ".errors",
+    "DestinationExistsError": ".errors",
+    "ExtractionError": ".errors",
+    "NotALeanProjectError": ".errors",
+    "RepoNotFoundError": ".errors",
+    "ToolchainNotFoundError": ".errors",
+    "ToolchainNotInstalledError": ".errors",
+    "TraceFormatError": ".errors",
+    "TracingError": ".errors",
     "LeanGitRepo": ".repo",
     "RepoType": ".repo",
     "Toolchain": ".toolchain",
     "toolchain_for": ".toolchain",
-    "trace": ".tracing",
+    "TracedFile": ".traced_file",
+    "TracedRepo": ".traced_repo",
     "get_traced_repo_path": ".tracing",
     "is_available_in_cache": ".tracing",
-    "TracedRepo": ".traced_repo",
-    "TracedFile": ".traced_file",
-    "generate_benchmark": ".benchmark",
-    "BenchmarkResult": ".benchmark",
-    "TracingError": ".errors",
-    "RepoNotFoundError": ".errors",
-    "CommitNotFoundError": ".errors",
-    "NotALeanProjectError": ".errors",
-    "ToolchainNotFoundError": ".errors",
-    "ToolchainNotInstalledError": ".errors",
-    "BuildError": ".errors",
-    "ExtractionError": ".errors",
-    "TraceFormatError": ".errors",
-    "DestinationExistsError": ".errors",
+    "trace": ".tracing",
 }
-
-__all__ = sorted(_EXPORTS)
-
+__all__ = [
+    "BenchmarkResult",
+    "BuildError",
+    "CommitNotFoundError",
+    "DestinationExistsError",
+    "ExtractionError",
+    "LeanGitRepo",
+    "NotALeanProjectError",
+    "RepoNotFoundError",
+    "RepoType",
+    "Toolchain",
+    "ToolchainNotFoundError",
+    "ToolchainNotInstalledError",
+    "TraceFormatError",
+    "TracedFile",
+    "TracedRepo",
+    "TracingError",
+    "generate_benchmark",
+    "get_traced_repo_path",
+    "is_available_in_cache",
+    "toolchain_for",
+    "trace",
+]
 
 __getattr__, __dir__ = reexport(globals(), _EXPORTS)

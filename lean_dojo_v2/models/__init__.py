@@ -1,61 +1,101 @@
 """The models layer: one loading path (:func:`load_model`), the prompt format shared by training
-and inference (:mod:`.prompts`), and the :class:`TacticGenerator` contract with its Hugging Face
-implementations.
+and inference (:mod:`.prompts`), the :class:`TacticGenerator` contract's Hugging Face
+implementations, retrieval (encoders, the premise index, BM25, ranking metrics) and the progress
+model.
 
-Importing this package is cheap: torch and transformers are imported inside the functions that
-use them.
+Names are imported on first use, and torch and transformers only inside the functions that use
+them: importing this package loads none of its modules.
 """
 
 from __future__ import annotations
 
-from ..errors import ModelError, ModelNotFoundError
-from .loading import (
-    DEFAULT_MODEL,
-    LoadedModel,
-    convert_gguf,
-    default_gguf_path,
-    load_model,
-    resolve_model_path,
-)
-from .progress import ProgressModel, load_progress_model, progress_text
-from .prompts import SYSTEM_PROMPT, end_marker, render_prompt, training_pair
+from typing import TYPE_CHECKING
 
-__all__ = [
-    "DEFAULT_MODEL",
-    "LoadedModel",
-    "ModelError",
-    "ModelNotFoundError",
-    "ProgressModel",
-    "SYSTEM_PROMPT",
-    "convert_gguf",
-    "default_gguf_path",
-    "end_marker",
-    "load_model",
-    "load_progress_model",
-    "progress_text",
-    "render_prompt",
-    "resolve_model_path",
-    "training_pair",
-]
+from .._lazy import reexport
 
-# Retrieval (issue 11): imported on first access (numpy, bm25s, torch stay out of `import`).
-_RETRIEVAL = {
+if TYPE_CHECKING:
+    from ..errors import ModelError, ModelNotFoundError
+    from .bm25 import BM25Retriever
+    from .loading import (
+        DEFAULT_MODEL,
+        LoadedModel,
+        convert_gguf,
+        default_gguf_path,
+        load_model,
+        resolve_model_path,
+    )
+    from .premise_index import DenseRetriever, PremiseIndex, export_retriever, load_retriever
+    from .progress import ProgressModel, load_progress_model, progress_text
+    from .prompts import SYSTEM_PROMPT, end_marker, render_prompt, training_pair
+    from .retrieval import AccessibleAt, PremiseEncoder, Retriever, load_encoder, premise_text
+    from .retrieval_eval import (
+        RetrievalQuery,
+        evaluate_retriever,
+        ranking_metrics,
+        retrieval_queries,
+    )
+
+_EXPORTS = {
+    "ModelError": "..errors",
+    "ModelNotFoundError": "..errors",
+    "BM25Retriever": ".bm25",
+    "DEFAULT_MODEL": ".loading",
+    "LoadedModel": ".loading",
+    "convert_gguf": ".loading",
+    "default_gguf_path": ".loading",
+    "load_model": ".loading",
+    "resolve_model_path": ".loading",
+    "DenseRetriever": ".premise_index",
+    "PremiseIndex": ".premise_index",
+    "export_retriever": ".premise_index",
+    "load_retriever": ".premise_index",
+    "ProgressModel": ".progress",
+    "load_progress_model": ".progress",
+    "progress_text": ".progress",
+    "SYSTEM_PROMPT": ".prompts",
+    "end_marker": ".prompts",
+    "render_prompt": ".prompts",
+    "training_pair": ".prompts",
     "AccessibleAt": ".retrieval",
     "PremiseEncoder": ".retrieval",
     "Retriever": ".retrieval",
     "load_encoder": ".retrieval",
     "premise_text": ".retrieval",
-    "DenseRetriever": ".premise_index",
-    "PremiseIndex": ".premise_index",
-    "export_retriever": ".premise_index",
-    "load_retriever": ".premise_index",
-    "BM25Retriever": ".bm25",
     "RetrievalQuery": ".retrieval_eval",
     "evaluate_retriever": ".retrieval_eval",
     "ranking_metrics": ".retrieval_eval",
     "retrieval_queries": ".retrieval_eval",
 }
-from .._lazy import reexport as _reexport  # noqa: E402
+__all__ = [
+    "AccessibleAt",
+    "BM25Retriever",
+    "DEFAULT_MODEL",
+    "DenseRetriever",
+    "LoadedModel",
+    "ModelError",
+    "ModelNotFoundError",
+    "PremiseEncoder",
+    "PremiseIndex",
+    "ProgressModel",
+    "RetrievalQuery",
+    "Retriever",
+    "SYSTEM_PROMPT",
+    "convert_gguf",
+    "default_gguf_path",
+    "end_marker",
+    "evaluate_retriever",
+    "export_retriever",
+    "load_encoder",
+    "load_model",
+    "load_progress_model",
+    "load_retriever",
+    "premise_text",
+    "progress_text",
+    "ranking_metrics",
+    "render_prompt",
+    "resolve_model_path",
+    "retrieval_queries",
+    "training_pair",
+]
 
-__getattr__, __dir__ = _reexport(globals(), {n: f"{m}:{n}" for n, m in _RETRIEVAL.items()})
-__all__ += sorted(_RETRIEVAL)
+__getattr__, __dir__ = reexport(globals(), _EXPORTS)

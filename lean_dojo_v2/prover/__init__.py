@@ -1,35 +1,70 @@
 """Layer 3: proof search and provers.
 
 Best-first and whole-proof search over a :class:`~lean_dojo_v2.interaction.ProofEnv`, the provers
-(tactic generators behind that search), proof re-checking, recording and write-back. Importing
-this package is cheap: every name below is resolved on first use.
+(tactic generators behind that search), proof re-checking, recording and write-back. Names are
+imported on first use.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .._lazy import reexport
 
-_LAZY = {
-    "SearchResult": ".result",
-    "proof_text": ".result",
-    "SearchConfig": ".search_config",
-    "BestFirstSearch": ".best_first",
-    "WholeProofSearch": ".whole_proof",
-    "search_theorem": ".search",
-    "verify_proof": ".verify",
-    "verify_proof_async": ".verify",
+if TYPE_CHECKING:
+    from .base import BaseProver
+    from .best_first import BestFirstSearch
+    from .external_prover import ExternalProver
+    from .hf_prover import HFProver
+    from .parallel import prove_theorems
+    from .recording import record_results
+    from .result import SearchResult, proof_text
+    from .retrieval_prover import RetrievalProver
+    from .search import search_theorem
+    from .search_config import SearchConfig
+    from .verify import verify_proof, verify_proof_async
+    from .whole_proof import WholeProofSearch
+    from .writeback import SorryNotFoundError, WriteBackError, WriteBackResult, write_back
+
+_EXPORTS = {
     "BaseProver": ".base",
-    "HFProver": ".hf_prover",
-    "RetrievalProver": ".retrieval_prover",
+    "BestFirstSearch": ".best_first",
     "ExternalProver": ".external_prover",
+    "HFProver": ".hf_prover",
     "prove_theorems": ".parallel",
     "record_results": ".recording",
-    "write_back": ".writeback",
-    "WriteBackResult": ".writeback",
-    "WriteBackError": ".writeback",
+    "SearchResult": ".result",
+    "proof_text": ".result",
+    "RetrievalProver": ".retrieval_prover",
+    "search_theorem": ".search",
+    "SearchConfig": ".search_config",
+    "verify_proof": ".verify",
+    "verify_proof_async": ".verify",
+    "WholeProofSearch": ".whole_proof",
     "SorryNotFoundError": ".writeback",
+    "WriteBackError": ".writeback",
+    "WriteBackResult": ".writeback",
+    "write_back": ".writeback",
 }
+__all__ = [
+    "BaseProver",
+    "BestFirstSearch",
+    "ExternalProver",
+    "HFProver",
+    "RetrievalProver",
+    "SearchConfig",
+    "SearchResult",
+    "SorryNotFoundError",
+    "WholeProofSearch",
+    "WriteBackError",
+    "WriteBackResult",
+    "proof_text",
+    "prove_theorems",
+    "record_results",
+    "search_theorem",
+    "verify_proof",
+    "verify_proof_async",
+    "write_back",
+]
 
-__all__ = sorted(_LAZY)
-
-__getattr__, __dir__ = reexport(globals(), _LAZY)
+__getattr__, __dir__ = reexport(globals(), _EXPORTS)

@@ -435,7 +435,7 @@ class ProgressTrainer:
     def _metadata(
         self, result: ProgressResult, max_length: int, eval_labels: list[float], text_format: str
     ) -> dict[str, Any]:
-        from .. import __version__
+        from ..version import __version__
 
         return {
             "lean_dojo_v2_version": __version__,

@@ -8,18 +8,25 @@ file. ``remove_marks`` is :func:`lean_dojo_v2.data.remove_marks`.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .._lazy import reexport
+
+if TYPE_CHECKING:
+    from ..data.marks import remove_marks
+    from . import constants, filesystem, git
 
 _TRAINING = "training helpers are not part of lean-dojo-v2 yet"
 
-_EXPORTS = {"remove_marks": "lean_dojo_v2.data"}
-_SUBMODULES = ("constants", "filesystem", "git")
-__all__ = sorted([*_EXPORTS, *_SUBMODULES])
+_EXPORTS = {
+    "remove_marks": "..data.marks",
+}
+__all__ = ["constants", "filesystem", "git", "remove_marks"]
 
 __getattr__, __dir__ = reexport(
     globals(),
     _EXPORTS,
-    submodules=_SUBMODULES,
+    submodules=("constants", "filesystem", "git"),
     not_provided={
         "zip_strict": "use zip(..., strict=True)",
         "load_checkpoint": _TRAINING,

@@ -52,22 +52,38 @@ if TYPE_CHECKING:
         TimeoutError,
     )
 
-_EXPORTS: dict[str, str] = {
-    **dict.fromkeys(("Dojo", "check_proof"), ".dojo"),
-    **dict.fromkeys(("is_available_in_cache", "use_dataset", "use_project"), ".backend"),
-    **dict.fromkeys(("Declaration", "Goal", "parse_goals"), ".goals"),
-    **dict.fromkeys(("LeanGitRepo", "Pos", "Theorem"), ".repo"),
-    **dict.fromkeys(
-        "CommandResult CommandState IncompleteSolve1 LeanError ProofFinished ProofGivenUp State "
-        "TacticError TacticResult TacticState TimeoutError".split(),
-        ".results",
-    ),
-    **dict.fromkeys(
-        "DojoCrashError DojoHardTimeoutError DojoInitError DojoTacticTimeoutError "
-        "InvalidStateError UnknownStateError UnsupportedV1NameError V1ArgumentError "
-        "V1Error".split(),
-        ".errors",
-    ),
+_EXPORTS = {
+    "is_available_in_cache": ".backend",
+    "use_dataset": ".backend",
+    "use_project": ".backend",
+    "Dojo": ".dojo",
+    "check_proof": ".dojo",
+    "DojoCrashError": ".errors",
+    "DojoHardTimeoutError": ".errors",
+    "DojoInitError": ".errors",
+    "DojoTacticTimeoutError": ".errors",
+    "InvalidStateError": ".errors",
+    "UnknownStateError": ".errors",
+    "UnsupportedV1NameError": ".errors",
+    "V1ArgumentError": ".errors",
+    "V1Error": ".errors",
+    "Declaration": ".goals",
+    "Goal": ".goals",
+    "parse_goals": ".goals",
+    "LeanGitRepo": ".repo",
+    "Pos": ".repo",
+    "Theorem": ".repo",
+    "CommandResult": ".results",
+    "CommandState": ".results",
+    "IncompleteSolve1": ".results",
+    "LeanError": ".results",
+    "ProofFinished": ".results",
+    "ProofGivenUp": ".results",
+    "State": ".results",
+    "TacticError": ".results",
+    "TacticResult": ".results",
+    "TacticState": ".results",
+    "TimeoutError": ".results",
 }
 
 _TRACING = "lean_dojo_v2.lean_dojo"
