@@ -24,7 +24,7 @@ import lean_dojo_v2
 
 PACKAGE_DIR = Path(lean_dojo_v2.__file__).resolve().parent
 
-_README_PATH = "a path upstream LeanDojo-v2's README documents (tests/test_seed_imports.py)"
+_README_PATH = "a path upstream LeanDojo-v2's README documents (tests/test_upstream_imports.py)"
 
 # Every compatibility module of the package, and why it exists. Package code may not import
 # them; a module that only re-exports names from elsewhere in the package must be listed here.

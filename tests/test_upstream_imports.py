@@ -22,7 +22,7 @@ import lean_dojo_v2
 from lean_dojo_v2.config import get_settings, reset_settings
 
 # Every compatibility module: upstream path -> {name: (real module, real name)}.
-SEED_PATHS: dict[str, dict[str, tuple[str, str]]] = {
+UPSTREAM_PATHS: dict[str, dict[str, tuple[str, str]]] = {
     "lean_dojo_v2.lean_dojo.data_extraction.lean": {
         "LeanGitRepo": ("lean_dojo_v2.lean_dojo.repo", "LeanGitRepo"),
         "RepoType": ("lean_dojo_v2.lean_dojo.repo", "RepoType"),
@@ -69,26 +69,28 @@ SEED_PATHS: dict[str, dict[str, tuple[str, str]]] = {
     },
 }
 
-CASES = [(path, name, real) for path, names in SEED_PATHS.items() for name, real in names.items()]
+CASES = [
+    (path, name, real) for path, names in UPSTREAM_PATHS.items() for name, real in names.items()
+]
 
 
 @pytest.mark.parametrize(("path", "name", "real"), CASES, ids=[f"{p}:{n}" for p, n, _ in CASES])
-def test_seed_import_path_is_our_implementation(path: str, name: str, real: tuple[str, str]):
+def test_upstream_import_path_is_our_implementation(path: str, name: str, real: tuple[str, str]):
     namespace: dict[str, object] = {}
     exec(f"from {path} import {name}", namespace)  # the statement upstream code runs
     expected = getattr(importlib.import_module(real[0]), real[1])
     assert namespace[name] is expected
 
 
-@pytest.mark.parametrize("path", sorted(SEED_PATHS))
-def test_seed_module_exports_exactly_what_is_tested(path: str):
+@pytest.mark.parametrize("path", sorted(UPSTREAM_PATHS))
+def test_upstream_module_exports_exactly_what_is_tested(path: str):
     module = importlib.import_module(path)
     exported = set(module.__all__) - {"constants", "filesystem", "git", "database"}
-    assert exported == set(SEED_PATHS[path])
+    assert exported == set(UPSTREAM_PATHS[path])
     assert set(module.__all__) <= set(dir(module))
 
 
-def test_seed_readme_data_extraction_modules_all_import():
+def test_upstream_readme_data_extraction_modules_all_import():
     """The upstream README lists these five modules of the data_extraction package."""
     for name in ("lean", "trace", "dataset", "cache", "traced_data"):
         importlib.import_module(f"lean_dojo_v2.lean_dojo.data_extraction.{name}")
@@ -111,7 +113,7 @@ def _git(cwd: Path, *args: str) -> str:
     ).stdout.strip()
 
 
-def test_seed_readme_generate_benchmark_call_is_accepted(tmp_path, monkeypatch):
+def test_upstream_readme_generate_benchmark_call_is_accepted(tmp_path, monkeypatch):
     """``generate_benchmark(repos=[(url, commit)], build_deps=True, output_dir="raid/data")``
     (the upstream README's call) traces each repository with ``build_deps`` and writes
     ``<output_dir>/<name>_<commit>``. Tracing itself is replaced: no Lean here."""
@@ -143,7 +145,7 @@ def test_seed_readme_generate_benchmark_call_is_accepted(tmp_path, monkeypatch):
     assert written == [Path("raid/data") / f"lean4-example_{commit}"]
 
 
-def test_seed_readme_generate_benchmark_signature():
+def test_upstream_readme_generate_benchmark_signature():
     from lean_dojo_v2.lean_dojo.data_extraction.dataset import generate_benchmark
 
     inspect.signature(generate_benchmark).bind(
@@ -202,7 +204,7 @@ def test_upstream_names_left_out_say_what_to_use_instead():
     assert not hasattr(constants, "NO_SUCH_NAME")
 
 
-COMPAT_MODULES = sorted({*SEED_PATHS, "lean_dojo_v2.utils.constants"})
+COMPAT_MODULES = sorted({*UPSTREAM_PATHS, "lean_dojo_v2.utils.constants"})
 
 # What importing every compatibility module may load of our package: nothing beyond themselves,
 # the (lazy) lean_dojo package they live in, the lazy helper, and config/errors (settings).
@@ -268,7 +270,7 @@ def _probe(tmp_path: Path) -> tuple[dict, list[Path]]:
     return json.loads(proc.stdout.strip().splitlines()[-1]), missing
 
 
-def test_importing_seed_paths_reads_no_settings_and_creates_nothing(tmp_path):
+def test_importing_upstream_paths_reads_no_settings_and_creates_nothing(tmp_path):
     report, missing = _probe(tmp_path)
     for path in missing:
         assert not path.exists(), f"import created {path}"
@@ -279,7 +281,7 @@ def test_importing_seed_paths_reads_no_settings_and_creates_nothing(tmp_path):
 
 
 def test_import_lean_dojo_v2_stays_fast(tmp_path):
-    """``import lean_dojo_v2`` (and every seed path) stays well under 0.3 s; best of three runs
+    """``import lean_dojo_v2`` (and every upstream path) stays well under 0.3 s; best of three runs
     to ride out a busy machine."""
     best = min(_probe(tmp_path)[0]["all_s"] for _ in range(3))
-    assert best < 0.3, f"importing lean_dojo_v2 and the seed paths took {best:.3f} s"
+    assert best < 0.3, f"importing lean_dojo_v2 and the upstream paths took {best:.3f} s"
