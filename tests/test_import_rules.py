@@ -37,6 +37,8 @@ COMPATIBILITY_MODULES: dict[str, str] = {
     "lean_dojo_v2.lean_dojo.data_extraction.traced_data": _README_PATH,
     "lean_dojo_v2.lean_agent": _README_PATH + " (`from lean_dojo_v2.lean_agent import "
     "DynamicDatabase`)",
+    "lean_dojo_v2.lean_agent.config": "upstream LeanAgent's configs (`from "
+    "lean_dojo_v2.lean_agent.config import ProverConfig, TrainingConfig`, examples/lean_agent.py)",
     "lean_dojo_v2.lean_agent.database": _README_PATH,
     "lean_dojo_v2.utils": _README_PATH + ": the package of the three below",
     "lean_dojo_v2.utils.constants": _README_PATH + " (RAID_DIR and friends, read when used)",
@@ -44,9 +46,6 @@ COMPATIBILITY_MODULES: dict[str, str] = {
     "lean_dojo_v2.utils.git": _README_PATH,
     "lean_dojo_v2.external_api.python.server": "upstream LeanDojo-v2's server layout: "
     "`uvicorn server:app` run from its folder (docs/api_server.md)",
-    "lean_dojo_v2.trainer.config": "the config system's former home "
-    "(`lean_dojo_v2.trainer.config.load_config`, docs/training.md); it lives in "
-    "lean_dojo_v2.config.loading",
 }
 
 
