@@ -13,26 +13,28 @@ from typing import TYPE_CHECKING
 from .._lazy import reexport
 
 if TYPE_CHECKING:
+    from ..errors import AgentConfigError, AgentError
+    from ..prover.outcome import TheoremOutcome
     from .base import AgentRepository, BaseAgent, ProofTarget
-    from .errors import AgentConfigError, AgentError, NoRepositoryError
+    from .errors import NoRepositoryError
     from .external_agent import ExternalAgent
     from .hf_agent import HFAgent
     from .lean_agent import LeanAgent
-    from .results import LifelongResult, ProveReport, TheoremOutcome
+    from .results import LifelongResult, ProveReport
 
 _EXPORTS = {
+    "AgentConfigError": "..errors",
+    "AgentError": "..errors",
+    "TheoremOutcome": "..prover.outcome",
     "AgentRepository": ".base",
     "BaseAgent": ".base",
     "ProofTarget": ".base",
-    "AgentConfigError": ".errors",
-    "AgentError": ".errors",
     "NoRepositoryError": ".errors",
     "ExternalAgent": ".external_agent",
     "HFAgent": ".hf_agent",
     "LeanAgent": ".lean_agent",
     "LifelongResult": ".results",
     "ProveReport": ".results",
-    "TheoremOutcome": ".results",
 }
 __all__ = [
     "AgentConfigError",

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from .._lazy import reexport
 
 if TYPE_CHECKING:
+    from .connection import DEFAULT_DB_NAME, default_path
     from .difficulty import (
         CATEGORIES,
         Curriculum,
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
         categorize_steps,
         theorem_difficulty,
     )
-    from .dynamic_database import DEFAULT_DB_NAME, DynamicDatabase, default_path
+    from .dynamic_database import DynamicDatabase
     from .errors import (
         CorruptDatabaseError,
         DatabaseError,
@@ -43,9 +44,9 @@ _EXPORTS = {
     "Thresholds": ".difficulty",
     "categorize_steps": ".difficulty",
     "theorem_difficulty": ".difficulty",
-    "DEFAULT_DB_NAME": ".dynamic_database",
+    "DEFAULT_DB_NAME": ".connection",
+    "default_path": ".connection",
     "DynamicDatabase": ".dynamic_database",
-    "default_path": ".dynamic_database",
     "CorruptDatabaseError": ".errors",
     "DatabaseError": ".errors",
     "DatabaseNotFoundError": ".errors",

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from .._lazy import reexport
 
 if TYPE_CHECKING:
+    from ..errors import InteractionError, LeanNotFoundError
     from .async_adapter import (
         ThreadedProofEnv,
         as_async_env,
@@ -30,9 +31,7 @@ if TYPE_CHECKING:
         STANDARD_AXIOMS,
         EnvClosedError,
         EnvCrashedError,
-        InteractionError,
         InvalidRequestError,
-        LeanNotFoundError,
         ProofFinished,
         ProofState,
         StaleStateError,
@@ -45,6 +44,8 @@ if TYPE_CHECKING:
     )
 
 _EXPORTS = {
+    "InteractionError": "..errors",
+    "LeanNotFoundError": "..errors",
     "ThreadedProofEnv": ".async_adapter",
     "as_async_env": ".async_adapter",
     "as_async_envs": ".async_adapter",
@@ -64,9 +65,7 @@ _EXPORTS = {
     "STANDARD_AXIOMS": ".types",
     "EnvClosedError": ".types",
     "EnvCrashedError": ".types",
-    "InteractionError": ".types",
     "InvalidRequestError": ".types",
-    "LeanNotFoundError": ".types",
     "ProofFinished": ".types",
     "ProofState": ".types",
     "StaleStateError": ".types",

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING
 from .._lazy import reexport
 
 if TYPE_CHECKING:
+    from ..errors import ToolchainNotInstalledError, TracingError
+    from ..system.toolchain import Toolchain
     from .benchmark import BenchmarkResult, generate_benchmark
     from .errors import (
         BuildError,
@@ -25,17 +27,18 @@ if TYPE_CHECKING:
         NotALeanProjectError,
         RepoNotFoundError,
         ToolchainNotFoundError,
-        ToolchainNotInstalledError,
         TraceFormatError,
-        TracingError,
     )
     from .repo import LeanGitRepo, RepoType
-    from .toolchain import Toolchain, toolchain_for
+    from .toolchain import toolchain_for
     from .traced_file import TracedFile
     from .traced_repo import TracedRepo
     from .tracing import get_traced_repo_path, is_available_in_cache, trace
 
 _EXPORTS = {
+    "ToolchainNotInstalledError": "..errors",
+    "TracingError": "..errors",
+    "Toolchain": "..system.toolchain",
     "BenchmarkResult": ".benchmark",
     "generate_benchmark": ".benchmark",
     "BuildError": ".errors",
@@ -45,12 +48,9 @@ _EXPORTS = {
     "NotALeanProjectError": ".errors",
     "RepoNotFoundError": ".errors",
     "ToolchainNotFoundError": ".errors",
-    "ToolchainNotInstalledError": ".errors",
     "TraceFormatError": ".errors",
-    "TracingError": ".errors",
     "LeanGitRepo": ".repo",
     "RepoType": ".repo",
-    "Toolchain": ".toolchain",
     "toolchain_for": ".toolchain",
     "TracedFile": ".traced_file",
     "TracedRepo": ".traced_repo",

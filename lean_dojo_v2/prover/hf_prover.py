@@ -48,7 +48,7 @@ from .completions import completion_proof, state_text, whole_proof_input
 if TYPE_CHECKING:  # pragma: no cover
     from ..data import Theorem
     from .result import SearchResult
-    from .search import SearchConfig
+    from .search_config import SearchConfig
 
 log = logging.getLogger(__name__)
 
