@@ -336,6 +336,27 @@ class BaseAgent(ABC):
         extra = {k: v for k, v in (("url", url), ("commit", commit)) if v is not None}
         return self.add_repository(d, source_dir=source, dataset_dir=d, **extra)
 
+    def add_database_repositories(self) -> list[Any]:
+        """Every repository the database (``database_path``, which must exist) already holds
+        becomes one of this agent's, easiest first (its curriculum order); returns their
+        records. The way to work on a database made earlier (``lean-dojo-v2 db add``)."""
+        if self._database is None:
+            from ..database import DynamicDatabase
+
+            self._database = DynamicDatabase(self.database_path, create=False)
+        infos = list(self.database.sort_repositories_by_difficulty(None))
+        if not infos:
+            from ..errors import EmptyDatasetError
+
+            raise EmptyDatasetError(
+                f"the database {self.database_path} holds no repository: add one "
+                "(`lean-dojo-v2 db add ...`) or set one up with setup_traced_dataset(path)"
+            )
+        known = {(r.url, r.commit) for r in self.repositories}
+        self.repositories += [AgentRepository(i) for i in infos if (i.url, i.commit) not in known]
+        self.prover = None  # built again for the new set of repositories
+        return infos
+
     def _require_repositories(self, what: str) -> None:
         if not self.repositories:
             raise NoRepositoryError(
@@ -453,33 +474,52 @@ class BaseAgent(ABC):
         jobs, choices = self._jobs(startable, data_dir, config, options)
         # Write-back is checked before any search: a bad argument must not cost the proofs.
         jobs = check_jobs(jobs)
-        notes: list[str] = list(self._prove_notes())
-        factory = self._parallel_factory(len(startable), notes)
-        run = self._prove_run(config, factory, record=record, progress=self.progress)
-        notice = next((c.notice for c in choices if c.notice), None)
-        if notice is not None:
-            self._say(notice)
-        done = run.run(jobs)
-        report = ProveReport(
-            agent=type(self).__name__,
-            backend=_one_or_list([c.backend for c in choices], self.backend),
-            target=target_kind,
-            model=self._model_label(),
-            trained=self.trained if self.trainer is not None else None,
-            whole_proof=whole_proof,
-            outcomes=done.outcomes,
-            seconds=time.perf_counter() - start,
-            backend_notice=notice,
-            left_out=left_out,
-            write_back={
-                j.job.label or "": j.write_back for j in done.jobs if j.write_back is not None
-            },
-            recorded=done.recorded.to_dict() if done.recorded is not None and done.proved else None,
-            notes=notes,
+        return self._prove_jobs(
+            jobs, choices, config, target=target_kind, left_out=left_out, record=record, start=start
         )
-        self.last_report = report
-        self._say(report.summary(notice=False))  # the notice was said before the search
-        return report
+
+    def prove_dataset(
+        self,
+        path: str | os.PathLike[str],
+        split: str = "test",
+        *,
+        limit: int | None = None,
+        whole_proof: bool = False,
+    ) -> ProveReport:
+        """Prove one split of the LeanDojo dataset at ``path`` as it is (its own ``random``
+        split files, not this agent's export), with this agent's prover, e.g. a benchmark's
+        test split. The environment is chosen as for :meth:`prove` (a dataset has no checkout:
+        replay over it, only theorems with a recorded tactic proof); every proof is re-checked;
+        nothing is recorded or written back. ``limit``: at most that many theorems."""
+        from ..data.dataset import DatasetDir
+        from ..errors import DatasetNotFoundError
+        from ..prover.pipeline import ProofJob
+
+        d = path_argument("path", path, example="lean_dojo_v2.data.sample_dataset_path()")
+        one_of("split", split, SPLITS)
+        whole_number("limit", limit, optional=True)
+        flag("whole_proof", whole_proof)
+        if not d.is_dir():
+            raise DatasetNotFoundError(
+                f"no dataset directory at {d}; pass a LeanDojo-layout dataset (random/, "
+                "novel_premises/, corpus.jsonl)"
+            )
+        start = time.perf_counter()
+        self._check_ready()
+        theorems = DatasetDir(d).theorems("random", split)
+        startable = [t for t in theorems if t.traced_tactics]
+        config = dataclasses.replace(self.search_config, whole_proof=whole_proof)
+        choice = self._choose_env(None, d, config)
+        job = ProofJob(
+            startable[:limit] if limit is not None else startable,
+            choice.make_env,
+            label=str(d),
+            desc=f"proving ({choice.backend})",
+        )
+        left_out = len(theorems) - len(startable)
+        return self._prove_jobs(
+            [job], [choice], config, target=split, left_out=left_out, record=False, start=start
+        )
 
     def prove_theorem(self, theorem: Theorem | str, whole_proof: bool = False) -> TheoremOutcome:
         """Prove one theorem (a ``Theorem`` of the agent's repositories, or its full name); the
@@ -584,11 +624,13 @@ class BaseAgent(ABC):
 
         return self.backend != "replay" and is_built_project(repo.source_dir)
 
-    def _choose_env(self, repo: AgentRepository, data_dir: Path, config: Any) -> Any:
+    def _choose_env(
+        self, source_dir: Path | None, data_dir: Path, config: SearchConfig
+    ) -> EnvChoice:
         from .environment import choose_env
 
         return choose_env(
-            repo.source_dir, data_dir, backend=self.backend, tactic_timeout=config.tactic_timeout
+            source_dir, data_dir, backend=self.backend, tactic_timeout=config.tactic_timeout
         )
 
     def _jobs(
@@ -613,7 +655,7 @@ class BaseAgent(ABC):
                 )
         jobs, choices = [], []
         for repo, group in groups:
-            choice = self._choose_env(repo, data_dir, config)
+            choice = self._choose_env(repo.source_dir, data_dir, config)
             request = None
             if write_back is not None and repo.source_dir is not None:
                 request = WriteBackRequest(repo.source_dir, **write_back)
@@ -629,6 +671,47 @@ class BaseAgent(ABC):
             )
             choices.append(choice)
         return jobs, choices
+
+    def _prove_jobs(
+        self,
+        jobs: list[ProofJob],
+        choices: list[EnvChoice],
+        config: SearchConfig,
+        *,
+        target: str,
+        left_out: int,
+        record: bool,
+        start: float,
+    ) -> ProveReport:
+        """Prove ``jobs`` (checked) through the pipeline and report, saying the notes and the
+        first environment notice before the search and the summary after it."""
+        notes: list[str] = list(self._prove_notes())
+        factory = self._parallel_factory(sum(len(j.theorems) for j in jobs), notes)
+        run = self._prove_run(config, factory, record=record, progress=self.progress)
+        notice = next((c.notice for c in choices if c.notice), None)
+        if notice is not None:
+            self._say(notice)
+        done = run.run(jobs)
+        report = ProveReport(
+            agent=type(self).__name__,
+            backend=_one_or_list([c.backend for c in choices], self.backend),
+            target=target,
+            model=self._model_label(),
+            trained=self.trained if self.trainer is not None else None,
+            whole_proof=config.whole_proof,
+            outcomes=done.outcomes,
+            seconds=time.perf_counter() - start,
+            backend_notice=notice,
+            left_out=left_out,
+            write_back={
+                j.job.label or "": j.write_back for j in done.jobs if j.write_back is not None
+            },
+            recorded=done.recorded.to_dict() if done.recorded is not None and done.proved else None,
+            notes=notes,
+        )
+        self.last_report = report
+        self._say(report.summary(notice=False))  # the notice was said before the search
+        return report
 
     def _prove_run(
         self,

@@ -15,6 +15,7 @@ from typing import Any
 from .arguments import keywords, text_argument
 from .base import BaseAgent
 from .errors import AgentConfigError
+from .prover_config import agent_kwargs_from_prover_config
 
 # What the agent passes to HFProver itself, and what to do instead.
 _SET_BY_HF_AGENT = {
@@ -22,47 +23,6 @@ _SET_BY_HF_AGENT = {
     "model": "set the trainer's model_name",
     "device": "pass device= to the agent",
 }
-
-
-def search_config_from_prover_config(prover_config: Any, base: Any = None) -> Any:
-    """The seed's ``ProverConfig`` (``lean_dojo_v2.lean_agent.config``) as a ``SearchConfig``:
-    ``num_sampled_tactics`` → ``num_samples``, ``max_expansions`` (None keeps the default),
-    ``timeout``."""
-    import dataclasses
-
-    from ..prover.search_config import SearchConfig
-
-    config = base or SearchConfig()
-    if prover_config is None:
-        return config
-    values = {
-        "num_samples": prover_config.num_sampled_tactics,
-        "timeout": float(prover_config.timeout),
-    }
-    if prover_config.max_expansions is not None:
-        values["max_expansions"] = prover_config.max_expansions
-    return dataclasses.replace(config, **values)
-
-
-def agent_kwargs_from_prover_config(prover_config: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
-    """An agent's keywords with the seed's ``ProverConfig`` applied: the search settings
-    (:func:`search_config_from_prover_config`) and ``num_workers`` → ``workers``, unless
-    ``workers`` is given."""
-    if prover_config is None:
-        return kwargs
-    from ..lean_agent.config import ProverConfig
-
-    if not isinstance(prover_config, ProverConfig):
-        raise AgentConfigError(
-            f"prover_config must be a ProverConfig or None, got {type(prover_config).__name__}: "
-            "pass lean_dojo_v2.lean_agent.config.ProverConfig(...) (or search_config=SearchConfig(...))"
-        )
-    out = dict(kwargs)
-    out["search_config"] = search_config_from_prover_config(
-        prover_config, kwargs.get("search_config")
-    )
-    out.setdefault("workers", prover_config.num_workers)
-    return out
 
 
 class HFAgent(BaseAgent):
@@ -181,4 +141,4 @@ class HFAgent(BaseAgent):
         return [note]
 
 
-__all__ = ["HFAgent", "agent_kwargs_from_prover_config", "search_config_from_prover_config"]
+__all__ = ["HFAgent"]

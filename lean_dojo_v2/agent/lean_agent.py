@@ -6,19 +6,25 @@ over the database's curriculum, one repository after another, with EWC guarding 
 held-out split) and reports *forgetting*: R@10 now minus R@10 right after that repository was
 learnt. ``prove()`` then searches with a :class:`~lean_dojo_v2.prover.RetrievalProver` (the tactic
 generator given premises retrieved by the trained retriever, accessible at each theorem).
+
+This is the one LeanAgent loop: ``python -m lean_dojo_v2.lean_agent`` parses its options into a
+``LeanAgent`` and calls these methods.
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .arguments import keywords, path_argument, text_argument, whole_number
 from .base import BaseAgent
 from .errors import AgentConfigError
-from .hf_agent import agent_kwargs_from_prover_config
+from .prover_config import agent_kwargs_from_prover_config
 from .results import LifelongResult
+
+if TYPE_CHECKING:
+    from ..trainer.retrieval_trainer import RetrievalTrainer
 
 # What the agent passes to RetrievalProver itself, and what to do instead.
 _SET_BY_LEAN_AGENT = {
@@ -37,10 +43,11 @@ class LeanAgent(BaseAgent):
     """LeanAgent (see the module docstring).
 
     ``training_config``: the retriever's ``TrainingConfig`` (``lean_dojo_v2.lean_agent.config``;
-    default: its defaults, the bundled MiniLM encoder); ``prover_config``: the seed's
+    default: its defaults, the bundled MiniLM encoder); ``prover_config``: upstream LeanAgent's
     ``ProverConfig`` (mapped onto ``search_config``); ``generator``: the tactic generator's model
     (default: the bundled SmolLM2; an SFT output directory, a hub id); ``num_premises``: premises
-    per prompt. Other keywords: :class:`BaseAgent`'s."""
+    per prompt; ``retriever_dir``: where :meth:`train` exports the retriever (default
+    ``work_dir/retriever``). Other keywords: :class:`BaseAgent`'s."""
 
     def __init__(
         self,
@@ -52,6 +59,7 @@ class LeanAgent(BaseAgent):
         num_premises: int = 5,
         device: str = "auto",
         prover_kwargs: dict[str, Any] | None = None,
+        retriever_dir: str | os.PathLike[str] | None = None,
         **kwargs: Any,
     ) -> None:
         from ..prover.hf_prover import HFProver, PromptedGenerator
@@ -67,6 +75,7 @@ class LeanAgent(BaseAgent):
             "generator", generator, optional=True, example="an SFT output directory or a hub id"
         )
         num_premises = whole_number("num_premises", num_premises, minimum=0)
+        export_dir = path_argument("retriever_dir", retriever_dir, optional=True)
         device = text_argument("device", device, example="'cpu'")
         prover_kwargs = keywords(
             "prover_kwargs",
@@ -84,25 +93,39 @@ class LeanAgent(BaseAgent):
         self.num_premises = num_premises
         self.device = device
         self.prover_kwargs = prover_kwargs
+        self._export_dir = export_dir
+        self._trained_on: Path | None = None
         self.retriever_dir: Path | None = None
         self.lifelong: LifelongResult | None = None
 
     def _get_build_deps(self) -> bool:
         return True  # retrieval needs the whole premise corpus, dependencies included
 
-    def train(self) -> LifelongResult:
+    def train(self, data_path: str | os.PathLike[str] | None = None) -> LifelongResult:
         """Train over the curriculum, re-evaluating every earlier repository after each new one;
-        export the retriever (``work_dir/retriever``) for :meth:`prove`. The generator is looked
-        up first: a missing one is refused before any training."""
-        self._require_repositories("train()")
-        self._check_generator()
+        export the retriever (``retriever_dir``) for :meth:`prove`. ``data_path``: one LeanDojo
+        dataset instead, trained on as it is (one pass on its own splits, no database). The
+        generator is looked up first: a missing one is refused before any training."""
+        dataset = path_argument("data_path", data_path, optional=True)
+        if dataset is None:
+            self._require_repositories("train()")
+        self.check_generator()
         tracker = _ForgettingTracker(self.trainer)
         self.trainer.add_pass_listener(tracker)
         try:
-            training = super().train()
+            if dataset is None:
+                training = super().train()
+            else:
+                training = self.trainer.train(data_path=dataset)
+                self.trained = True
+                self.prover = None  # the next prove() uses the trained retriever
         finally:
             self.trainer._pass_listeners.remove(tracker)
-        self.retriever_dir = self.trainer.export(self.work_dir / "retriever", force=False)
+        self._trained_on = dataset
+        self.retriever_dir = self.trainer.export(
+            self._export_dir or self.work_dir / "retriever",
+            force=self.training_config.overwrite_output_dir,
+        )
         self.lifelong = LifelongResult(
             repositories=tracker.labels,
             training=training,
@@ -114,20 +137,26 @@ class LeanAgent(BaseAgent):
         self._say(_lifelong_summary(self.lifelong))
         return self.lifelong
 
+    def held_out_datasets(self) -> list[Path]:
+        """The datasets whose held-out splits :meth:`evaluate` reads: after :meth:`train`, its
+        exports (one per pass) or the dataset it trained on; before, the agent's own export."""
+        if self.lifelong is None:
+            self._require_repositories("evaluate()")
+            return [self._targets("test")[2]]
+        if self._trained_on is not None:
+            return [self._trained_on]
+        return sorted((Path(self.trainer.config.output_dir) / "data").glob("pass-*"))
+
     def evaluate(self) -> dict[str, Any]:
-        """R@1, R@10, MRR, FullRecall@10 of the current retriever on each repository's held-out
-        split (the last training's exports; before training, the agent's own export)."""
-        self._require_repositories("evaluate()")
-        if self.lifelong is not None:
-            passes = sorted((Path(self.trainer.config.output_dir) / "data").glob("pass-*"))
-            return {str(p): _evaluate(self.trainer, p)[1] for p in passes}
-        _, _, data_dir = self._targets("test")
-        return {str(data_dir): _evaluate(self.trainer, data_dir)[1]}
+        """R@1, R@10, MRR, FullRecall@10 of the current retriever on the held-out split of each
+        of :meth:`held_out_datasets` (test, else val), or ``{"error": ...}`` for a dataset whose
+        held-out splits use no premise."""
+        return {str(d): _metrics(self.trainer, d) for d in self.held_out_datasets()}
 
     def _check_ready(self) -> None:
-        self._check_generator()
+        self.check_generator()
 
-    def _check_generator(self) -> None:
+    def check_generator(self) -> None:
         """The generator can be found (a local model, or a hub id in the local cache when
         offline); a ``ModelNotFoundError`` otherwise. The bundled default needs no look-up."""
         if self.generator is None:
@@ -177,7 +206,18 @@ class LeanAgent(BaseAgent):
         return [note]
 
 
-def _evaluate(trainer: Any, data_dir: Path, split: str | None = None) -> tuple[str | None, dict]:
+def _metrics(trainer: RetrievalTrainer, data_dir: Path) -> dict[str, Any]:
+    """The retriever's metrics on ``data_dir``'s held-out split (test, else val), or why there
+    are none."""
+    split, metrics = _evaluate(trainer, data_dir)
+    if split is None:
+        return {"error": f"neither the test nor the val split of {data_dir} uses a premise"}
+    return metrics
+
+
+def _evaluate(
+    trainer: RetrievalTrainer, data_dir: Path, split: str | None = None
+) -> tuple[str | None, dict[str, Any]]:
     """``(split, metrics)``: the retriever on ``split`` of ``data_dir`` (default: test, else val
     when the test split has no premise to retrieve)."""
     from ..errors import DatasetNotFoundError, EmptyDatasetError

@@ -1,21 +1,16 @@
-"""``python -m lean_dojo_v2.lean_agent``: LeanAgent's lifelong retrieval loop.
+"""``python -m lean_dojo_v2.lean_agent``: the LeanAgent loop from the command line.
 
-With ``--db FILE``: for each repository of the database's curriculum (easiest first) train the
-premise retriever on it, continuing from the previous repository's weights, with EWC (the Fisher
-information of each finished repository, λ = ``lambda_value``) guarding the earlier ones; the run
-is recorded in the database. Then evaluate the final retriever on every repository's test split
-(LeanAgent's "stability": does it still retrieve well on the earlier repositories?).
-
-With ``--data DIR`` (default: the bundled sample, offline, small budget): one training pass on that
-LeanDojo dataset, then its test split.
-
-Then it proves: the retriever is exported beside the run (``<output_dir>-retriever``) and a
-``RetrievalProver`` (the tactic generator ``--generator``, default the bundled SmolLM2, given the
-premises it retrieves) searches the test split of each dataset, with the seed's ``ProverConfig``
-settings (``--num-samples``, ``--max-expansions``, ``--timeout``, ``--prove-limit``) in the
-environment :mod:`lean_dojo_v2.agent.environment` picks (``ReplayEnv`` without Lean, and says so).
-``--no-prove`` stops after the evaluation. ``LeanAgent`` (``lean_dojo_v2.agent``) is the same loop
-from Python, with write-back.
+The options become a :class:`~lean_dojo_v2.agent.LeanAgent` (the loop lives there, once) and
+its calls: the repositories of the database ``--db FILE`` (its curriculum, easiest first), or
+the LeanDojo dataset ``--data DIR`` as it is (default: the bundled sample, offline, small
+budget); ``train()`` (the premise retriever, one repository after another, with EWC guarding
+the earlier ones, recorded in the database; the retriever exported to
+``<output_dir>-retriever``); ``evaluate()`` (the test split of each pass's dataset, else its val
+split); then, unless ``--no-prove``, ``prove_dataset()`` on those test splits with a
+``RetrievalProver`` (``--generator``, default the bundled SmolLM2, given the premises it
+retrieves) and upstream LeanAgent's ``ProverConfig`` settings (``--num-samples``,
+``--max-expansions``, ``--timeout``, ``--prove-limit``, ``--workers``), in the environment the
+agent picks (``ReplayEnv`` without Lean, and says so). Nothing is recorded or written back.
 """
 
 from __future__ import annotations
@@ -23,11 +18,14 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..config.cli import CommandParser, UsageExit, add_config_options
 from ..trainer.cli_options import add_run_options, print_summary
 from ..trainer.cli_options import training_config_from_args as config_from_args
+
+if TYPE_CHECKING:
+    from ..agent.lean_agent import LeanAgent
 
 # The offline default run: small enough for a CPU in about a minute.
 QUICK_DEFAULTS = {"max_epochs": 2, "batch_size": 16, "lr": 5e-5, "output_dir": "outputs-lean-agent"}
@@ -59,10 +57,10 @@ def build_parser() -> argparse.ArgumentParser:
         prog="python -m lean_dojo_v2.lean_agent",
         description="LeanAgent's lifelong premise-retrieval loop: curriculum training over the "
         "repositories of a database (--db) with EWC between repositories, then evaluation (R@1, "
-        "R@10, MRR, FullRecall@10 over accessible premises) on every repository's test split, "
-        "then proof search on those test splits with a RetrievalProver on the trained retriever "
-        "(--no-prove to skip). Without --db/--data it trains briefly on the bundled sample "
-        "(offline).",
+        "R@10, MRR, FullRecall@10 over accessible premises) on every repository's held-out "
+        "split, then proof search on the test splits with a RetrievalProver on the trained "
+        "retriever (--no-prove to skip). Without --db/--data it trains briefly on the bundled "
+        "sample (offline).",
     )
     what = p.add_mutually_exclusive_group()
     what.add_argument("--db", metavar="FILE", help="DynamicDatabase file: its curriculum")
@@ -75,7 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
         set_help="override a TrainingConfig key (repeatable), e.g. --set lambda_value=0.5",
     )
     add_run_options(p, force_help="replace output_dir if needed", help_config=None)
-    prove = p.add_argument_group("proving (the seed's ProverConfig)")
+    prove = p.add_argument_group("proving (upstream LeanAgent's ProverConfig)")
     prove.add_argument("--no-prove", action="store_true", help="train and evaluate only")
     prove.add_argument(
         "--generator", default=None, help="tactic generator model (default: bundled SmolLM2)"
@@ -97,111 +95,69 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def run(args: argparse.Namespace) -> dict:
+def make_agent(args: argparse.Namespace) -> LeanAgent:
+    """The ``LeanAgent`` the options describe (nothing read or written yet)."""
+    from ..agent.lean_agent import LeanAgent
+    from ..agent.prover_config import ProverConfig
     from ..trainer.retrieval_config import TrainingConfig
-    from ..trainer.retrieval_trainer import RetrievalTrainer
-    from ..trainer.run_dir import DATA
 
     # Quick defaults (no --config) apply only to keys --set does not give.
-    defaults = {} if args.config else QUICK_DEFAULTS
-    config = config_from_args(args, TrainingConfig, defaults=defaults)
-    settings = prover_settings(args)  # checked before anything trains or is written
-    if not args.no_prove:
-        check_generator(args.generator)
-    trainer = RetrievalTrainer.from_config(config)
-    if args.db:
-        result = trainer.train(database=args.db)
-        datasets = sorted((Path(config.output_dir) / DATA).glob("pass-*"))
-    else:
-        from ..data import sample_dataset_path
-
-        data = Path(args.data) if args.data else sample_dataset_path()
-        result = trainer.train(data_path=data)
-        datasets = [data]
-    evaluations = {}
-    from ..errors import LeanDojoError
-
-    for d in datasets:
-        try:
-            evaluations[str(d)] = trainer.evaluate(data_path=d, split="test")
-        except LeanDojoError as exc:  # e.g. a repository whose test split has no premise use
-            evaluations[str(d)] = {"error": str(exc)}
-    out = {
-        "output_dir": result.output_dir,
-        "encoder_dir": result.encoder_dir,
-        "passes": [p["label"] for p in result.passes],
-        "steps": result.steps,
-        "ewc_tasks": result.ewc_tasks,
-        "seconds": result.seconds,
-        "test": evaluations,
-    }
-    if not args.no_prove:
-        out["prove"] = prove(args, trainer, datasets, settings)
-    return out
-
-
-def prover_settings(args: argparse.Namespace) -> Any:
-    """The seed's ``ProverConfig`` of the proving options (a bad value is a one-line error)."""
-    from .config import ProverConfig
-
-    return ProverConfig(
-        num_workers=args.workers,
-        timeout=args.timeout,
-        max_expansions=args.max_expansions,
-        num_sampled_tactics=args.num_samples,
+    config = config_from_args(args, TrainingConfig, defaults={} if args.config else QUICK_DEFAULTS)
+    run = str(config.output_dir).rstrip("/\\")
+    return LeanAgent(
+        args.db,
+        config,
+        ProverConfig(
+            num_workers=args.workers,
+            timeout=args.timeout,
+            max_expansions=args.max_expansions,
+            num_sampled_tactics=args.num_samples,
+        ),
+        generator=None if args.no_prove else args.generator,
+        retriever_dir=run + "-retriever",
+        progress=False,
     )
 
 
-def check_generator(generator: str | None) -> None:
-    """``--generator`` names a model that can be loaded (a local model, or a hub id in the local
-    cache when offline): a ``ModelNotFoundError`` before training, not after it."""
-    from ..models.loading import DEFAULT_ALIASES, resolve_model_path
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    """Train, evaluate and (unless ``--no-prove``) prove with the options' ``LeanAgent``; the
+    summary."""
+    from ..data import sample_dataset_path
 
-    if generator is not None and generator.strip().lower() not in DEFAULT_ALIASES:
-        resolve_model_path(generator)
-
-
-def prove(args: argparse.Namespace, trainer, datasets: list[Path], settings: Any) -> dict:
-    """Proof search on the test split of each dataset with a RetrievalProver on the trained
-    retriever (exported to ``<output_dir>-retriever``); a summary per dataset."""
-    import functools
-
-    from ..agent.environment import choose_env
-    from ..agent.hf_agent import search_config_from_prover_config
-    from ..data.dataset import DatasetDir
-    from ..prover.parallel import prove_theorems
-    from ..prover.retrieval_prover import RetrievalProver
-
-    search = search_config_from_prover_config(settings)
-    export = Path(str(trainer.config.output_dir).rstrip("/\\") + "-retriever")
-    retriever = trainer.export(export, force=args.force)
-    factory = functools.partial(RetrievalProver, args.generator, retriever=str(retriever))
-    parallel = settings.num_workers > 1
-    prover = None if parallel else factory()
-    summary: dict = {"retriever": str(retriever), "generator": args.generator or "smollm2"}
-    for d in datasets:
-        theorems = [t for t in DatasetDir(d).theorems("random", "test") if t.traced_tactics]
-        theorems = theorems[: args.prove_limit]
-        choice = choose_env(None, d)
-        if choice.notice:
-            print(choice.notice, file=sys.stderr)
-        results = prove_theorems(
-            theorems,
-            choice.make_env,
-            factory if parallel else (lambda: prover),
-            search,
-            workers=settings.num_workers,
-            backend="process" if parallel else "inline",
-            progress=False,
-        )
-        summary[str(d)] = {
-            "backend": choice.backend,
-            "attempted": len(results),
-            "proved": sum(r.status == "proved" for r in results),
-            "expansions": sum(r.expansions for r in results),
-            "proofs": {r.theorem: r.proof for r in results if r.status == "proved"},
+    with make_agent(args) as agent:
+        agent.check_generator()  # before anything is trained or written
+        if args.db:
+            agent.add_database_repositories()
+            lifelong = agent.train()
+        else:
+            lifelong = agent.train(Path(args.data) if args.data else sample_dataset_path())
+        training = lifelong.training
+        out: dict[str, Any] = {
+            "output_dir": training.output_dir,
+            "encoder_dir": training.encoder_dir,
+            "passes": [p["label"] for p in training.passes],
+            "steps": training.steps,
+            "ewc_tasks": training.ewc_tasks,
+            "seconds": training.seconds,
+            "forgetting": lifelong.forgetting,
+            "test": agent.evaluate(),
         }
-    return summary
+        if not args.no_prove:
+            proved: dict[str, Any] = {
+                "retriever": str(agent.retriever_dir),
+                "generator": agent.generator or "smollm2",
+            }
+            for d in agent.held_out_datasets():
+                report = agent.prove_dataset(d, "test", limit=args.prove_limit)
+                proved[str(d)] = {
+                    "backend": report.backend,
+                    "attempted": report.attempted,
+                    "proved": report.proved,
+                    "expansions": report.expansions,
+                    "proofs": report.proofs,
+                }
+            out["prove"] = proved
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -22,7 +22,7 @@ def test_seed_config_names_are_the_retrieval_config_and_a_documented_prover_conf
     from lean_dojo_v2.lean_agent.config import TrainingConfig as T2
     from lean_dojo_v2.lean_agent.database import DynamicDatabase as D2
     from lean_dojo_v2.trainer import TrainingConfig as T3
-    from lean_dojo_v2.trainer.config import field_docs
+    from lean_dojo_v2.config.loading import field_docs
 
     assert TrainingConfig is T2 is T3 and ProverConfig is P2 and DynamicDatabase is D2
     seed_fields = {
