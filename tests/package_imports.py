@@ -114,3 +114,13 @@ def top_level(module: str) -> str:
     """The top-level package (or module) of ``lean_dojo_v2`` that ``module`` belongs to."""
     parts = module.split(".")
     return parts[1] if len(parts) > 1 else "__init__"
+
+
+def write_package(root: Path, files: dict[str, str]) -> Path:
+    """Write ``files`` (path under ``root`` -> text) and return ``root / "pkg"``: a small package
+    for testing the walker and the checks built on it."""
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return root / "pkg"

@@ -18,7 +18,7 @@ import importlib.util
 from collections.abc import Mapping
 from pathlib import Path
 
-from package_imports import import_graph, module_files, top_level
+from package_imports import import_graph, module_files, top_level, write_package
 
 import lean_dojo_v2
 
@@ -133,16 +133,8 @@ def test_no_two_packages_import_each_other() -> None:
 # -- the checks, on a package made for them ------------------------------------------------------
 
 
-def _write(root: Path, files: dict[str, str]) -> Path:
-    for name, text in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    return root / "pkg"
-
-
 def test_a_lazy_import_makes_a_two_way_pair_and_type_checking_does_not(tmp_path: Path) -> None:
-    pkg = _write(
+    pkg = write_package(
         tmp_path,
         {
             "pkg/__init__.py": "",
@@ -168,7 +160,7 @@ def test_a_lazy_import_makes_a_two_way_pair_and_type_checking_does_not(tmp_path:
 
 
 def test_a_module_of_re_exports_and_its_importers_are_found(tmp_path: Path) -> None:
-    pkg = _write(
+    pkg = write_package(
         tmp_path,
         {
             "pkg/__init__.py": "from .old import thing\n",

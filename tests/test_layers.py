@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
-from package_imports import find_cycle, import_graph, module_files, top_level
+from package_imports import find_cycle, import_graph, module_files, top_level, write_package
 
 import lean_dojo_v2
 
@@ -117,16 +117,8 @@ def test_layer_table_matches_the_architecture_doc() -> None:
 # -- the walker, on a package made for it --------------------------------------------------------
 
 
-def _write(root: Path, files: dict[str, str]) -> Path:
-    for name, text in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    return root / "pkg"
-
-
 def test_walker_finds_a_circle_through_imports_inside_functions(tmp_path: Path) -> None:
-    pkg = _write(
+    pkg = write_package(
         tmp_path,
         {
             "pkg/__init__.py": "from .low import thing\n",
@@ -152,7 +144,7 @@ def test_walker_finds_a_circle_through_imports_inside_functions(tmp_path: Path) 
 
 
 def test_walker_reports_an_import_of_a_higher_layer(tmp_path: Path) -> None:
-    pkg = _write(
+    pkg = write_package(
         tmp_path,
         {
             "pkg/__init__.py": "",
