@@ -40,6 +40,11 @@ from .errors import AgentConfigError, NoRepositoryError
 from .results import ProveReport
 
 if TYPE_CHECKING:
+    from ..data.model import Repository
+    from ..database import DynamicDatabase
+    from ..database.records import RepositoryInfo
+    from ..lean_dojo.traced_repo import TracedRepo
+    from ..models.generator import TacticGenerator
     from ..prover.pipeline import GeneratorFactory, ProofJob, ProveRun
     from ..prover.search_config import SearchConfig
     from .environment import EnvChoice
@@ -60,7 +65,7 @@ class AgentRepository:
     (None when it was traced here) and its checkout (for Pantograph and write-back; None when
     there is none)."""
 
-    info: Any
+    info: RepositoryInfo
     dataset_dir: Path | None = None
     source_dir: Path | None = None
 
@@ -104,8 +109,8 @@ class BaseAgent(ABC):
       process and says so.
     """
 
-    trainer: Any = None
-    prover: Any = None
+    trainer: Any = None  # a subclass's trainer: anything with train(repos, database)
+    prover: TacticGenerator | None = None
 
     def __new__(cls, *args: Any, **kwargs: Any) -> BaseAgent:
         # Before any argument is checked: a script's bad input is one line, not a traceback.
@@ -118,7 +123,7 @@ class BaseAgent(ABC):
         self,
         database_path: str | os.PathLike[str] | None = None,
         *,
-        search_config: Any = None,
+        search_config: SearchConfig | None = None,
         backend: str = "auto",
         work_dir: str | os.PathLike[str] | None = None,
         quiet: bool = False,
@@ -143,7 +148,7 @@ class BaseAgent(ABC):
         self.quiet = flag("quiet", quiet)
         self.progress = flag("progress", progress)
         self.repositories: list[AgentRepository] = []
-        self._database: Any = None
+        self._database: DynamicDatabase | None = None
         self.trained = False
         self.last_report: ProveReport | None = None
 
@@ -155,7 +160,7 @@ class BaseAgent(ABC):
         return [r.info for r in self.repositories]
 
     @property
-    def database(self) -> Any:
+    def database(self) -> DynamicDatabase:
         """The :class:`~lean_dojo_v2.database.DynamicDatabase` (opened, and created if needed,
         on first use)."""
         if self._database is None:
@@ -195,7 +200,7 @@ class BaseAgent(ABC):
     def _setup_prover(self) -> None:
         """Set ``self.prover`` (a ``TacticGenerator``; a ``BaseProver`` for whole proofs)."""
 
-    def _prover_factory(self) -> Any | None:
+    def _prover_factory(self) -> GeneratorFactory | None:
         """A picklable callable without arguments that builds this agent's prover in a worker
         process (e.g. :class:`~lean_dojo_v2.prover.parallel.HFProverSpec`), for ``workers`` > 1;
         None (the default): the prover is built once, here, and proves inline."""
@@ -207,7 +212,7 @@ class BaseAgent(ABC):
 
     # ------------------------------------------------------------------ repositories
 
-    def setup_github_repository(self, url: str, commit: str | None = None) -> Any:
+    def setup_github_repository(self, url: str, commit: str | None = None) -> RepositoryInfo:
         """Trace the repository at ``url`` and ``commit`` (needs git and Lean; checked first, before
         anything is cloned) and add it to the database. Returns its database record."""
         url = text_argument("url", url, example="'https://github.com/OWNER/REPO'")
@@ -216,7 +221,7 @@ class BaseAgent(ABC):
         repo = self.trace_repository(url, commit, self._get_build_deps())
         return self.add_repository(repo)
 
-    def setup_local_repository(self, path: str | os.PathLike[str]) -> Any:
+    def setup_local_repository(self, path: str | os.PathLike[str]) -> RepositoryInfo:
         """Trace the local git repository at ``path`` (its ``HEAD``) and add it; its checkout is
         used for Pantograph and write-back."""
         from ..lean_dojo.errors import RepoNotFoundError
@@ -232,7 +237,7 @@ class BaseAgent(ABC):
 
     def trace_repository(
         self, url: str, commit: str | None = None, build_deps: bool | None = None
-    ) -> Any:
+    ) -> TracedRepo:
         """Trace ``url`` at ``commit`` (:func:`lean_dojo_v2.lean_dojo.trace`, cached) and return
         the traced repository (``to_repository()`` gives its data records; ``root`` its
         checkout)."""
@@ -248,12 +253,12 @@ class BaseAgent(ABC):
 
     def add_repository(
         self,
-        repo: Any,
+        repo: TracedRepo | Repository | str | os.PathLike[str],
         *,
         source_dir: str | os.PathLike[str] | None = None,
         dataset_dir: str | os.PathLike[str] | None = None,
         **add_kwargs: Any,
-    ) -> Any:
+    ) -> RepositoryInfo:
         """Add ``repo`` to the database and to this agent's repositories: a traced repository
         (from :meth:`trace_repository`), a ``lean_dojo_v2.data.Repository`` or a LeanDojo dataset
         directory (its parts checked before the database is opened; read once, by the
@@ -308,7 +313,7 @@ class BaseAgent(ABC):
         source_dir: str | os.PathLike[str] | None = None,
         url: str | None = None,
         commit: str | None = None,
-    ) -> Any:
+    ) -> RepositoryInfo:
         """Add an already traced LeanDojo-layout dataset (the three split files of ``random/``,
         else of ``novel_premises/``, and ``corpus.jsonl``, as the database takes it): the way in
         without git or Lean. ``source_dir``: the repository's checkout, where ``sorry`` is looked
@@ -336,7 +341,7 @@ class BaseAgent(ABC):
         extra = {k: v for k, v in (("url", url), ("commit", commit)) if v is not None}
         return self.add_repository(d, source_dir=source, dataset_dir=d, **extra)
 
-    def add_database_repositories(self) -> list[Any]:
+    def add_database_repositories(self) -> list[RepositoryInfo]:
         """Every repository the database (``database_path``, which must exist) already holds
         becomes one of this agent's, easiest first (its curriculum order); returns their
         records. The way to work on a database made earlier (``lean-dojo-v2 db add``)."""
@@ -556,7 +561,7 @@ class BaseAgent(ABC):
 
     # ------------------------------------------------------------------ proving: the parts
 
-    def _parallel_factory(self, targets: int, notes: list[str]) -> Any | None:
+    def _parallel_factory(self, targets: int, notes: list[str]) -> GeneratorFactory | None:
         """The prover factory for worker processes when ``workers`` > 1 and there is more than
         one theorem; otherwise None (inline). Says so when the agent cannot prove in parallel."""
         if self.workers == 1 or targets < 2:
@@ -728,6 +733,11 @@ class BaseAgent(ABC):
         if factory is None and self.prover is None:
             self._setup_prover()
         prover = self.prover
+        if factory is None and prover is None:
+            raise AgentConfigError(
+                f"{type(self).__name__}._setup_prover() set no prover: set self.prover to a "
+                "TacticGenerator there"
+            )
         return ProveRun(
             factory or (lambda: prover),
             config,

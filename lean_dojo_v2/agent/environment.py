@@ -12,7 +12,10 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..prover.pipeline import EnvFactory
 
 logger = logging.getLogger(__name__)
 
@@ -28,7 +31,7 @@ class EnvChoice:
     """The environment factory for one repository, its backend name and why it was chosen."""
 
     backend: str
-    make_env: Any
+    make_env: EnvFactory
     notice: str | None = None
 
 

@@ -9,11 +9,15 @@ an unreachable one is a one-line ``ExternalModelError``.
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .arguments import keywords, text_argument
 from .base import BaseAgent
 from .errors import AgentConfigError
+
+if TYPE_CHECKING:
+    from ..prover.pipeline import GeneratorFactory
+    from .results import ProveReport
 
 # What the agent passes to ExternalProver itself, and what to do instead.
 _SET_BY_EXTERNAL_AGENT = {
@@ -76,7 +80,7 @@ class ExternalAgent(BaseAgent):
         )
         return None
 
-    def evaluate(self) -> Any:
+    def evaluate(self) -> ProveReport:
         """Proof search on the held-out ``random`` test split (no write-back)."""
         self._require_repositories("evaluate()")
         return self.prove(split="test", write_back=False)
@@ -85,7 +89,7 @@ class ExternalAgent(BaseAgent):
         self._check_ready()
         self.prover = self._external
 
-    def _prover_factory(self) -> Any | None:
+    def _prover_factory(self) -> GeneratorFactory | None:
         """The same endpoint and settings in each worker process; the key is read there from
         ``$OPENAI_API_KEY`` (never pickled), so a key given in code that differs from it keeps
         the search in this process."""

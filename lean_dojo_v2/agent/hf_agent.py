@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .arguments import keywords, text_argument
 from .base import BaseAgent
 from .errors import AgentConfigError
 from .prover_config import agent_kwargs_from_prover_config
+
+if TYPE_CHECKING:
+    from ..prover.pipeline import GeneratorFactory
+    from .prover_config import ProverConfig
 
 # What the agent passes to HFProver itself, and what to do instead.
 _SET_BY_HF_AGENT = {
@@ -41,7 +45,7 @@ class HFAgent(BaseAgent):
         trainer: Any,
         database_path: str | os.PathLike[str] | None = None,
         training_config: Any = None,
-        prover_config: Any = None,
+        prover_config: ProverConfig | None = None,
         *,
         device: str = "auto",
         prover_kwargs: dict[str, Any] | None = None,
@@ -94,7 +98,7 @@ class HFAgent(BaseAgent):
     def _setup_prover(self) -> None:
         self.prover = self._prover_factory()()
 
-    def _prover_factory(self) -> Any:
+    def _prover_factory(self) -> GeneratorFactory:
         """``HFProver`` of the trained model (after :meth:`train`) or of the trainer's base model,
         as a picklable factory: built here by :meth:`_setup_prover`, or in each worker process."""
         from ..prover.parallel import HFProverSpec

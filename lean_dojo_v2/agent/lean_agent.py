@@ -24,7 +24,11 @@ from .prover_config import agent_kwargs_from_prover_config
 from .results import LifelongResult
 
 if TYPE_CHECKING:
+    from ..models.retrieval import Retriever
+    from ..prover.pipeline import GeneratorFactory
+    from ..trainer.retrieval_config import TrainingConfig
     from ..trainer.retrieval_trainer import RetrievalTrainer
+    from .prover_config import ProverConfig
 
 # What the agent passes to RetrievalProver itself, and what to do instead.
 _SET_BY_LEAN_AGENT = {
@@ -52,8 +56,8 @@ class LeanAgent(BaseAgent):
     def __init__(
         self,
         database_path: str | os.PathLike[str] | None = None,
-        training_config: Any = None,
-        prover_config: Any = None,
+        training_config: TrainingConfig | None = None,
+        prover_config: ProverConfig | None = None,
         *,
         generator: str | os.PathLike[str] | None = None,
         num_premises: int = 5,
@@ -169,7 +173,7 @@ class LeanAgent(BaseAgent):
     def _setup_prover(self) -> None:
         self.prover = self._prover_factory()()
 
-    def _prover_factory(self) -> Any:
+    def _prover_factory(self) -> GeneratorFactory:
         """``RetrievalProver(generator, retriever, ...)`` as a picklable factory: the exported
         retriever's directory after :meth:`train`, else BM25 over the agent's export of its
         repositories (built here, pickled to the workers)."""
@@ -177,7 +181,9 @@ class LeanAgent(BaseAgent):
 
         from ..prover.retrieval_prover import RetrievalProver
 
-        retriever: Any = str(self.retriever_dir) if self.retriever_dir is not None else None
+        retriever: str | Retriever | None = (
+            str(self.retriever_dir) if self.retriever_dir is not None else None
+        )
         if retriever is None:
             from ..data.dataset import DatasetDir
             from ..models.bm25 import BM25Retriever

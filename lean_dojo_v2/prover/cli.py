@@ -32,7 +32,8 @@ from ..config.cli import add_config_options, add_help_config_option
 from ..errors import LeanDojoError
 
 if TYPE_CHECKING:
-    from .pipeline import WriteBackRequest
+    from ..database import DynamicDatabase
+    from .pipeline import EnvFactory, GeneratorFactory, WriteBackRequest
     from .recording import RecordingSummary
     from .result import SearchResult
     from .search_config import SearchConfig
@@ -248,7 +249,7 @@ def _check_endpoint(base_url: str, model: str, api_key: str | None) -> None:
     check_endpoint(base_url, model, api_key, hint=hint)
 
 
-def _generator_spec(args: argparse.Namespace) -> Any:
+def _generator_spec(args: argparse.Namespace) -> GeneratorFactory:
     from .parallel import ExternalProverSpec, HFProverSpec
 
     if args.generator == "openai":
@@ -278,7 +279,7 @@ def _generator_spec(args: argparse.Namespace) -> Any:
     return HFProverSpec(model, args.device)
 
 
-def _env_spec(args: argparse.Namespace, tactic_timeout: float) -> Any:
+def _env_spec(args: argparse.Namespace, tactic_timeout: float) -> EnvFactory:
     from .parallel import PantographEnvSpec, ReplayEnvSpec
 
     if args.backend == "replay":
@@ -386,7 +387,7 @@ def _check_db(path: str) -> None:
     DynamicDatabase(path, create=False).close()  # DatabaseNotFoundError, in one line
 
 
-def _with_progress_model(config: Any) -> Any:
+def _with_progress_model(config: SearchConfig) -> SearchConfig:
     """``config`` with the progress model it asks for (``--progress-model``, else
     ``$LEANPROGRESS_MODEL``) checked and given as an absolute ``progress_model_path``, so that
     every worker (processes, Ray actors) loads the same one. A path that holds no progress model
@@ -429,7 +430,7 @@ def _search_flags(args: argparse.Namespace) -> dict[str, Any]:
     return flags
 
 
-def _open_db(path: str) -> Any:
+def _open_db(path: str) -> DynamicDatabase:
     from ..database import DynamicDatabase
 
     return DynamicDatabase(path, create=False)
