@@ -1,4 +1,5 @@
-"""Layer 4 (agent): :class:`BaseAgent`, the seed's agent loop wired onto this library's pieces.
+"""Layer 4 (agent): :class:`BaseAgent`, upstream LeanDojo-v2's agent loop wired onto this
+library's pieces.
 
 An agent ties the layers below together; it holds no algorithm of its own::
 
@@ -9,11 +10,11 @@ An agent ties the layers below together; it holds no algorithm of its own::
 
 What each step uses: tracing :func:`lean_dojo_v2.lean_dojo.trace`; the database
 :class:`~lean_dojo_v2.database.DynamicDatabase`; training the subclass's trainer
-(``train(repos, database)``); proving :func:`~lean_dojo_v2.prover.parallel.prove_theorems` on the
-proof environment chosen by :mod:`.environment`, every proof re-checked with
-:func:`~lean_dojo_v2.prover.verify.verify_proof`, recorded with
-:func:`~lean_dojo_v2.prover.recording.record_results` and written back into a working copy with
-:func:`~lean_dojo_v2.prover.writeback.write_back` after the triage of :mod:`.triage`.
+(``train(repos, database)``); proving the proving pipeline
+(:class:`~lean_dojo_v2.prover.pipeline.ProveRun`), one job per repository in the proof
+environment chosen by :mod:`.environment`: search, every proof re-checked, recorded, the
+placeholder triage, write-back into a working copy. The agent chooses the targets and builds its
+prover; the pipeline does the rest.
 
 A subclass says whether tracing needs the dependencies (:meth:`_get_build_deps`) and builds its
 prover (:meth:`_setup_prover`: sets ``self.prover``, a ``TacticGenerator``).
@@ -91,20 +92,20 @@ class ProofTarget:
 
 
 class BaseAgent(ABC):
-    """The seed's agent (see the module docstring).
+    """Upstream LeanDojo-v2's agent (see the module docstring).
 
     - ``database_path``: the :class:`~lean_dojo_v2.database.DynamicDatabase` file (default
       ``$RAID_DIR/dynamic_database.sqlite``); opened when the first repository is added, never
       before, so a call refused on bad input leaves nothing behind.
     - ``search_config``: a :class:`~lean_dojo_v2.prover.SearchConfig` (default: its defaults,
-      or the seed's ``prover_config`` of a subclass mapped onto it).
+      or upstream LeanAgent's ``prover_config`` of a subclass mapped onto it).
     - ``backend``: ``"auto"`` (Pantograph when a REPL and a built project are found, else replay
       with a notice), ``"pantograph"`` or ``"replay"``.
     - ``work_dir``: where the agent writes its exports (default ``$RAID_DIR/agents/<class>``).
     - ``quiet``: do not print notices and summaries (they are in the results either way).
     - ``workers``: provers searching in parallel, each a worker process with its own model and
       environment (:func:`~lean_dojo_v2.prover.parallel.prove_theorems`, backend ``process``;
-      the seed's ``ProverConfig.num_workers``). 1 (the default) proves in this process. An agent
+      upstream's ``ProverConfig.num_workers``). 1 (the default) proves in this process. An agent
       whose prover cannot be rebuilt in a worker (:meth:`_prover_factory` is None) proves in this
       process and says so.
     """
@@ -152,7 +153,7 @@ class BaseAgent(ABC):
         self.trained = False
         self.last_report: ProveReport | None = None
 
-    # ------------------------------------------------------------------ the seed's attributes
+    # ------------------------------------------------------------------ upstream's attributes
 
     @property
     def repos(self) -> list[Any]:
@@ -761,7 +762,7 @@ def _database_path(path: str | os.PathLike[str] | None) -> Path:
         return get_settings().raid_dir / "dynamic_database.sqlite"
     p = Path(path).expanduser()
     if p.suffix == ".json":
-        # The seed's default was a JSON file; the database here is SQLite (import an upstream
+        # Upstream's default was a JSON file; the database here is SQLite (import an upstream
         # JSON file with `lean-dojo-v2 db import-json`).
         return p.with_suffix(".sqlite")
     return p

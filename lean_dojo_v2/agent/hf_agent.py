@@ -1,4 +1,4 @@
-"""Layer 4 (agent): :class:`HFAgent`, the seed's agent around a causal-LM trainer.
+"""Layer 4 (agent): :class:`HFAgent`, upstream LeanDojo-v2's agent around a causal-LM trainer.
 
 ``HFAgent(trainer=SFTTrainer(...) | GRPOTrainer(...))``: ``train()`` runs the trainer over the
 database's curriculum; ``prove()`` proves with ``HFProver(trainer.output_dir,
@@ -33,11 +33,11 @@ class HFAgent(BaseAgent):
     """An agent whose prover is a local Hugging Face model trained by ``trainer``.
 
     ``trainer``: an ``SFTTrainer`` or ``GRPOTrainer`` (anything with ``train(repos, database)``,
-    ``output_dir``, ``lora_config`` and ``model_name``). ``prover_config``: the seed's
+    ``output_dir``, ``lora_config`` and ``model_name``). ``prover_config``: upstream LeanAgent's
     ``ProverConfig`` (mapped onto ``search_config``; its ``num_workers`` sets ``workers``, one
     ``HFProver`` per worker process, unless ``workers`` is given); ``device`` and
     ``prover_kwargs`` go to ``HFProver`` (e.g. ``{"temperature": 0.7}``). ``training_config`` is
-    the seed's argument and unused (the trainer carries its config). Other keywords:
+    upstream's argument and unused (the trainer carries its config). Other keywords:
     :class:`BaseAgent`'s."""
 
     def __init__(

@@ -274,8 +274,8 @@ def _needs_main_module(*objects: Any) -> bool:
 def _main_module_hidden(hide: bool) -> Iterator[None]:
     """While a worker starts, hide the parent's ``__main__`` from ``spawn``, which would
     otherwise import it again in the worker and run a script's top-level code once more there: a
-    seed-style script without an ``if __name__ == "__main__":`` guard would train again in every
-    worker, then fail. Only when the factories do not need ``__main__``
+    script in upstream LeanDojo-v2's style, without an ``if __name__ == "__main__":`` guard,
+    would train again in every worker, then fail. Only when the factories do not need ``__main__``
     (:func:`_needs_main_module`); ``spawn`` reads these attributes while ``start()`` runs."""
     import sys
 
