@@ -1,9 +1,9 @@
 """Layer 4 (agent): a script built on an agent ends in one line, not a traceback, on bad input.
 
-Upstream LeanDojo-v2's snippets (``agent = HFAgent(trainer);
-agent.setup_github_repository(...)``) are plain scripts without a ``try``. :func:`install`
-(called when an agent is created, never at import) wraps ``sys.excepthook`` so that an *uncaught* :class:`~lean_dojo_v2.errors.LeanDojoError` is
-printed as ``lean-dojo-v2: error: <message>`` on stderr (exit status 1, as for any uncaught
+Upstream LeanDojo-v2's snippets (``agent = HFAgent(trainer); agent.setup_github_repository(...)``)
+are plain scripts without a ``try``. :func:`install` (called when an agent is created, never at
+import) wraps ``sys.excepthook`` so that an *uncaught* :class:`~lean_dojo_v2.errors.LeanDojoError`
+is printed as ``lean-dojo-v2: error: <message>`` on stderr (exit status 1, as for any uncaught
 exception); every other exception, and everything with ``LEAN_DOJO_V2_DEBUG=1``, goes to the hook
 that was there before. A hook a user or another tool installed is left alone. Interactive shells
 (IPython, Jupyter) do not use ``sys.excepthook`` and show their usual tracebacks.
