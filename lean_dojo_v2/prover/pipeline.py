@@ -156,8 +156,8 @@ def _check_files(target: WriteBackTarget, theorems: Sequence[Theorem]) -> None:
     if missing and len(missing) == len(files):
         raise WriteBackError(
             f"none of the {len(files)} file(s) of the theorems to prove is in {target.repo} "
-            f"(e.g. {missing[0]}): pass the repository the dataset was traced from to "
-            "--write-back"
+            f"(e.g. {missing[0]}): write back into the repository the dataset was traced from "
+            "(prove --write-back REPO_DIR; an agent's source_dir)"
         )
     if missing:
         logger.warning(
