@@ -10,17 +10,22 @@ first use.
 
 from __future__ import annotations
 
-from lean_dojo_v2._lazy import reexport
+from typing import TYPE_CHECKING
 
-_EXPORTS = {"DynamicDatabase": "lean_dojo_v2.database"}
-# The config names (lazy, like the rest); not in __all__, which lists upstream's original
-# exports of this package.
-_CONFIGS = {
-    "TrainingConfig": "lean_dojo_v2.lean_agent.config",
-    "ProverConfig": "lean_dojo_v2.lean_agent.config",
+from .._lazy import reexport
+
+if TYPE_CHECKING:
+    from ..agent.prover_config import ProverConfig as ProverConfig
+    from ..database.dynamic_database import DynamicDatabase
+    from ..trainer.retrieval_config import TrainingConfig as TrainingConfig
+
+_EXPORTS = {
+    "ProverConfig": "..agent.prover_config",
+    "DynamicDatabase": "..database.dynamic_database",
+    "TrainingConfig": "..trainer.retrieval_config",
 }
-__all__ = sorted(_EXPORTS)
+# Upstream LeanAgent's config names are offered too (hence the explicit `as` above); __all__ keeps
+# to DynamicDatabase, the name the upstream README imports from here.
+__all__ = ["DynamicDatabase"]
 
-__getattr__, __dir__ = reexport(
-    globals(), {**_EXPORTS, **_CONFIGS}, submodules=["database", "config"]
-)
+__getattr__, __dir__ = reexport(globals(), _EXPORTS, submodules=("config", "database"))
