@@ -48,7 +48,7 @@ def build_dataset(dst: Path) -> Path:
 
 
 def train(out: Path, data: Path, sft_epochs: float, grpo_steps: int) -> dict[str, Any]:
-    from lean_dojo_v2.trainer.config import load_config
+    from lean_dojo_v2.config.loading import load_config
     from lean_dojo_v2.trainer.grpo_config import GRPOConfig
     from lean_dojo_v2.trainer.grpo_trainer import GRPOTrainer
     from lean_dojo_v2.trainer.sft_trainer import SFTTrainer

@@ -51,7 +51,7 @@ def _pool(parts: list[dict]) -> dict:
 
 
 def _config(args, out: Path):
-    from lean_dojo_v2.trainer.config import load_config
+    from lean_dojo_v2.config.loading import load_config
     from lean_dojo_v2.trainer.retrieval_config import TrainingConfig
 
     return load_config(

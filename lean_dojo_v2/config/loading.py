@@ -20,12 +20,23 @@ says ``{"allow_inf": True}`` (then ``±inf`` is accepted, ``nan`` still not). An
 :class:`~lean_dojo_v2.errors.UnknownConfigKeyError` naming the valid ones, a bad value
 :class:`~lean_dojo_v2.errors.ConfigValueError` naming the field and what it accepts.
 
+**Inherited fields.** A config may extend another (``SFTConfig`` and ``GRPOConfig`` extend
+``CausalLMConfig``): :func:`field_docs` reads the docstrings up the class hierarchy, so a field is
+documented once, in the nearest class that documents it; a subclass documents its own fields and
+those whose meaning or default it changes. Its group headers (``> Parameters that control ...``)
+say where its new groups go, so a header with no fields under it is a place mark.
+
+**Field metadata.** :func:`config_field` declares a field that does not change what is trained
+(``fingerprint=False``: where outputs go, how often to log; a run may resume with another value)
+or that accepts ``±inf`` (``allow_inf=True``).
+
 **Aliases.** A config class may map keys of another design's files onto its own fields with a
 class attribute ``config_aliases: ClassVar[dict[str, str | Callable[[Any], dict[str, Any]]]]``
 (an old key → the field it is now, or → a function of the old value giving field values):
-:func:`load_config` rewrites such keys of a YAML file and of a mapping of overrides, logs one
-note per key saying what it became, and lets a field given under its own name win over an alias.
-``GRPOConfig`` uses it for the seed design's keys (``base_model``, ``learning_rate``, ...).
+:func:`load_config` rewrites such keys of a YAML file, of overrides (a mapping or ``--set``)
+and of keyword values, logs one note per key of a file or override saying what it became, and
+lets a field given under its own name win over an alias. ``GRPOConfig`` uses it for the keys of upstream LeanDojo-v2's GRPO design
+(``base_model``, ``learning_rate``, ...), ``PremiseSelectorConfig`` for LeanHammer's names.
 
 Only the standard library and PyYAML are used here (no torch).
 """
@@ -36,10 +47,11 @@ import dataclasses
 import json
 import logging
 import math
+import os
 import re
 import types
 import typing
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal, TypeVar, Union
 
@@ -70,9 +82,10 @@ def field_types(cls: type) -> dict[str, Any]:
     return {name: hints[name] for name in config_fields(cls)}
 
 
-def field_docs(cls: type) -> dict[str, tuple[str, str, str]]:
-    """``{field: (group title, type text, description)}`` read from ``cls``'s docstring."""
-    doc = cls.__doc__ or ""
+def _own_field_docs(doc: str) -> tuple[list[str], dict[str, tuple[str, str, str]]]:
+    """The group headers of one docstring, in order (a header without fields too), and
+    ``{field: (group title, type text, description)}`` of the fields it documents."""
+    groups: list[str] = []
     out: dict[str, tuple[str, str, str]] = {}
     group = ""
     current: str | None = None
@@ -82,6 +95,7 @@ def field_docs(cls: type) -> dict[str, tuple[str, str, str]]:
         m = _DOC_FIELD.match(line)
         if g and not m:
             group, current = g["title"], None
+            groups.append(group)
             continue
         if m:
             current, indent = m["name"], len(m["indent"])
@@ -94,7 +108,47 @@ def field_docs(cls: type) -> dict[str, tuple[str, str, str]]:
                 continue
             g_, t, text = out[current]
             out[current] = (g_, t, f"{text} {stripped}".strip())
-    return out
+    return groups, out
+
+
+def field_docs(cls: type) -> dict[str, tuple[str, str, str]]:
+    """``{field: (group title, type text, description)}`` read from the docstrings of ``cls`` and
+    of the config classes it extends, grouped in the order ``--help-config`` lists them.
+
+    A field's entry is that of the nearest class that documents it. Groups keep the base's order;
+    a group a subclass adds goes after the group its docstring names before it (first when it
+    names none), and a subclass's new fields follow the inherited ones of their group. Entries
+    inherited for a field that ``cls`` does not take (an ``init=False`` override) are left out.
+    """
+    order: list[str] = []  # group titles
+    members: dict[str, list[str]] = {}
+    entries: dict[str, tuple[str, str, str]] = {}
+    own: dict[str, tuple[str, str, str]] = {}
+    for klass in reversed(cls.__mro__):
+        doc = klass.__dict__.get("__doc__")
+        groups, own = _own_field_docs(doc if isinstance(doc, str) else "")
+        previous: str | None = None
+        for group in groups:
+            if group not in order:
+                order.insert(order.index(previous) + 1 if previous is not None else 0, group)
+            previous = group
+        for name, entry in own.items():
+            old = entries.get(name)
+            if old is not None and old[0] != entry[0]:
+                members[old[0]].remove(name)
+            if old is None or old[0] != entry[0]:
+                members.setdefault(entry[0], []).append(name)
+            if entry[0] not in order:
+                order.append(entry[0])
+            entries[name] = entry
+    # cls's own docstring is kept whole: a field it documents but lacks is an error to see.
+    taken = set(config_fields(cls)) if dataclasses.is_dataclass(cls) else set(entries)
+    return {
+        name: entries[name]
+        for group in order
+        for name in members.get(group, [])
+        if name in taken or name in own
+    }
 
 
 def describe_config(cls: type) -> str:
@@ -113,7 +167,19 @@ def describe_config(cls: type) -> str:
         entry.append(f"  {name} = {json.dumps(_default_of(f), default=str)}")
         if text:
             entry.append(f"      {text}")
-    return "\n\n".join(f"{group}:\n" + "\n".join(entry) for group, entry in groups.items())
+    blocks = [f"{group}:\n" + "\n".join(entry) for group, entry in groups.items()]
+    aliases = getattr(cls, "config_aliases", None) or {}
+    if aliases:
+        lines = [f"  {old}: {_alias_target(target)}" for old, target in aliases.items()]
+        blocks.append("Other key names a config file may use:\n" + "\n".join(lines))
+    return "\n\n".join(blocks)
+
+
+def _alias_target(target: str | Callable[[Any], dict[str, Any]]) -> str:
+    if isinstance(target, str):
+        return target
+    doc = (target.__doc__ or "").strip()
+    return doc.splitlines()[0].rstrip(".") if doc else "see the docstring"
 
 
 def _default_of(f: dataclasses.Field) -> Any:
@@ -173,6 +239,51 @@ def check_finite_floats(config: Any) -> None:
                 f"config key {name!r} must be a finite number (nan and inf are refused), "
                 f"got {value!r}"
             )
+
+
+def require(config: Any, ok: bool, key: str, what: str) -> None:
+    """Raise the one-line :class:`ConfigValueError` of field ``key`` of ``config`` unless
+    ``ok`` (a config's ``__post_init__`` checks: ``require(self, self.lr > 0, "lr",
+    "positive")``)."""
+    if not ok:
+        raise ConfigValueError(f"config key {key!r} must be {what}, got {getattr(config, key)!r}")
+
+
+def config_field(
+    default: Any = dataclasses.MISSING,
+    *,
+    default_factory: Any = dataclasses.MISSING,
+    fingerprint: bool = True,
+    allow_inf: bool = False,
+) -> Any:
+    """A config field with metadata: ``fingerprint=False`` for a field that does not change what
+    is trained (a run may resume with another value of it: where outputs go, how often to log),
+    ``allow_inf=True`` for a float that accepts ``±inf``."""
+    metadata = {"fingerprint": fingerprint, "allow_inf": allow_inf}
+    return dataclasses.field(default=default, default_factory=default_factory, metadata=metadata)
+
+
+def unfingerprinted_fields(cls: type) -> frozenset[str]:
+    """The fields of ``cls`` declared with ``config_field(..., fingerprint=False)``."""
+    return frozenset(
+        name for name, f in config_fields(cls).items() if not f.metadata.get("fingerprint", True)
+    )
+
+
+def config_argument(cls: type[C], config: Any, *, who: str) -> C:
+    """``config`` as a ``cls`` config for ``who`` (e.g. ``"SFTTrainer.from_config"``): a ``cls``
+    as it is, or the path of a YAML file of its keys (:func:`load_config`); anything else is a
+    :class:`ConfigValueError` saying how to build one."""
+    if isinstance(config, cls):
+        return config
+    if isinstance(config, str | os.PathLike):
+        return load_config(cls, config)
+    name = cls.__name__
+    raise ConfigValueError(
+        f"{who} takes a config of type {name}, got {type(config).__name__} (or the path of a "
+        f"YAML file of its keys); build one with {name}(**values) or load_config({name}, PATH, "
+        "['key=value']), or pass the values to the trainer as keywords"
+    )
 
 
 def coerce_value(
@@ -426,13 +537,10 @@ def resolve_aliases(cls: type, data: Mapping[str, Any], *, source: str = "") -> 
             out[key] = value
             continue
         values = {target: value} if isinstance(target, str) else dict(target(value))
-        where = f" in {source}" if source else ""
-        log.info(
-            "config key %r%s is %s here",
-            key,
-            where,
-            ", ".join(f"{k}={v!r}" for k, v in values.items()),
-        )
+        if source != "arguments":  # keywords in code: the caller chose the name
+            where = f" in {source}" if source else ""
+            text = ", ".join(f"{k}={v!r}" for k, v in values.items())
+            log.info("config key %r%s is %s here", key, where, text)
         mapped.update(values)
     for key, value in mapped.items():
         out.setdefault(key, value)
@@ -465,10 +573,10 @@ def load_config(
         check_keys(cls, overrides, source="overrides")
         merged.update({k: coerce(k, v, "overrides") for k, v in overrides.items()})
     else:
-        pairs = parse_overrides(overrides)
-        check_keys(cls, (k for k, _ in pairs), source="--set")
-        for k, text in pairs:
-            merged[k] = coerce(k, text, "--set", from_text=True)
+        texts = resolve_aliases(cls, dict(parse_overrides(overrides)), source="--set")
+        check_keys(cls, texts, source="--set")
+        merged.update({k: coerce(k, v, "--set", from_text=True) for k, v in texts.items()})
+    values = resolve_aliases(cls, values, source="arguments")
     check_keys(cls, values, source="arguments")
     merged.update({k: coerce(k, v, "arguments") for k, v in values.items()})
     return cls(**merged)

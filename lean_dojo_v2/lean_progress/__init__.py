@@ -6,9 +6,9 @@
   JSONL writer and reader.
 - :mod:`.create_sample_dataset`: ``python -m lean_dojo_v2.lean_progress.create_sample_dataset
   --output PATH``. The package exports the module itself, which is callable as the function
-  ``create_sample_dataset(output, data=None, force=False)`` and holds the seed's ``main``,
+  ``create_sample_dataset(output, data=None, force=False)`` and holds upstream's ``main``,
   ``parse_args`` and ``SAMPLE_DATA``.
-- :mod:`.train_steps_model`: the seed's training script (``python -m
+- :mod:`.train_steps_model`: upstream LeanDojo-v2's training script (``python -m
   lean_dojo_v2.lean_progress.train_steps_model --dataset FILE --output-dir DIR``) on
   ``ProgressTrainer``, with its ``build_text`` and ``tokenize_batch``.
 

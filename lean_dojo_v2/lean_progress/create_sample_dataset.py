@@ -8,11 +8,11 @@ Without ``--data`` it reads the LeanDojo Benchmark 4 sample bundled with the pac
 labelled by the rule of :mod:`lean_dojo_v2.lean_progress.labels`. An existing ``PATH`` is never
 overwritten unless ``--force`` is given.
 
-``SAMPLE_DATA`` (the seed's name) is the list of rows :func:`main` writes by default, built from
+``SAMPLE_DATA`` (upstream's name) is the list of rows :func:`main` writes by default, built from
 the bundled sample on first access (a lazy module attribute: importing reads no file).
 
 The module itself is callable as :func:`create_sample_dataset`: ``from lean_dojo_v2.lean_progress
-import create_sample_dataset`` gives this module, which the seed's code uses as a module
+import create_sample_dataset`` gives this module, which upstream's code uses as a module
 (``.main()``, ``.parse_args``, ``.SAMPLE_DATA``) and ours as the function (``create_sample_dataset(
 output)``).
 """
@@ -101,7 +101,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    # The seed's main() calls parse_args() with no argument, and its tests replace parse_args
+    # Upstream's main() calls parse_args() with no argument, and its tests replace parse_args
     # with a function of none that returns only ``output``: keep both working.
     args = parse_args() if argv is None else parse_args(argv)
     data, force = getattr(args, "data", None), getattr(args, "force", False)
@@ -125,7 +125,7 @@ class _CallableModule(types.ModuleType):
 
 
 # Only this module object changes class (no I/O): the package exports the module under the
-# function's name, and both the seed's module use and our function use keep working.
+# function's name, and both upstream's module use and our function use keep working.
 sys.modules[__name__].__class__ = _CallableModule
 
 

@@ -1,4 +1,4 @@
-"""Layer 3 (lean_progress): the seed's LeanProgress training script, on our ProgressTrainer.
+"""Layer 3 (lean_progress): upstream LeanDojo-v2's LeanProgress training script, on our ProgressTrainer.
 
     python -m lean_dojo_v2.lean_progress.train_steps_model --dataset FILE --output-dir DIR \\
         [--model-name bert-base-uncased] [--max-length 512] [--batch-size 8] [--epochs 3] \\
@@ -9,7 +9,7 @@ is :class:`~lean_dojo_v2.trainer.progress_trainer.ProgressTrainer` (the same as 
 train progress``), so the saved model is one :class:`~lean_dojo_v2.models.progress.ProgressModel`
 loads and ``LEANPROGRESS_MODEL`` points at. ``--force`` replaces an existing output directory.
 
-:func:`build_text` and :func:`tokenize_batch` are the seed's helpers for a ``datasets.map``
+:func:`build_text` and :func:`tokenize_batch` are upstream's helpers for a ``datasets.map``
 pipeline; both use :func:`~lean_dojo_v2.models.progress.progress_text`, the one input format of
 the progress model, so text built here is what the trainer and the search's scorer see.
 """

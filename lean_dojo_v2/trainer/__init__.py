@@ -1,7 +1,16 @@
-"""Layer 3: trainers (SFT and GRPO on TRL, retrieval, progress) and their config system.
+"""Layer 3: the trainers and their configs. Every trainer is built the same way,
+``XTrainer(config)`` or ``XTrainer.from_config(config_or_yaml_path)``, next to the keyword
+constructor upstream LeanDojo-v2 shows for it.
 
-Importing this package is cheap (no torch): the trainers load their heavy modules when they train.
-``SFTTrainer``, ``GRPOTrainer`` and their configs are attributes resolved on first use.
+- causal LMs on TRL: :class:`SFTTrainer`, :class:`GRPOTrainer` (on :class:`CausalLMTrainer`,
+  configs on :class:`CausalLMConfig`; the GRPO family in ``rl/``);
+- premise retrievers on Lightning: :class:`RetrievalTrainer` (:class:`TrainingConfig`), and
+  LeanHammer's premise selector, :class:`PremiseSelectorTrainer`;
+- LeanProgress's steps-remaining model: :class:`ProgressTrainer`.
+
+The curriculum trainers share one pass loop (:class:`CurriculumTrainer`). Importing this package
+is cheap (no torch): names are resolved on first use, and the trainers load their heavy modules
+when they train.
 """
 
 from __future__ import annotations
@@ -11,18 +20,16 @@ from typing import TYPE_CHECKING
 from .._lazy import reexport
 
 if TYPE_CHECKING:
-    from .config import describe_config, load_config
-    from .errors import (
-        ConfigValueError,
-        EmptyDatasetError,
-        NonFiniteLossError,
-        TrainerError,
-        TrainingStateError,
-        UnknownConfigKeyError,
-    )
+    from ..config.loading import describe_config, load_config
+    from ..errors import ConfigValueError, EmptyDatasetError, TrainerError, UnknownConfigKeyError
+    from .causal_lm_config import CausalLMConfig
+    from .causal_lm_trainer import CausalLMTrainer
+    from .errors import NonFiniteLossError, TrainingStateError
     from .grpo_config import GRPOConfig
     from .grpo_trainer import GRPOResult, GRPOTrainer
     from .pass_loop import CurriculumTrainer
+    from .premise_selector import PremiseSelectorResult, PremiseSelectorTrainer
+    from .premise_selector_config import PremiseSelectorConfig
     from .progress_config import ProgressConfig
     from .progress_trainer import ProgressResult, ProgressTrainer
     from .retrieval_config import TrainingConfig
@@ -32,29 +39,36 @@ if TYPE_CHECKING:
 
 _LAZY = {
     "CurriculumTrainer": ".pass_loop",
+    "CausalLMTrainer": ".causal_lm_trainer",
+    "CausalLMConfig": ".causal_lm_config",
     "SFTTrainer": ".sft_trainer",
     "TrainResult": ".sft_trainer",
     "SFTConfig": ".sft_config",
     "GRPOTrainer": ".grpo_trainer",
     "GRPOResult": ".grpo_trainer",
     "GRPOConfig": ".grpo_config",
-    "load_config": ".config",
-    "describe_config": ".config",
-    "TrainerError": ".errors",
-    "UnknownConfigKeyError": ".errors",
-    "ConfigValueError": ".errors",
-    "EmptyDatasetError": ".errors",
-    "TrainingStateError": ".errors",
-    "NonFiniteLossError": ".errors",
-    "ProgressTrainer": ".progress_trainer",
-    "ProgressResult": ".progress_trainer",
-    "ProgressConfig": ".progress_config",
     "RetrievalTrainer": ".retrieval_trainer",
     "RetrievalResult": ".retrieval_trainer",
     "TrainingConfig": ".retrieval_config",
+    "PremiseSelectorTrainer": ".premise_selector",
+    "PremiseSelectorResult": ".premise_selector",
+    "PremiseSelectorConfig": ".premise_selector_config",
+    "ProgressTrainer": ".progress_trainer",
+    "ProgressResult": ".progress_trainer",
+    "ProgressConfig": ".progress_config",
+    "load_config": "..config.loading",
+    "describe_config": "..config.loading",
+    "TrainerError": "..errors",
+    "UnknownConfigKeyError": "..errors",
+    "ConfigValueError": "..errors",
+    "EmptyDatasetError": "..errors",
+    "TrainingStateError": ".errors",
+    "NonFiniteLossError": ".errors",
 }
 
 __all__ = [
+    "CausalLMConfig",
+    "CausalLMTrainer",
     "ConfigValueError",
     "CurriculumTrainer",
     "EmptyDatasetError",
@@ -62,6 +76,9 @@ __all__ = [
     "GRPOResult",
     "GRPOTrainer",
     "NonFiniteLossError",
+    "PremiseSelectorConfig",
+    "PremiseSelectorResult",
+    "PremiseSelectorTrainer",
     "ProgressConfig",
     "ProgressResult",
     "ProgressTrainer",
@@ -77,6 +94,5 @@ __all__ = [
     "describe_config",
     "load_config",
 ]
-
 
 __getattr__, __dir__ = reexport(globals(), _LAZY)

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import argparse
 
-# Where these names were importable before the split (``lean_agent/__main__.py`` imports some of
-# them from here); the same objects as in their modules.
+# Names this module offered before each command had its own module; the same objects as there
+# (tests/trainer/test_cli_options.py holds them to it). Package code imports them from there.
 from ..config.cli import add_config_options, print_config_help
 from .cli_options import (
     add_repo_option,

@@ -1,22 +1,27 @@
-"""Layer 3 (trainer): PNG curves of a GRPO run (matplotlib, imported when a curve is drawn).
+"""Layer 3 (trainer): PNG curves of a causal-LM run (matplotlib, imported when a curve is drawn),
+over the optimizer steps of every pass (a grey line where a pass starts).
 
-One figure, three panels over the optimizer steps of every pass (a grey line where a pass
-starts): the mean reward and each reward function's mean, the loss, the KL to the reference
-(TRL logs it only when ``beta`` > 0; the panel says so when there is none). A missing matplotlib
-never fails a run: the curve is skipped with a warning.
+- :func:`plot_loss_curve` (SFT): the training loss, one line per pass.
+- :func:`plot_grpo_curves` (GRPO): three panels, the mean reward and each reward function's mean,
+  the loss, the KL to the reference (TRL logs it only when ``beta`` > 0; the panel says so when
+  there is none).
+
+A missing matplotlib never fails a run: the curve is skipped with a warning.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 log = logging.getLogger(__name__)
 
 
-def _series(passes: Sequence[dict[str, Any]], pick) -> tuple[list[int], list[float]]:
+def _series(
+    passes: Sequence[dict[str, Any]], pick: Callable[[dict[str, Any]], float | None]
+) -> tuple[list[int], list[float]]:
     """``(steps, values)`` of ``pick(entry)`` over the passes, steps offset pass after pass."""
     xs: list[int] = []
     ys: list[float] = []
@@ -31,11 +36,8 @@ def _series(passes: Sequence[dict[str, Any]], pick) -> tuple[list[int], list[flo
     return xs, ys
 
 
-def plot_grpo_curves(
-    passes: Sequence[dict[str, Any]], dst: Path, *, title: str = "GRPO"
-) -> Path | None:
-    """Draw the reward, loss and KL of ``passes`` (``training_state.json``'s entries, each with
-    ``history`` and ``steps``) into ``dst``; returns ``dst``, or None without matplotlib."""
+def _pyplot(dst: Path) -> Any:
+    """``matplotlib.pyplot`` on the file backend, or None (and a warning) without matplotlib."""
     try:
         import matplotlib
 
@@ -43,6 +45,61 @@ def plot_grpo_curves(
         import matplotlib.pyplot as plt
     except ImportError:  # pragma: no cover - a dependency, but never fail a run for a picture
         log.warning("matplotlib is not installed: no %s", dst.name)
+        return None
+    return plt
+
+
+def _finish(
+    plt: Any, fig: Any, axes: Sequence[Any], passes: Sequence[dict[str, Any]], dst: Path
+) -> Path:
+    """Mark where each pass starts, label the step axis, write ``dst`` atomically."""
+    from ..data.jsonio import atomic_write
+
+    offset = 0
+    for i, p in enumerate(passes):
+        if i:
+            for ax in axes:
+                ax.axvline(offset, color="grey", linewidth=0.5)
+        offset += p["steps"]
+    for ax in axes:
+        ax.set_xlabel("optimizer step")
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
+    with atomic_write(dst, "wb") as fh:
+        fig.savefig(fh, format="png")
+    plt.close(fig)
+    return dst
+
+
+def plot_loss_curve(passes: Sequence[dict[str, Any]], dst: Path) -> Path | None:
+    """Draw the training loss of ``passes`` (``training_state.json``'s entries, each with
+    ``history``, ``steps`` and ``label``) into ``dst``; returns ``dst``, or None without
+    matplotlib."""
+    plt = _pyplot(dst)
+    if plt is None:
+        return None
+    fig, ax = plt.subplots(figsize=(7, 4), dpi=100)
+    offset = 0
+    for p in passes:
+        xs = [offset + e["step"] for e in p["history"]]
+        ys = [e["loss"] for e in p["history"]]
+        label = p["label"] if len(passes) > 1 else None
+        ax.plot(xs, ys, marker="." if len(xs) < 50 else None, label=label)
+        offset += p["steps"]
+    ax.set_ylabel("training loss")
+    ax.set_title("SFT training loss")
+    if len(passes) > 1:
+        ax.legend(fontsize="small")
+    return _finish(plt, fig, [ax], passes, dst)
+
+
+def plot_grpo_curves(
+    passes: Sequence[dict[str, Any]], dst: Path, *, title: str = "GRPO"
+) -> Path | None:
+    """Draw the reward, loss and KL of ``passes`` (``training_state.json``'s entries, each with
+    ``history`` and ``steps``) into ``dst``; returns ``dst``, or None without matplotlib."""
+    plt = _pyplot(dst)
+    if plt is None:
         return None
     names: list[str] = []
     for p in passes:
@@ -66,23 +123,8 @@ def plot_grpo_curves(
         else:
             ax.text(0.5, 0.5, "not logged (beta = 0)", ha="center", transform=ax.transAxes)
         ax.set_title(what)
-    offset = 0
-    for i, p in enumerate(passes):
-        if i:
-            for ax in axes:
-                ax.axvline(offset, color="grey", linewidth=0.5)
-        offset += p["steps"]
-    for ax in axes:
-        ax.set_xlabel("optimizer step")
-        ax.grid(alpha=0.3)
     fig.suptitle(title)
-    fig.tight_layout()
-    from ..data.jsonio import atomic_write
-
-    with atomic_write(dst, "wb") as fh:
-        fig.savefig(fh, format="png")
-    plt.close(fig)
-    return dst
+    return _finish(plt, fig, axes, passes, dst)
 
 
-__all__ = ["plot_grpo_curves"]
+__all__ = ["plot_grpo_curves", "plot_loss_curve"]

@@ -62,7 +62,7 @@ def add_grpo_parser(train_sub: argparse._SubParsersAction) -> argparse.ArgumentP
     )
     add_config_options(
         grpo,
-        config_help="YAML file of GRPOConfig keys (configs/grpo/*.yaml; the seed design's keys "
+        config_help="YAML file of GRPOConfig keys (configs/grpo/*.yaml; the keys of upstream LeanDojo-v2's GRPO design "
         "load too)",
         set_help="override one config key (repeatable), typed by the key: --set lr=1e-5 "
         "--set num_generations=8",
@@ -86,7 +86,7 @@ def add_grpo_parser(train_sub: argparse._SubParsersAction) -> argparse.ArgumentP
 
 
 def cmd_train_grpo(args: argparse.Namespace) -> int:
-    from .errors import TrainerError
+    from ..errors import TrainerError
     from .grpo_config import GRPOConfig
 
     if print_config_help(args, GRPOConfig):

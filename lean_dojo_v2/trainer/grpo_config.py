@@ -5,12 +5,12 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
-from .causal_lm import need
+from ..config.loading import config_field, require
+from ..errors import ConfigValueError
 from .causal_lm_config import CausalLMConfig
-from .errors import ConfigValueError
 from .rl.algorithms import ResolvedAlgorithm, resolve_algorithm
 from .trl_args import MAX_COMPLETION_LENGTH
 
@@ -26,9 +26,14 @@ DEFAULT_REWARDS: dict[str, dict[str, float]] = {
 
 
 def _reward_type(value: Any) -> dict[str, Any]:
-    """The seed's ``reward_type`` (one name or a list; ``composite``/``default``: ours)."""
+    """rewards (one name or a list; composite and default: the mode's own)."""
     names = [value] if isinstance(value, str) else list(value or [])
     return {"rewards": [n for n in names if n not in ("composite", "default")]}
+
+
+def _lora_rank(value: Any) -> dict[str, Any]:
+    """lora = true and lora_r"""
+    return {"lora": True, "lora_r": value}
 
 
 @dataclass
@@ -38,37 +43,18 @@ class GRPOConfig(CausalLMConfig):
 
     Load it from YAML with ``load_config(GRPOConfig, "configs/grpo/dapo.yaml", ["lr=1e-5"])`` or
     on the command line with ``lean-dojo-v2 train grpo --config FILE --set lr=1e-5``. Anything of
-    ``trl.GRPOConfig`` not listed here goes in ``trl_args``. The seed design's keys load too, each
-    with a logged note: `base_model` (model_name), `lora_rank` (lora + lora_r), `learning_rate`
-    (lr), `num_train_epochs` (epochs_per_repo), `reward_type` (rewards); `algorithm`,
-    `algorithm_config`, `num_generations` and `max_proof_steps` keep their names.
+    ``trl.GRPOConfig`` not listed here goes in ``trl_args``. The keys of upstream LeanDojo-v2's
+    GRPO design load too, each with a logged note: `base_model` (model_name), `lora_rank` (lora +
+    lora_r), `learning_rate` (lr), `num_train_epochs` (epochs_per_repo), `reward_type` (rewards);
+    `algorithm`, `algorithm_config`, `num_generations` and `max_proof_steps` keep their names.
+
+    The fields it shares with ``SFTConfig`` are documented once, in ``CausalLMConfig``; here are
+    GRPO's own and those whose default or meaning differs. ``--help-config`` lists them all.
 
     Parameters:
         > Parameters that control the model
 
-        model_name (`str` or `None`, *optional*, defaults to `None`):
-            What to train: a Hugging Face model id (offline: only one in the local cache), a local
-            model directory, a `.gguf` file, `smollm2`, or a folder an `SFTTrainer` run wrote (a
-            LoRA adapter is trained on with `lora`, merged into its base without). `None` is the
-            bundled default (SmolLM2-135M-Instruct).
-        dtype (`str`, *optional*, defaults to `"auto"`):
-            Training precision: `auto` (bf16 on a CUDA device that supports it, fp32 on the CPU),
-            `float32`, `bfloat16` or `float16`. Full training keeps float32 weights under
-            autocast; LoRA keeps the frozen base in this dtype and trains a float32 adapter.
-        device (`str`, *optional*, defaults to `"auto"`):
-            `auto` (CUDA when there is one), `cpu` or `cuda`.
-        lora (`bool`, *optional*, defaults to `False`):
-            Train a LoRA adapter instead of every weight; only the adapter is saved.
-        lora_r (`int`, *optional*, defaults to `16`):
-            Rank of the LoRA update matrices.
-        lora_alpha (`int`, *optional*, defaults to `32`):
-            LoRA scaling numerator (the update is scaled by `lora_alpha / lora_r`).
-        lora_dropout (`float`, *optional*, defaults to `0.05`):
-            Dropout probability on the LoRA branch's input.
-        lora_target_modules (`list[str]`, *optional*, defaults to `["all-linear"]`):
-            Module names the adapter wraps; `all-linear` wraps every linear layer but the head.
-        merge_lora (`bool`, *optional*, defaults to `False`):
-            With `lora`, also write the base with the adapter merged in under `output_dir/merged`.
+        (as in ``CausalLMConfig``)
 
         > Parameters that control the algorithm and the rewards
 
@@ -91,7 +77,7 @@ class GRPOConfig(CausalLMConfig):
             `format`, 0.1). Ignored when a `reward_func` is given in Python.
         reward_weights (`dict[str, float]`, *optional*, defaults to `{}`):
             Weight of each reward by name; a reward not named weighs 1.0 (the default composite's
-            own weights otherwise).
+            own weights otherwise). `trl_args` may not set TRL's own `reward_weights`.
         num_generations (`int`, *optional*, defaults to `4`):
             Completions sampled per prompt (the group whose rewards are normalised). The
             generation batch, `batch_size` × `gradient_accumulation_steps` (GSPO: × 4) ×
@@ -107,10 +93,6 @@ class GRPOConfig(CausalLMConfig):
 
         > Parameters that control the data
 
-        strategy (`str`, *optional*, defaults to `"random"`):
-            Which split strategy of a LeanDojo dataset to read: `random` or `novel_premises`.
-        splits (`list[str]`, *optional*, defaults to `["train"]`):
-            Which splits give prompts (`train`, `val`, `test`).
         max_prompts (`int` or `None`, *optional*, defaults to `None`):
             Use only the first this many prompts of each pass (smoke runs, focused sets). `None`: all.
         max_prompt_len (`int`, *optional*, defaults to `512`):
@@ -137,61 +119,20 @@ class GRPOConfig(CausalLMConfig):
 
         > Parameters that control the training
 
-        epochs_per_repo (`float`, *optional*, defaults to `1.0`):
-            Epochs over the prompts of each pass (one pass per repository of the curriculum, or
-            one on a dataset directory).
         batch_size (`int`, *optional*, defaults to `8`):
             Completions per device per micro-step (TRL's `per_device_train_batch_size`): 8 with
             `num_generations` 4 is 2 prompts.
-        gradient_accumulation_steps (`int`, *optional*, defaults to `1`):
-            Micro-steps per optimizer step.
-        lr (`float`, *optional*, defaults to `2e-5`):
-            Peak learning rate of AdamW (LoRA usually wants 1e-5 to 1e-4 in RL).
-        lr_scheduler_type (`str`, *optional*, defaults to `"linear"`):
-            Learning-rate schedule after warm-up (any of transformers').
-        warmup_steps (`int`, *optional*, defaults to `0`):
-            Optimizer steps of linear warm-up from 0 to `lr`.
-        weight_decay (`float`, *optional*, defaults to `0.0`):
-            AdamW weight decay; 0 or more.
-        max_grad_norm (`float`, *optional*, defaults to `1.0`):
-            Gradients are clipped to this global L2 norm; 0 turns clipping off.
-        max_steps (`int`, *optional*, defaults to `-1`):
-            Stop each pass after this many optimizer steps; `-1`: run the epochs.
-        gradient_checkpointing (`bool`, *optional*, defaults to `False`):
-            Recompute activations in the backward pass (less memory, slower): on for 7B models.
-        bf16 (`bool` or `None`, *optional*, defaults to `None`):
-            bf16 autocast (the trained weights stay float32). `None`: where the device supports it.
-        use_cpu (`bool`, *optional*, defaults to `False`):
-            Train on the CPU even when a GPU is there.
-        seed (`int`, *optional*, defaults to `42`):
-            Seed of prompt order, sampling and initialisation (0 to 2**32 - 1); a resumed run
-            reproduces the steps.
 
         > Parameters that control checkpoints and outputs
 
         output_dir (`str`, *optional*, defaults to `"outputs-grpo"`):
             Where the model (or adapter), checkpoints, logs and curves go. It must be new, empty or
             written by lean-dojo-v2 (see `overwrite_output_dir`).
-        overwrite_output_dir (`bool`, *optional*, defaults to `False`):
-            Replace `output_dir` even if it holds files lean-dojo-v2 did not write, or an
-            unfinished run of another config (the CLI's `--force`).
-        resume (`bool`, *optional*, defaults to `True`):
-            Go on from the last checkpoint of an unfinished run of the same config and data.
         save_steps (`int`, *optional*, defaults to `50`):
             Write a checkpoint every this many optimizer steps, and at the end of each pass.
-        save_total_limit (`int` or `None`, *optional*, defaults to `2`):
-            Keep at most this many checkpoints per pass. `None`: keep all.
 
         > Parameters that control logging
 
-        logging_steps (`int`, *optional*, defaults to `1`):
-            Log reward, loss and KL every this many optimizer steps.
-        report_to (`list[str]`, *optional*, defaults to `["tensorboard"]`):
-            Loggers: `tensorboard` (under `output_dir/logs`), `wandb`, or `none`.
-        run_name (`str` or `None`, *optional*, defaults to `None`):
-            Name of the run in the loggers. `None`: the output directory's name.
-        progress_bar (`bool`, *optional*, defaults to `True`):
-            Show a progress bar while training.
         curves (`bool`, *optional*, defaults to `True`):
             Write `output_dir/grpo_curves.png`: mean reward and each reward function, loss, KL.
 
@@ -204,37 +145,27 @@ class GRPOConfig(CausalLMConfig):
             vllm-serve` process (see `vllm_server_base_url`).
         vllm_server_base_url (`str` or `None`, *optional*, defaults to `None`):
             With `vllm_mode: server`, the server's URL (e.g. `http://localhost:8000`).
-        deepspeed (`str` or `None`, *optional*, defaults to `None`):
-            Path to a DeepSpeed JSON config, handed to transformers as is; launch with
-            `accelerate launch` for several GPUs (docs/training.md).
-        trl_args (`dict[str, Any]`, *optional*, defaults to `{}`):
-            Further keyword arguments of `trl.GRPOConfig` (e.g. `{steps_per_generation: 4,
-            vllm_gpu_memory_utilization: 0.3}`); they override the values derived above. An
-            unknown name is an error listing the valid ones; keys that would write outside
-            `output_dir` (`output_dir`, `logging_dir`, `hub_*`, `push_to_hub`, `report_to`, ...)
-            are refused, naming the field to use instead.
     """
 
-    # The seed design's YAML keys (lean_dojo_v2.config.loading, "Aliases").
+    # Upstream LeanDojo-v2's GRPO keys (lean_dojo_v2.config.loading, "Aliases").
     config_aliases: ClassVar[dict[str, str | Callable[[Any], dict[str, Any]]]] = {
         "base_model": "model_name",
-        "lora_rank": lambda r: {"lora": True, "lora_r": r},
+        "lora_rank": _lora_rank,
         "learning_rate": "lr",
         "num_train_epochs": "epochs_per_repo",
         "reward_type": _reward_type,
     }
 
-    # Declared in CausalLMConfig (shared with SFTConfig): model, LoRA, strategy, splits, the
-    # training, output, logging and scale-out fields; GRPO's own defaults of three of them:
+    # GRPO's own defaults of three CausalLMConfig fields
     batch_size: int = 8
-    output_dir: str = "outputs-grpo"
-    save_steps: int = 50
+    output_dir: str = config_field("outputs-grpo", fingerprint=False)
+    save_steps: int = config_field(50, fingerprint=False)
     # algorithm and rewards
     mode: Literal["tactic", "proof"] = "tactic"
     algorithm: str = "grpo"
-    algorithm_config: dict[str, Any] = field(default_factory=dict)
-    rewards: list[str] = field(default_factory=list)
-    reward_weights: dict[str, float] = field(default_factory=dict)
+    algorithm_config: dict[str, Any] = config_field(default_factory=dict)
+    rewards: list[str] = config_field(default_factory=list)
+    reward_weights: dict[str, float] = config_field(default_factory=dict)
     num_generations: int = 4
     max_completion_length: int = 128
     temperature: float = 1.0
@@ -244,12 +175,13 @@ class GRPOConfig(CausalLMConfig):
     max_prompt_len: int = 512
     # reward checks
     reward_backend: Literal["auto", "replay", "lean"] = "auto"
-    reward_envs: int = 4
+    # how many environments check, and how long a call may take: not what is trained
+    reward_envs: int = config_field(4, fingerprint=False)
     tactic_timeout: float = 10.0
-    reward_timeout: float = 600.0
+    reward_timeout: float = config_field(600.0, fingerprint=False)
     max_proof_steps: int = 1
     # logging
-    curves: bool = True
+    curves: bool = config_field(True, fingerprint=False)
     # scale-out
     use_vllm: bool = False
     vllm_mode: Literal["colocate", "server"] = "colocate"
@@ -257,30 +189,32 @@ class GRPOConfig(CausalLMConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        need(self, self.mode in MODES, "mode", f"one of {', '.join(MODES)}")
-        need(self, self.num_generations >= 2, "num_generations", "at least 2 (a group)")
-        need(
+        require(self, self.mode in MODES, "mode", f"one of {', '.join(MODES)}")
+        require(self, self.num_generations >= 2, "num_generations", "at least 2 (a group)")
+        require(
             self,
             1 <= self.max_completion_length <= MAX_COMPLETION_LENGTH,
             "max_completion_length",
             f"from 1 to {MAX_COMPLETION_LENGTH} (the model's context caps it further)",
         )
-        need(self, self.temperature > 0, "temperature", "positive")
-        need(self, 0 < self.top_p <= 1, "top_p", "in (0, 1]")
-        need(self, self.max_prompts is None or self.max_prompts >= 1, "max_prompts", "None or ≥ 1")
-        need(self, self.max_prompt_len >= 8, "max_prompt_len", "at least 8")
-        need(
+        require(self, self.temperature > 0, "temperature", "positive")
+        require(self, 0 < self.top_p <= 1, "top_p", "in (0, 1]")
+        require(
+            self, self.max_prompts is None or self.max_prompts >= 1, "max_prompts", "None or ≥ 1"
+        )
+        require(self, self.max_prompt_len >= 8, "max_prompt_len", "at least 8")
+        require(
             self,
             self.reward_backend in REWARD_BACKENDS,
             "reward_backend",
             f"one of {', '.join(REWARD_BACKENDS)}",
         )
-        need(self, self.reward_envs >= 1, "reward_envs", "at least 1")
-        need(self, self.tactic_timeout > 0, "tactic_timeout", "positive")
-        need(self, self.reward_timeout > 0, "reward_timeout", "positive (seconds)")
-        need(self, self.max_proof_steps >= 1, "max_proof_steps", "at least 1")
-        need(self, self.vllm_mode in VLLM_MODES, "vllm_mode", f"one of {', '.join(VLLM_MODES)}")
-        need(
+        require(self, self.reward_envs >= 1, "reward_envs", "at least 1")
+        require(self, self.tactic_timeout > 0, "tactic_timeout", "positive")
+        require(self, self.reward_timeout > 0, "reward_timeout", "positive (seconds)")
+        require(self, self.max_proof_steps >= 1, "max_proof_steps", "at least 1")
+        require(self, self.vllm_mode in VLLM_MODES, "vllm_mode", f"one of {', '.join(VLLM_MODES)}")
+        require(
             self,
             all(w >= 0 for w in self.reward_weights.values()),
             "reward_weights",

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..data import Theorem
-from .errors import EmptyDatasetError
+from ..errors import EmptyDatasetError
 from .sft_data import is_sorry_tactic
 
 log = logging.getLogger(__name__)

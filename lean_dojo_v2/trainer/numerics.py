@@ -2,7 +2,7 @@
 the stop on a loss or gradient that is no longer finite.
 
 **float32 master weights.** Adam moves each weight by about ``lr`` per step. A bf16 weight ``w``
-has 8 significant bits, so a rounding step of about ``|w| · 2**-8``: at the seed's ``lr=2e-5`` every
+has 8 significant bits, so a rounding step of about ``|w| · 2**-8``: at upstream LeanDojo-v2's ``lr=2e-5`` every
 update to a weight above ~1e-2 is smaller than half a step and is rounded away. Measured on a tiny
 Llama, 5 steps: 25 % of the weights changed when they were held in bf16, 86 % in float32. So a
 trainer never hands the optimizer bf16 (or fp16) weights: full fine-tuning loads the model in

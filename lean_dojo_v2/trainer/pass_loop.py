@@ -10,9 +10,8 @@ record the run in the database (:class:`.run_dir.TrainingRunRecord`), export eac
 write ``training_state.json`` after every pass, then ``summary.json``. A concrete trainer fills in
 what is its own: how to train one pass, how to save the model, what its result is.
 
-Its users: :class:`~lean_dojo_v2.trainer.sft_trainer.SFTTrainer` and
-:class:`~lean_dojo_v2.trainer.retrieval_trainer.RetrievalTrainer` and
-:class:`~lean_dojo_v2.trainer.grpo_trainer.GRPOTrainer`.
+Its users: :class:`~lean_dojo_v2.trainer.causal_lm_trainer.CausalLMTrainer` (``SFTTrainer``,
+``GRPOTrainer``) and :class:`~lean_dojo_v2.trainer.retrieval_trainer.RetrievalTrainer`.
 ``ProgressTrainer`` is not one: it trains once on one JSONL file and swaps a staged output in,
 with no passes to resume.
 
@@ -106,10 +105,11 @@ class CurriculumTrainer(ABC, Generic[ResultT]):
 
     - ``run_kind``: the kind of the database's training-run record (``"sft"``, ``"retrieval"``).
     - ``default_model``: the model recorded when ``config.model_name`` is None.
-    - ``config_file``: the config's file name in ``output_dir``.
+    - ``config_file``: the config's file name in ``output_dir`` (default: ``<run_kind>_config.yaml``).
     - ``run_what``: how a refused resume names the run (``"retrieval training"``).
     - ``not_fingerprinted``: config fields that do not change what is trained, so a run may
-      resume with other values of them.
+      resume with other values of them, for a config that does not say so itself (ours mark
+      them ``config_field(..., fingerprint=False)``).
     - ``sync_processes``: wait for the other ranks at the loop's barriers (an ``accelerate
       launch`` run starts every rank at once; Lightning starts its own inside ``fit``, so a
       Lightning trainer leaves this False).
@@ -147,7 +147,7 @@ class CurriculumTrainer(ABC, Generic[ResultT]):
 
     run_kind: ClassVar[str]
     default_model: ClassVar[str]
-    config_file: ClassVar[str]
+    config_file: ClassVar[str] = ""
     run_what: ClassVar[str] = "training"
     not_fingerprinted: ClassVar[frozenset[str]] = frozenset()
     sync_processes: ClassVar[bool] = True
@@ -257,7 +257,7 @@ class CurriculumTrainer(ABC, Generic[ResultT]):
             ),
             plan_id=plan_id,
             sources=sources,
-            config_file=self.config_file,
+            config_file=self.config_file or f"{self.run_kind}_config.yaml",
             has_checkpoint=has_checkpoint,
             what=self.run_what,
             barrier=self._barrier if self.sync_processes else None,

@@ -8,15 +8,16 @@ The steps (documented for users in ``docs/premise_selector.md``):
    (LeanHammer's filters, ``mathlib_only`` and ``nameless`` applied; unknown premises dropped
    and counted).
 2. The modules that have a state with premises are split into train / valid / test with
-   :func:`~lean_dojo_v2.data.ntp_toolkit.split_modules` (deterministic in the seed). Every state of
+   :func:`~lean_dojo_v2.data.ntp_toolkit.split_modules` (deterministic in ``seed``). Every state of
    a train module is a training query. Valid and test use, like LeanHammer, each declaration's first
    state with the premises of its whole proof (``premise_source="declaration"``); with
    ``premise_source="next_tactic"`` every state with the premises of its next tactic.
 3. :class:`~lean_dojo_v2.trainer.retrieval_trainer.RetrievalTrainer` trains the encoder
    (``fit_examples``: masked in-batch contrastive loss, hard negatives among accessible premises),
-   through a subclass that loads the encoder with the chosen pooling
+   through :class:`MaskedRetrievalTrainer`, which loads the encoder with the chosen pooling
    (``is_sentence_transformer`` / ``pooling_mode``) and masks each batch per
-   ``retrieval_mask_mode``.
+   ``retrieval_mask_mode``. The config, :class:`PremiseSelectorConfig`, is the retrieval
+   trainer's ``TrainingConfig`` with this run's fields (:mod:`.premise_selector_config`).
 4. The corpus is encoded once (:class:`~lean_dojo_v2.models.premise_index.PremiseIndex`), each
    valid/test query retrieves its top ``max(ks)`` premises among those accessible at its
    declaration (imported modules, and earlier in its own module; never the declaration itself),
@@ -35,239 +36,26 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..config.loading import check_finite_floats
-from .errors import ConfigValueError, EmptyDatasetError, TrainingStateError
+from ..config.loading import replace_config
+from ..errors import ConfigValueError, EmptyDatasetError
+from .configured import ConfiguredTrainer
+from .errors import TrainingStateError
+from .premise_selector_config import RETRIEVAL_MASK_MODES, PremiseSelectorConfig
+from .retrieval_config import TrainingConfig
 from .retrieval_trainer import RetrievalTrainer
 
 if TYPE_CHECKING:
     from ..data.ntp_toolkit import ModuleSplit, NtpState, NtpToolkitData
+    from ..models.retrieval import PremiseEncoder
     from ..models.retrieval_eval import RetrievalQuery
 
 logger = logging.getLogger(__name__)
-
-PREMISE_SOURCES = ("declaration", "next_tactic")
-RETRIEVAL_MASK_MODES = ("none", "no_positive", "only_negative")
-POOLING_MODES = ("cls", "lasttoken", "max", "mean", "mean_sqrt_len_tokens", "weightedmean")
-
-
-@dataclass
-class PremiseSelectorConfig:
-    r"""Configuration of ``lean-dojo-v2 train premise-selector`` (:func:`train_premise_selector`).
-
-    The CLI flags set these keys (the seed ``train.py``'s names work too: ``--data_dir``,
-    ``--model_name_or_path``, ``--per_device_train_batch_size``, ``--learning_rate``,
-    ``--num_train_epochs``, ``--max_steps``, ``--output_dir``, ``--run_name``,
-    ``--num_negatives_per_state``, ``--mini_batch_size``, ``--filter``, ``--mathlib_only``,
-    ``--nameless``, ``--is_sentence_transformer``, ``--pooling_mode``, ``--retrieval_mask_mode``,
-    ``--use_qlora``); ``--config FILE`` and ``--set key=value``
-    load the same dataclass.
-
-    Parameters:
-        > Parameters that control the data
-
-        data_dir (`str`, defaults to `""`):
-            The ntp-toolkit output directory (e.g. `Examples/mathlib`) with `Declarations/`,
-            `Imports/`, `TrainingDataWithPremises/`, `HammerBlacklist.jsonl` and `revision`.
-        filter (`bool`, *optional*, defaults to `True`):
-            LeanHammer's `--filter`: leave out of the corpus and out of every state's premises the
-            names in `HammerBlacklist.jsonl`, and every declaration of a module with a component
-            in LeanHammer's module blacklist (`Aesop`, `Lean`, `Tactic`, `Util`, ...), with a name
-            component `Lean`, `Lake` or `Qq`, or whose type starts with `Lean.`. `False`
-            (`--no-filter`): keep everything.
-        mathlib_only (`bool`, *optional*, defaults to `False`):
-            LeanHammer's `--mathlib_only`: read only modules whose name starts with `Mathlib.`
-            (premises and training states); premises of other modules that Mathlib proofs use are
-            dropped from their positives (counted in `data_report.json`).
-        nameless (`bool`, *optional*, defaults to `False`):
-            LeanHammer's `--nameless`: the premise text the encoder reads leaves out the premise's
-            own name (`kind args : type`). Needs each declaration's `type` or `signature`;
-            a declaration with only a name is a format error naming its file and line.
-        premise_source (`str`, *optional*, defaults to `"declaration"`):
-            `declaration`: a state's premises are those of its declaration's whole proof
-            (`declHammerRecommendation`, LeanHammer's choice); evaluation uses each declaration's
-            first state. `next_tactic`: those of the next tactic (`nextTacticHammerRecommendation`);
-            evaluation uses every state.
-        valid_fraction (`float`, *optional*, defaults to `0.1`):
-            Fraction of modules (with at least one state with premises) held out for validation.
-        test_fraction (`float`, *optional*, defaults to `0.1`):
-            Fraction of modules held out for the test split.
-        seed (`int`, *optional*, defaults to `0`):
-            Seed of the module split and of training (initialisation, order, negatives).
-
-        > Parameters that control the model
-
-        model (`str` or `None`, *optional*, defaults to `None`):
-            The encoder to start from: `None` is the bundled all-MiniLM-L6-v2; otherwise any
-            sentence-transformers / Hugging Face encoder id (offline: only from the local cache) or
-            directory, or a ByT5/T5 checkpoint.
-        run_name (`str` or `None`, *optional*, defaults to `None`):
-            The `MODEL` part of `retrieved_premises/dot_{valid,test}-MODEL.json`; `None`: the last
-            component of `model` (`all-MiniLM-L6-v2` for the default).
-        max_seq_len (`int`, *optional*, defaults to `256`):
-            Longest state or premise text in tokens.
-        is_sentence_transformer (`bool` or `None`, *optional*, defaults to `None`):
-            LeanHammer's `--is_sentence_transformer`. `True`: `model` must be a
-            sentence-transformers folder (`modules.json`); the encoder is its Transformer with
-            the pooling its Pooling config declares (and L2 normalisation); a folder with other
-            modules (e.g. `Dense`) is refused. `False`: `model` is loaded as a plain Hugging Face
-            `AutoModel` followed by `pooling_mode` pooling. `None`: `True` when `model` has a
-            sentence-transformers config, else `False` (upstream's default is `False`, which would
-            re-pool the bundled MiniLM with `lasttoken`).
-        pooling_mode (`str` or `None`, *optional*, defaults to `None`):
-            LeanHammer's `--pooling_mode`, used when the model is not loaded as a sentence
-            transformer: `cls`, `lasttoken`, `max`, `mean`, `mean_sqrt_len_tokens` or
-            `weightedmean`. `None`: `mean` (upstream's default `lasttoken` suits decoder-only
-            models only). Given together with `is_sentence_transformer=True` it must equal the
-            folder's own pooling.
-        use_qlora (`bool`, *optional*, defaults to `False`):
-            LeanHammer's `--use_qlora` (4-bit QLoRA). Not available: it needs CUDA and
-            `bitsandbytes`, and upstream's `train.py` itself raises `NotImplementedError` for it;
-            `True` is a `ConfigValueError` saying which requirement is missing.
-
-        > Parameters that control the training
-
-        batch_size (`int`, *optional*, defaults to `16`):
-            (state, premise) examples per batch; every premise in the batch is a candidate for every
-            state (positives of a state are masked, not counted as negatives).
-        lr (`float`, *optional*, defaults to `2e-5`):
-            Peak AdamW learning rate.
-        epochs (`int`, *optional*, defaults to `1`):
-            Passes over the training examples.
-        max_steps (`int`, *optional*, defaults to `-1`):
-            Stop after this many optimizer steps; `-1`: run `epochs`.
-        num_negatives (`int`, *optional*, defaults to `3`):
-            Hard negatives drawn per example among the premises accessible at its state (LeanHammer's
-            `num_negatives_per_state`).
-        retrieval_mask_mode (`str`, *optional*, defaults to `"no_positive"`):
-            LeanHammer's `--retrieval_mask_mode`: which in-batch candidates are taken out of a
-            state's contrastive loss (never its own target). `none`: nothing, every other
-            candidate is a negative. `no_positive`: the state's other positives and its own
-            declaration. `only_negative`: everything that is not a true negative, i.e. keep only
-            premises accessible at the state (imported modules, earlier in its own module) or in
-            modules unrelated to it (that do not import its module), minus its positives and
-            declaration: premises later in its module or in modules importing it are masked.
-        mini_batch_size (`int` or `None`, *optional*, defaults to `None`):
-            When set, use the cached (GradCache) loss and encode this many texts at a time: same
-            loss, memory of one mini-batch (LeanHammer's `mini_batch_size`). `None`: plain loss.
-        eval_batch_size (`int`, *optional*, defaults to `64`):
-            Texts per forward pass when encoding the corpus and the queries.
-        device (`str`, *optional*, defaults to `"auto"`):
-            Where encoding for evaluation and export runs (`auto`, `cpu`, `cuda`, `cuda:N`).
-        progress_bar (`bool`, *optional*, defaults to `True`):
-            Show progress bars while training and encoding.
-
-        > Parameters that control evaluation and outputs
-
-        ks (`list[int]`, *optional*, defaults to `[8, 16, 32]`):
-            The k of recall@k and FullRecall@k (all ground-truth premises in the top k); the static
-            retrievals keep the top `max(ks)` premises of each query.
-        output_dir (`str`, *optional*, defaults to `"outputs-premise-selector"`):
-            Where everything goes. It must be new, empty or written by lean-dojo-v2, unless
-            `overwrite_output_dir`.
-        overwrite_output_dir (`bool`, *optional*, defaults to `False`):
-            Replace `output_dir` even if it holds files lean-dojo-v2 did not write (`--force`).
-    """
-
-    # data
-    data_dir: str = ""
-    filter: bool = True
-    mathlib_only: bool = False
-    nameless: bool = False
-    premise_source: str = "declaration"
-    valid_fraction: float = 0.1
-    test_fraction: float = 0.1
-    seed: int = 0
-    # model
-    model: str | None = None
-    run_name: str | None = None
-    max_seq_len: int = 256
-    is_sentence_transformer: bool | None = None
-    pooling_mode: str | None = None
-    use_qlora: bool = False
-    # training
-    batch_size: int = 16
-    lr: float = 2e-5
-    epochs: int = 1
-    max_steps: int = -1
-    num_negatives: int = 3
-    retrieval_mask_mode: str = "no_positive"
-    mini_batch_size: int | None = None
-    eval_batch_size: int = 64
-    device: str = "auto"
-    progress_bar: bool = True
-    # evaluation and outputs
-    ks: list[int] = field(default_factory=lambda: [8, 16, 32])
-    output_dir: str = "outputs-premise-selector"
-    overwrite_output_dir: bool = False
-
-    def __post_init__(self) -> None:
-        # inf passes every range check below (lr > 0) and trains NaN weights.
-        check_finite_floats(self)
-
-        def need(ok: bool, key: str, what: str) -> None:
-            if not ok:
-                raise ConfigValueError(
-                    f"config key {key!r} must be {what}, got {getattr(self, key)!r}"
-                )
-
-        need(
-            self.premise_source in PREMISE_SOURCES,
-            "premise_source",
-            f"one of {', '.join(PREMISE_SOURCES)}",
-        )
-        need(
-            self.retrieval_mask_mode in RETRIEVAL_MASK_MODES,
-            "retrieval_mask_mode",
-            f"one of {', '.join(RETRIEVAL_MASK_MODES)}",
-        )
-        need(
-            self.pooling_mode is None or self.pooling_mode in POOLING_MODES,
-            "pooling_mode",
-            f"None or one of {', '.join(POOLING_MODES)}",
-        )
-        need(0 <= self.valid_fraction < 1, "valid_fraction", "a fraction in [0, 1)")
-        need(0 <= self.test_fraction < 1, "test_fraction", "a fraction in [0, 1)")
-        need(
-            self.valid_fraction + self.test_fraction < 1,
-            "test_fraction",
-            f"below 1 - valid_fraction ({1 - self.valid_fraction})",
-        )
-        need(bool(self.ks) and all(k >= 1 for k in self.ks), "ks", "a list of k >= 1")
-        need(self.batch_size >= 1, "batch_size", "at least 1")
-        need(self.epochs >= 1, "epochs", "at least 1")
-        need(self.max_steps == -1 or self.max_steps >= 1, "max_steps", "-1 or at least 1")
-        need(self.lr > 0, "lr", "positive")
-        need(self.num_negatives >= 0, "num_negatives", "0 or more")
-        need(
-            self.mini_batch_size is None or self.mini_batch_size >= 1,
-            "mini_batch_size",
-            "None or at least 1",
-        )
-        need(self.eval_batch_size >= 1, "eval_batch_size", "at least 1")
-        need(self.max_seq_len >= 8, "max_seq_len", "at least 8")
-        need(bool(self.output_dir), "output_dir", "a directory path")
-        if self.run_name is not None:
-            need(bool(_safe_name(self.run_name)), "run_name", "a non-empty name")
-
-    @property
-    def model_label(self) -> str:
-        """The ``MODEL`` of the retrieval file names."""
-        if self.run_name:
-            return _safe_name(self.run_name)
-        if self.model:
-            return _safe_name(Path(str(self.model).rstrip("/")).name) or "model"
-        return "all-MiniLM-L6-v2"
-
-
-def _safe_name(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._+-]+", "_", text).strip("._")
 
 
 @dataclass
@@ -374,7 +162,7 @@ def retrieval_record(state: NtpState, hits: Sequence[tuple[Any, float]]) -> dict
     }
 
 
-# --------------------------------------------------------------------------- seed options
+# --------------------------------------------------------------------------- LeanHammer's options
 
 
 def check_qlora(config: PremiseSelectorConfig) -> None:
@@ -408,14 +196,14 @@ def check_qlora(config: PremiseSelectorConfig) -> None:
 
 
 def encoder_pooling(config: PremiseSelectorConfig) -> tuple[bool, str | None]:
-    """``(is_sentence_transformer, pooling)`` for ``config.model``: how
+    """``(is_sentence_transformer, pooling)`` for ``config.model_name``: how
     :func:`~lean_dojo_v2.models.retrieval.load_encoder` is called (``pooling=None``: the folder's
     own). Raises :class:`ConfigValueError` for contradictory options."""
     from ..models.retrieval import _resolve_encoder, sentence_transformers_pooling
 
-    folder = Path(_resolve_encoder(config.model))
+    folder = Path(_resolve_encoder(config.model_name))
     declared = sentence_transformers_pooling(folder) if folder.is_dir() else None
-    shown = config.model or "the bundled all-MiniLM-L6-v2"
+    shown = config.model_name or "the bundled all-MiniLM-L6-v2"
     st = config.is_sentence_transformer
     if st is None:
         st = declared is not None
@@ -515,14 +303,14 @@ def declarations_of(states: Sequence[NtpState]) -> dict[tuple[str, str, Any], fr
     return {k: frozenset(v) for k, v in out.items()}
 
 
-class PremiseSelectorTrainer(RetrievalTrainer):
-    """:class:`~lean_dojo_v2.trainer.retrieval_trainer.RetrievalTrainer` with the seed options:
-    the encoder loaded with the chosen pooling, the training batches masked per
+class MaskedRetrievalTrainer(RetrievalTrainer):
+    """:class:`~lean_dojo_v2.trainer.retrieval_trainer.RetrievalTrainer` with LeanHammer's
+    options: the encoder loaded with the chosen pooling, the training batches masked per
     ``retrieval_mask_mode``."""
 
     def __init__(
         self,
-        config: Any,
+        config: TrainingConfig,
         *,
         pooling: str | None,
         mask_mode: str,
@@ -533,7 +321,7 @@ class PremiseSelectorTrainer(RetrievalTrainer):
         self.mask_mode = mask_mode
         self.decls = decls
 
-    def _load_encoder(self, from_dir: Path | None):
+    def _load_encoder(self, from_dir: Path | None) -> PremiseEncoder:
         if from_dir is not None:  # a saved encoder remembers its pooling
             return super()._load_encoder(from_dir)
         from ..models.retrieval import load_encoder
@@ -545,26 +333,58 @@ class PremiseSelectorTrainer(RetrievalTrainer):
             pooling=self.pooling,
         )
 
-    def _loader(self, train: Sequence[Any], corpus: Any, *, shuffle: bool = True):
+    def _loader(self, train: Sequence[Any], corpus: Any, *, shuffle: bool = True) -> Any:
         loader = super()._loader(train, corpus, shuffle=shuffle)
         loader.collate_fn = MaskModeCollator(loader.collate_fn, self.mask_mode, corpus, self.decls)
         return loader
 
 
-def premise_selector_trainer_class() -> type[PremiseSelectorTrainer]:
-    """:class:`PremiseSelectorTrainer` (kept for callers of the time it was built on first use)."""
-    return PremiseSelectorTrainer
+def premise_selector_trainer_class() -> type[MaskedRetrievalTrainer]:
+    """The retrieval trainer the premise selector trains with, :class:`MaskedRetrievalTrainer`."""
+    return MaskedRetrievalTrainer
 
 
 # --------------------------------------------------------------------------- the run
 
 
+class PremiseSelectorTrainer(ConfiguredTrainer[PremiseSelectorConfig]):
+    """LeanHammer's premise selector: ``PremiseSelectorTrainer(config).train()`` reads the
+    ntp-toolkit data, splits it, trains, evaluates, writes the static retrievals and exports the
+    retriever (the module docstring); ``PremiseSelectorTrainer.from_config("ps.yaml")``. One run
+    per ``output_dir`` at a time (:func:`~lean_dojo_v2.data.run_lock.lock_output_dir`)."""
+
+    config_class = PremiseSelectorConfig
+
+    def __init__(self, config: PremiseSelectorConfig | None = None) -> None:
+        if config is not None and not isinstance(config, PremiseSelectorConfig):
+            raise ConfigValueError(
+                f"PremiseSelectorTrainer takes a PremiseSelectorConfig, got "
+                f"{type(config).__name__}; build one with PremiseSelectorConfig(**values) or "
+                "PremiseSelectorTrainer.from_config(PATH)"
+            )
+        self.config = config or PremiseSelectorConfig()
+        self.result: PremiseSelectorResult | None = None
+
+    def train(self) -> PremiseSelectorResult:
+        """Run the premise selector; the result is also ``output_dir/summary.json``."""
+        from ..data.run_lock import lock_output_dir
+
+        with lock_output_dir(self.config.output_dir):
+            self.result = _train_locked(self.config)
+        return self.result
+
+
+def train_premise_selector(config: PremiseSelectorConfig) -> PremiseSelectorResult:
+    """``PremiseSelectorTrainer(config).train()``."""
+    return PremiseSelectorTrainer(config).train()
+
+
 def _selector_trainer(
     config: PremiseSelectorConfig, work: Path, pooling: str | None, states: Any, *, resume: bool
-) -> PremiseSelectorTrainer:
+) -> MaskedRetrievalTrainer:
     cfg = _training_config(config, work)
     cfg.resume, cfg.overwrite_output_dir = resume, not resume
-    return PremiseSelectorTrainer(
+    return MaskedRetrievalTrainer(
         cfg,
         pooling=pooling,
         mask_mode=config.retrieval_mask_mode,
@@ -572,31 +392,10 @@ def _selector_trainer(
     )
 
 
-def _training_config(config: PremiseSelectorConfig, output_dir: Path):
-    from .retrieval_config import TrainingConfig
-
-    return TrainingConfig(
-        model_name=config.model,
-        max_seq_len=config.max_seq_len,
-        device=config.device,
-        num_negatives=config.num_negatives,
-        num_in_file_negatives=min(1, config.num_negatives),
-        num_retrieved=max(10, *config.ks),
-        grad_cache=config.mini_batch_size is not None,
-        grad_cache_chunk_size=config.mini_batch_size or 32,
-        lambda_value=0.0,
-        lr=config.lr,
-        batch_size=config.batch_size,
-        eval_batch_size=config.eval_batch_size,
-        max_epochs=config.epochs,
-        max_steps=config.max_steps,
-        seed=config.seed,
-        output_dir=str(output_dir),
-        overwrite_output_dir=True,
-        resume=False,
-        report_to=["none"],
-        progress_bar=config.progress_bar,
-    )
+def _training_config(config: PremiseSelectorConfig, output_dir: Path) -> PremiseSelectorConfig:
+    """The config of the training run, which lives in ``output_dir`` (beside the output until
+    the output is swapped in)."""
+    return replace_config(config, output_dir=str(output_dir))
 
 
 def evaluate_states(
@@ -621,20 +420,11 @@ def evaluate_states(
     return dict(metrics), records
 
 
-def train_premise_selector(config: PremiseSelectorConfig) -> PremiseSelectorResult:
-    """Read, split, train, evaluate, write the static retrievals and export (module docstring).
-    One run per ``output_dir`` at a time (:func:`~lean_dojo_v2.data.run_lock.lock_output_dir`)."""
-    from ..data.run_lock import lock_output_dir
-
-    with lock_output_dir(config.output_dir):
-        return _train_locked(config)
-
-
 def _train_locked(config: PremiseSelectorConfig) -> PremiseSelectorResult:
+    from ..config.loading import dump_config
     from ..data.jsonio import atomic_write
     from ..data.ntp_toolkit import read_ntp_toolkit, split_modules
     from ..data.output_dir import staged_output_dir
-    from .config import dump_config
     from .run_dir import check_run_outputs
 
     t0 = time.perf_counter()
@@ -646,7 +436,7 @@ def _train_locked(config: PremiseSelectorConfig) -> PremiseSelectorResult:
     check_qlora(config)
     # Refuse a foreign output before reading or training anything.
     inputs = check_run_outputs(
-        out, config.model, [Path(config.data_dir)], force=config.overwrite_output_dir
+        out, config.model_name, [Path(config.data_dir)], force=config.overwrite_output_dir
     )
     is_st, pooling = encoder_pooling(config)
     data = read_ntp_toolkit(

@@ -2,7 +2,7 @@
 ntp-toolkit data.
 
 Registered by :func:`add_premise_selector_parser` from ``trainer/cli.py``. The flags are those of
-LeanHammer's ``train.py -h`` that apply here, under our names and the seed's (``--data_dir``,
+LeanHammer's ``train.py -h`` that apply here, under our names and LeanHammer's (``--data_dir``,
 ``--model_name_or_path``, ``--per_device_train_batch_size``, ``--learning_rate``,
 ``--num_train_epochs``, ``--max_steps``, ``--output_dir``, ``--run_name``,
 ``--num_negatives_per_state``, ``--mini_batch_size``, ``--filter``, ``--mathlib_only``,
@@ -55,7 +55,7 @@ _FLAGS: list[tuple[tuple[str, ...], str, dict[str, Any]]] = [
     ),
     (
         ("--model", "--model_name_or_path"),
-        "model",
+        "model_name",
         {
             "metavar": "NAME_OR_DIR",
             "help": "encoder to start from (default: bundled all-MiniLM-L6-v2)",
@@ -73,7 +73,7 @@ _FLAGS: list[tuple[tuple[str, ...], str, dict[str, Any]]] = [
     ),
     (
         ("--epochs", "--num_train_epochs"),
-        "epochs",
+        "max_epochs",
         {"type": int, "metavar": "N", "help": "training epochs (default 1)"},
     ),
     (
@@ -249,7 +249,8 @@ def add_premise_selector_parser(train_sub: argparse._SubParsersAction) -> argpar
 
 
 def cmd_train_premise_selector(args: argparse.Namespace) -> int:
-    from .premise_selector import PremiseSelectorConfig, train_premise_selector
+    from .premise_selector import PremiseSelectorTrainer
+    from .premise_selector_config import PremiseSelectorConfig
 
     if print_config_help(args, PremiseSelectorConfig):
         return 0
@@ -258,14 +259,14 @@ def cmd_train_premise_selector(args: argparse.Namespace) -> int:
     }
     if args.no_filter:
         if values.get("filter") is True:
-            from .errors import ConfigValueError
+            from ..errors import ConfigValueError
 
             raise ConfigValueError("--no-filter contradicts --filter true; give one of them")
         values["filter"] = False
     if args.quiet:
         values["progress_bar"] = False
     config = training_config_from_args(args, PremiseSelectorConfig, **values)
-    result = train_premise_selector(config)
+    result = PremiseSelectorTrainer(config).train()
 
     def text() -> list[str]:
         lines = []

@@ -48,7 +48,7 @@ def add_progress_parser(train_sub: argparse._SubParsersAction) -> argparse.Argum
 
 
 def cmd_train_progress(args: argparse.Namespace) -> int:
-    from .errors import TrainerError
+    from ..errors import TrainerError
     from .progress_config import ProgressConfig
 
     if print_config_help(args, ProgressConfig):

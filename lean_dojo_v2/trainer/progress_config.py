@@ -5,8 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..config.loading import check_finite_floats
-from .errors import ConfigValueError
+from ..config.loading import check_finite_floats, require
 
 TACTIC_MODES = ("both", "with", "without")
 
@@ -18,8 +17,9 @@ class ProgressConfig:
 
     Load it from YAML with ``load_config(ProgressConfig, "configs/progress_minilm_cpu.yaml",
     ["epochs=1"])`` or on the command line with ``lean-dojo-v2 train progress --config FILE --set
-    epochs=1``. The first nine fields are the seed's ``ProgressTrainer`` arguments, by the same
-    names.
+    epochs=1``. Nine of its fields (``data_path``, ``model_name``, ``output_dir``, ``max_length``,
+    ``batch_size``, ``epochs``, ``learning_rate``, ``eval_ratio``, ``seed``) are the arguments of
+    upstream LeanDojo-v2's ``ProgressTrainer``, by the same names.
 
     Parameters:
         > Parameters that control the data
@@ -44,7 +44,7 @@ class ProgressConfig:
         model_name (`str` or `None`, *optional*, defaults to `None`):
             Base model of the regression head: a Hugging Face id (offline: only one in the local
             cache) or a local directory. `None` (or `minilm`) is the bundled all-MiniLM-L6-v2,
-            which trains on a CPU in minutes. The seed's default `bert-base-uncased` falls back to
+            which trains on a CPU in minutes. Upstream's default `bert-base-uncased` falls back to
             MiniLM, with a warning, when it cannot be loaded offline.
         max_length (`int`, *optional*, defaults to `512`):
             Longest input in tokens (goal, prefix and tactic); longer inputs are cut at the end. It
@@ -116,31 +116,31 @@ class ProgressConfig:
     def __post_init__(self) -> None:
         # inf passes every range check below (lr > 0) and trains NaN weights.
         check_finite_floats(self)
-
-        def need(ok: bool, key: str, what: str) -> None:
-            if not ok:
-                raise ConfigValueError(
-                    f"config key {key!r} must be {what}, got {getattr(self, key)!r}"
-                )
-
-        need(0 <= self.eval_ratio < 1, "eval_ratio", "in [0, 1)")
-        need(
+        require(self, 0 <= self.eval_ratio < 1, "eval_ratio", "in [0, 1)")
+        require(
+            self,
             self.max_examples is None or self.max_examples >= 1,
             "max_examples",
             "None or at least 1",
         )
-        need(self.tactic_mode in TACTIC_MODES, "tactic_mode", f"one of {', '.join(TACTIC_MODES)}")
-        need(self.max_length >= 16, "max_length", "at least 16")
-        need(
+        require(
+            self,
+            self.tactic_mode in TACTIC_MODES,
+            "tactic_mode",
+            f"one of {', '.join(TACTIC_MODES)}",
+        )
+        require(self, self.max_length >= 16, "max_length", "at least 16")
+        require(
+            self,
             self.device in ("auto", "cpu", "cuda") or self.device.startswith("cuda:"),
             "device",
             "auto, cpu, cuda or cuda:N",
         )
-        need(self.epochs > 0, "epochs", "positive")
-        need(self.batch_size >= 1, "batch_size", "at least 1")
-        need(self.learning_rate > 0, "learning_rate", "positive")
-        need(self.weight_decay >= 0, "weight_decay", "0 or more")
-        need(self.warmup_steps >= 0, "warmup_steps", "0 or more")
-        need(self.max_steps == -1 or self.max_steps >= 1, "max_steps", "-1 or at least 1")
-        need(self.logging_steps >= 1, "logging_steps", "at least 1")
-        need(bool(self.output_dir), "output_dir", "a directory path")
+        require(self, self.epochs > 0, "epochs", "positive")
+        require(self, self.batch_size >= 1, "batch_size", "at least 1")
+        require(self, self.learning_rate > 0, "learning_rate", "positive")
+        require(self, self.weight_decay >= 0, "weight_decay", "0 or more")
+        require(self, self.warmup_steps >= 0, "warmup_steps", "0 or more")
+        require(self, self.max_steps == -1 or self.max_steps >= 1, "max_steps", "-1 or at least 1")
+        require(self, self.logging_steps >= 1, "logging_steps", "at least 1")
+        require(self, bool(self.output_dir), "output_dir", "a directory path")

@@ -1,12 +1,12 @@
 """LeanProgress training: a regression head that predicts the proof steps remaining.
 
-The seed's API works as written::
+Upstream LeanDojo-v2's calls work as written::
 
     trainer = ProgressTrainer(data_path="raid/data/sample_leanprogress_dataset.jsonl",
                               model_name="bert-base-uncased", output_dir="outputs-progress")
     result = trainer.train()        # ProgressResult: mae, exact, within_1, steps, output_dir, ...
 
-``model_name="bert-base-uncased"`` (the seed's default) cannot be downloaded here: when it is not
+``model_name="bert-base-uncased"`` (upstream's default) cannot be downloaded here: when it is not
 in the local Hugging Face cache and the hub is offline, the trainer trains the bundled
 all-MiniLM-L6-v2 instead, says so on stderr on every run and records it in the result
 (``model_fallback``, ``requested_model``, ``base_model_note``); ``model_name=None`` asks for
@@ -38,10 +38,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..config.loading import config_fields, config_to_dict, dump_config, load_config, replace_config
 from ..data.output_dir import is_ours
-from ..errors import OutputExistsError
-from .config import config_fields, config_to_dict, dump_config, load_config
-from .errors import ConfigValueError, EmptyDatasetError, TrainerError
+from ..errors import ConfigValueError, EmptyDatasetError, OutputExistsError, TrainerError
+from .configured import ConfiguredTrainer, changed_arguments
 from .progress_config import ProgressConfig
 from .result import DictResult
 from .run_dir import write_json
@@ -61,7 +61,7 @@ class ProgressResult(DictResult):
     ``evaluated_on``: ``"eval"`` (held-out rows) or ``"train"`` (``eval_ratio`` 0, or too little
     data to hold any out). ``steps``: optimizer steps. ``base_model``: what was trained;
     ``requested_model``: the ``model_name`` asked for; ``model_fallback``: True when
-    ``base_model`` is not it (the seed's ``bert-base-uncased`` offline: MiniLM is trained
+    ``base_model`` is not it (upstream's ``bert-base-uncased`` offline: MiniLM is trained
     instead, and a warning says so on stderr); ``base_model_note``: why, else None.
     """
 
@@ -139,18 +139,22 @@ class _Encoded:
         return item
 
 
-class ProgressTrainer:
+class ProgressTrainer(ConfiguredTrainer[ProgressConfig]):
     """Train a steps-remaining regressor on a LeanProgress JSONL file.
 
-    The arguments are the seed's (same names, order and defaults); any further
+    The arguments are upstream LeanDojo-v2's (same names, order and defaults); any further
     :class:`~lean_dojo_v2.trainer.progress_config.ProgressConfig` field may be passed by keyword
-    (``tactic_mode=``, ``device=``, ``max_steps=``, ``overwrite_output_dir=``, ...). Constructing
-    loads nothing; :meth:`train` does the work.
+    (``tactic_mode=``, ``device=``, ``max_steps=``, ``overwrite_output_dir=``, ...). Or give the
+    config itself: ``ProgressTrainer(config, **changes)`` (the positional arguments apply when
+    they differ from their defaults), ``ProgressTrainer.from_config("progress.yaml")``.
+    Constructing loads nothing; :meth:`train` does the work.
     """
+
+    config_class = ProgressConfig
 
     def __init__(
         self,
-        data_path: str | Path | None,
+        data_path: str | Path | ProgressConfig | None,
         model_name: str | None = "bert-base-uncased",
         output_dir: str = "outputs",
         max_length: int = 512,
@@ -162,7 +166,6 @@ class ProgressTrainer:
         **config: Any,
     ) -> None:
         values = dict(
-            data_path=None if data_path is None else str(data_path),
             model_name=model_name,
             output_dir=str(output_dir),
             max_length=max_length,
@@ -172,16 +175,14 @@ class ProgressTrainer:
             eval_ratio=eval_ratio,
             seed=seed,
         )
-        values.update(config)
-        self.config = load_config(ProgressConfig, **values)
+        if isinstance(data_path, ProgressConfig):
+            changes = {**changed_arguments(ProgressTrainer.__init__, values), **config}
+            self.config = replace_config(data_path, **changes) if changes else data_path
+        else:
+            path = None if data_path is None else str(data_path)
+            self.config = load_config(ProgressConfig, data_path=path, **values, **config)
 
-    @classmethod
-    def from_config(cls, config: ProgressConfig) -> ProgressTrainer:
-        """A trainer for a config built with :func:`~lean_dojo_v2.trainer.config.load_config`."""
-        values = {name: getattr(config, name) for name in config_fields(ProgressConfig)}
-        return cls(**values)
-
-    # the seed's attributes
+    # upstream's attributes
     @property
     def data_path(self) -> str | None:
         return self.config.data_path
@@ -206,7 +207,7 @@ class ProgressTrainer:
     def load_rows(self) -> list[Any]:
         """The rows of ``data_path`` (at most ``max_examples``); typed errors for a missing,
         empty or malformed file."""
-        from ..lean_progress.dataset import iter_progress_jsonl
+        from ..data.progress_jsonl import iter_progress_jsonl
 
         cfg = self.config
         if not cfg.data_path:
@@ -484,15 +485,3 @@ def _remove_tree(path: Path) -> None:
     import shutil
 
     shutil.rmtree(path, ignore_errors=True)
-
-
-def train_progress(
-    config: ProgressConfig | None = None, data_path: str | Path | None = None
-) -> ProgressResult:
-    """Train with ``config`` (default: :class:`ProgressConfig`'s defaults) on ``data_path`` (or
-    ``config.data_path``)."""
-    config = config or ProgressConfig()
-    trainer = ProgressTrainer.from_config(config)
-    if data_path is not None:
-        trainer.config.data_path = str(data_path)
-    return trainer.train()

@@ -1,16 +1,15 @@
 """The config of :class:`~lean_dojo_v2.trainer.retrieval_trainer.RetrievalTrainer` (no torch here).
 
-It keeps the names of LeanAgent's ``TrainingConfig`` (``lean_dojo_v2.lean_agent.config``) so the
-seed's code and YAML files still load; the defaults are the ones that suit the bundled MiniLM on a
-CPU, and each differing default says what LeanAgent used.
+It keeps the names of LeanAgent's ``TrainingConfig`` (``lean_dojo_v2.lean_agent.config``) so
+LeanAgent's code and YAML files still load; the defaults are the ones that suit the bundled
+MiniLM on a CPU, and each differing default says what LeanAgent used.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from ..config.loading import check_finite_floats
-from .errors import ConfigValueError
+from ..config.loading import check_finite_floats, config_field, require
 
 PRECISIONS = (
     "auto",
@@ -200,14 +199,14 @@ class TrainingConfig:
     # model
     model_name: str | None = None
     max_seq_len: int = 256
-    device: str = "auto"
+    device: str = config_field("auto", fingerprint=False)  # where evaluation encodes
     # data
     split_strategy: str = "random"
     num_negatives: int = 3
     num_in_file_negatives: int = 1
     max_examples: int | None = None
     group_by_length: bool = True
-    num_retrieved: int = 100
+    num_retrieved: int = config_field(100, fingerprint=False)
     cumulative: bool = False
     # loss
     temperature: float = 0.05
@@ -221,25 +220,25 @@ class TrainingConfig:
     lr_scheduler_type: str = "cosine"
     warmup_steps: int = 0
     batch_size: int = 16
-    eval_batch_size: int = 64
+    eval_batch_size: int = config_field(64, fingerprint=False)
     accumulate_grad_batches: int = 1
     gradient_clip_val: float | None = 1.0
     max_epochs: int = 1
     max_steps: int = -1
     precision: str = "auto"
     seed: int = 3407
-    # validation, checkpoints, outputs
-    output_dir: str = "outputs-retrieval"
-    overwrite_output_dir: bool = False
-    resume: bool = True
+    # validation, checkpoints, outputs (where and how often: a run resumes across other values)
+    output_dir: str = config_field("outputs-retrieval", fingerprint=False)
+    overwrite_output_dir: bool = config_field(False, fingerprint=False)
+    resume: bool = config_field(True, fingerprint=False)
     validate: bool = True
     val_max_queries: int | None = None
-    save_every_n_steps: int | None = None
+    save_every_n_steps: int | None = config_field(None, fingerprint=False)
     early_stopping_patience: int | None = None
     # logging
-    log_every_n_steps: int = 10
-    report_to: list[str] = field(default_factory=lambda: ["tensorboard"])
-    progress_bar: bool = True
+    log_every_n_steps: int = config_field(10, fingerprint=False)
+    report_to: list[str] = config_field(default_factory=lambda: ["tensorboard"], fingerprint=False)
+    progress_bar: bool = config_field(True, fingerprint=False)
     # distributed
     accelerator: str = "auto"
     devices: str = "auto"
@@ -250,85 +249,93 @@ class TrainingConfig:
     def __post_init__(self) -> None:
         # inf passes every range check below (lr > 0) and trains NaN weights.
         check_finite_floats(self)
-
-        def need(ok: bool, key: str, what: str) -> None:
-            if not ok:
-                raise ConfigValueError(
-                    f"config key {key!r} must be {what}, got {getattr(self, key)!r}"
-                )
-
-        need(self.max_seq_len >= 8, "max_seq_len", "at least 8")
-        need(
+        require(self, self.max_seq_len >= 8, "max_seq_len", "at least 8")
+        require(
+            self,
             self.split_strategy in STRATEGIES,
             "split_strategy",
             f"one of {', '.join(STRATEGIES)}",
         )
-        need(self.num_negatives >= 0, "num_negatives", "0 or more")
-        need(
+        require(self, self.num_negatives >= 0, "num_negatives", "0 or more")
+        require(
+            self,
             0 <= self.num_in_file_negatives <= self.num_negatives,
             "num_in_file_negatives",
             f"between 0 and num_negatives ({self.num_negatives})",
         )
-        need(
+        require(
+            self,
             self.max_examples is None or self.max_examples >= 1,
             "max_examples",
             "None or at least 1",
         )
-        need(self.num_retrieved >= 10, "num_retrieved", "at least 10 (R@10 is reported)")
-        need(self.temperature > 0, "temperature", "positive")
-        need(self.grad_cache_chunk_size >= 1, "grad_cache_chunk_size", "at least 1")
-        need(self.lambda_value >= 0, "lambda_value", "0 or more")
-        need(
+        require(self, self.num_retrieved >= 10, "num_retrieved", "at least 10 (R@10 is reported)")
+        require(self, self.temperature > 0, "temperature", "positive")
+        require(self, self.grad_cache_chunk_size >= 1, "grad_cache_chunk_size", "at least 1")
+        require(self, self.lambda_value >= 0, "lambda_value", "0 or more")
+        require(
+            self,
             self.fisher_max_batches is None or self.fisher_max_batches >= 1,
             "fisher_max_batches",
             "None or at least 1",
         )
-        need(self.lr > 0, "lr", "positive")
-        need(self.weight_decay >= 0, "weight_decay", "0 or more")
-        need(
+        require(self, self.lr > 0, "lr", "positive")
+        require(self, self.weight_decay >= 0, "weight_decay", "0 or more")
+        require(
+            self,
             self.lr_scheduler_type in SCHEDULERS,
             "lr_scheduler_type",
             f"one of {', '.join(SCHEDULERS)}",
         )
-        need(self.warmup_steps >= 0, "warmup_steps", "0 or more")
-        need(self.batch_size >= 1, "batch_size", "at least 1")
-        need(self.eval_batch_size >= 1, "eval_batch_size", "at least 1")
-        need(self.accumulate_grad_batches >= 1, "accumulate_grad_batches", "at least 1")
-        need(
+        require(self, self.warmup_steps >= 0, "warmup_steps", "0 or more")
+        require(self, self.batch_size >= 1, "batch_size", "at least 1")
+        require(self, self.eval_batch_size >= 1, "eval_batch_size", "at least 1")
+        require(self, self.accumulate_grad_batches >= 1, "accumulate_grad_batches", "at least 1")
+        require(
+            self,
             self.gradient_clip_val is None or self.gradient_clip_val > 0,
             "gradient_clip_val",
             "None or positive",
         )
-        need(self.max_epochs >= 1, "max_epochs", "at least 1")
-        need(self.max_steps == -1 or self.max_steps >= 1, "max_steps", "-1 or at least 1")
-        need(self.precision in PRECISIONS, "precision", f"one of {', '.join(PRECISIONS)}")
-        need(bool(self.output_dir), "output_dir", "a directory path")
-        need(
+        require(self, self.max_epochs >= 1, "max_epochs", "at least 1")
+        require(self, self.max_steps == -1 or self.max_steps >= 1, "max_steps", "-1 or at least 1")
+        require(self, self.precision in PRECISIONS, "precision", f"one of {', '.join(PRECISIONS)}")
+        require(self, bool(self.output_dir), "output_dir", "a directory path")
+        require(
+            self,
             self.val_max_queries is None or self.val_max_queries >= 1,
             "val_max_queries",
             "None or at least 1",
         )
-        need(
+        require(
+            self,
             self.save_every_n_steps is None or self.save_every_n_steps >= 1,
             "save_every_n_steps",
             "None or at least 1",
         )
-        need(
+        require(
+            self,
             self.early_stopping_patience is None or self.early_stopping_patience >= 1,
             "early_stopping_patience",
             "None or at least 1",
         )
-        need(self.log_every_n_steps >= 1, "log_every_n_steps", "at least 1")
-        need(
+        require(self, self.log_every_n_steps >= 1, "log_every_n_steps", "at least 1")
+        require(
+            self,
             all(r in REPORT_TO_CHOICES for r in self.report_to),
             "report_to",
             f"a list of {', '.join(REPORT_TO_CHOICES)}",
         )
-        need(self.num_gpus is None or self.num_gpus >= 1, "num_gpus", "None or at least 1")
-        need(self.num_nodes >= 1, "num_nodes", "at least 1")
-        need(bool(self.strategy), "strategy", "a Lightning strategy name such as auto or ddp")
-        need(bool(str(self.devices).strip()), "devices", "auto, a count or a list of indices")
-        need(
+        require(self, self.num_gpus is None or self.num_gpus >= 1, "num_gpus", "None or at least 1")
+        require(self, self.num_nodes >= 1, "num_nodes", "at least 1")
+        require(
+            self, bool(self.strategy), "strategy", "a Lightning strategy name such as auto or ddp"
+        )
+        require(
+            self, bool(str(self.devices).strip()), "devices", "auto, a count or a list of indices"
+        )
+        require(
+            self,
             self.device in ("auto", "cpu", "cuda") or self.device.startswith("cuda:"),
             "device",
             "auto, cpu, cuda or cuda:N",

@@ -1,6 +1,6 @@
 """The one training loop for premise retrievers: :class:`RetrievalTrainer` on PyTorch Lightning.
 
-The seed's API works as written::
+Upstream LeanDojo-v2's calls work as written::
 
     trainer = RetrievalTrainer(TrainingConfig(lambda_value=0.1))
     trainer.train(repos, database)                 # the curriculum: one fit per repository, EWC
@@ -46,13 +46,13 @@ import logging
 import os
 import time
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import DatasetNotFoundError
-from .errors import EmptyDatasetError, TrainerError
+from ..errors import DatasetNotFoundError, EmptyDatasetError, TrainerError
+from .configured import ConfiguredTrainer
 from .pass_loop import CurriculumTrainer, Pass, PassDataset, PassRun
 from .result import DictResult
 from .retrieval_config import TrainingConfig
@@ -65,24 +65,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-CONFIG_FILE = "retrieval_config.yaml"
 ENCODER_DIR = "encoder"
 EWC_FILE = "ewc.pt"
 VAL_METRIC = "R@10_val"
-
-# Fields that do not change what is trained: a run may resume with other values of these.
-_NOT_FINGERPRINTED = {
-    "output_dir",
-    "overwrite_output_dir",
-    "resume",
-    "log_every_n_steps",
-    "report_to",
-    "progress_bar",
-    "save_every_n_steps",
-    "device",
-    "eval_batch_size",
-    "num_retrieved",
-}
 
 
 @dataclass
@@ -162,7 +147,7 @@ def retrieval_module_class():
     return RetrievalModule
 
 
-class RetrievalTrainer(CurriculumTrainer[RetrievalResult]):
+class RetrievalTrainer(ConfiguredTrainer[TrainingConfig], CurriculumTrainer[RetrievalResult]):
     """Train a premise retriever (see the module docstring). ``callbacks`` are extra Lightning
     callbacks added to every fit.
 
@@ -175,11 +160,10 @@ class RetrievalTrainer(CurriculumTrainer[RetrievalResult]):
     one pass on the LeanDojo dataset directory ``data_path`` (train split; val for ``R@10_val``).
     """
 
+    config_class = TrainingConfig
     run_kind = "retrieval"
     default_model = "all-MiniLM-L6-v2"
-    config_file = CONFIG_FILE
     run_what = "retrieval training"
-    not_fingerprinted = frozenset(_NOT_FINGERPRINTED)
     # Lightning starts the other ranks itself, inside fit(): there is nobody to wait for before.
     sync_processes = False
     export_per_pass = True
@@ -200,14 +184,6 @@ class RetrievalTrainer(CurriculumTrainer[RetrievalResult]):
         self.resume_inexact_reason: str | None = None  # set by each pass (exact_resume.py)
         self.last_corpus: Corpus | None = None
         self.result: RetrievalResult | None = None
-
-    @classmethod
-    def from_config(
-        cls, config: TrainingConfig, *, callbacks: Sequence[Any] = ()
-    ) -> RetrievalTrainer:
-        """A trainer for ``config`` (e.g. from :func:`~lean_dojo_v2.trainer.config.load_config`);
-        the same as ``RetrievalTrainer(config)``, named like the other trainers' constructor."""
-        return cls(config, callbacks=callbacks)
 
     # ------------------------------------------------------------------ encoder
 
@@ -481,7 +457,7 @@ class RetrievalTrainer(CurriculumTrainer[RetrievalResult]):
 
         cfg = self.config
         if cfg.grad_cache and (self._world_size() > 1 or "ddp" in cfg.strategy):
-            from .errors import ConfigValueError
+            from ..errors import ConfigValueError
 
             raise ConfigValueError(
                 "grad_cache works on one device only for now (its chunked backward passes do not "
@@ -697,22 +673,10 @@ def _last_checkpoint(out: Path, k: int) -> Path | None:
     return found[-1] if found else None
 
 
-def train_retrieval(
-    data_path: str | os.PathLike[str] | None = None,
-    *,
-    config: TrainingConfig | None = None,
-    database: Any = None,
-    repos: Iterable[Any] | None = None,
-) -> RetrievalResult:
-    """``RetrievalTrainer(config).train(repos, database, data_path)`` (the CLI's call)."""
-    return RetrievalTrainer(config).train(repos=repos, database=database, data_path=data_path)
-
-
 __all__ = [
     "RetrievalResult",
     "RetrievalTrainer",
     "TrainingConfig",
     "resolve_precision",
     "retrieval_module_class",
-    "train_retrieval",
 ]

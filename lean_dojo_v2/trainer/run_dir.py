@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..config.loading import config_to_dict, dump_config, unfingerprinted_fields
 from ..data.output_dir import (
     check_output_dir,
     is_ours,
@@ -33,9 +34,8 @@ from ..data.output_dir import (
     recover_left_behind,
     set_aside,
 )
-from ..errors import OutputExistsError
-from .config import config_to_dict, dump_config
-from .errors import EmptyDatasetError, TrainerError, TrainingStateError
+from ..errors import EmptyDatasetError, OutputExistsError, TrainerError
+from .errors import TrainingStateError
 
 log = logging.getLogger(__name__)
 
@@ -82,11 +82,12 @@ def read_state(out: Path) -> dict[str, Any] | None:
 
 
 def config_fingerprint(
-    config: Any, plan_id: Mapping[str, Any], exclude: Iterable[str], **extra: Any
+    config: Any, plan_id: Mapping[str, Any], exclude: Iterable[str] = (), **extra: Any
 ) -> str:
-    """SHA-256 of ``config`` (less the ``exclude`` keys, plus ``extra``) and the data plan: two
-    runs with the same fingerprint train the same thing, so one may resume the other."""
-    skip = set(exclude)
+    """SHA-256 of ``config`` (less its fields declared ``config_field(..., fingerprint=False)``
+    and the ``exclude`` keys, plus ``extra``) and the data plan: two runs with the same
+    fingerprint train the same thing, so one may resume the other."""
+    skip = set(exclude) | unfingerprinted_fields(type(config))
     cfg = {k: v for k, v in config_to_dict(config).items() if k not in skip}
     cfg.update(extra)
     blob = json.dumps({"config": cfg, "plan": plan_id}, sort_keys=True, default=str)

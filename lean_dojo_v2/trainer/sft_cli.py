@@ -52,7 +52,7 @@ def add_sft_parser(train_sub: argparse._SubParsersAction) -> argparse.ArgumentPa
 
 
 def cmd_train_sft(args: argparse.Namespace) -> int:
-    from .errors import TrainerError
+    from ..errors import TrainerError
     from .sft_config import SFTConfig
 
     if print_config_help(args, SFTConfig):

@@ -16,11 +16,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..data import Theorem
 from ..data.sorry import find_sorry_tokens
-from .errors import EmptyDatasetError
+from ..errors import EmptyDatasetError
+
+if TYPE_CHECKING:
+    from .sft_config import SFTConfig
 
 log = logging.getLogger(__name__)
 
@@ -161,3 +164,27 @@ def tokenize_pairs(
             {"input_ids": ids, "completion_mask": [0] * len(prompt_ids) + [1] * len(completion_ids)}
         )
     return rows, too_long
+
+
+def training_rows(
+    theorems: Sequence[Theorem], tokenizer: Any, cfg: SFTConfig, *, source: str
+) -> tuple[list[dict[str, list[int]]], ExampleStats]:
+    """The rows one SFT pass trains on (:func:`build_examples`, then :func:`tokenize_pairs` with
+    ``cfg``'s settings) and their counts; :class:`EmptyDatasetError` when every example is longer
+    than ``max_seq_len``."""
+    built = build_examples(
+        theorems,
+        tokenizer,
+        use_premises=cfg.use_premises,
+        max_examples=cfg.max_examples,
+        source=source,
+    )
+    rows, too_long = tokenize_pairs(built.pairs, tokenizer, max_seq_len=cfg.max_seq_len)
+    st = built.stats
+    st.too_long_dropped, st.examples = too_long, len(rows)
+    if not rows:
+        raise EmptyDatasetError(
+            f"no training examples in {source}: all {too_long} examples are longer than "
+            f"max_seq_len={cfg.max_seq_len} tokens; raise max_seq_len"
+        )
+    return rows, st

@@ -1,6 +1,7 @@
-"""``lean_dojo_v2.config`` is layer 0: the settings and the config system, whose old homes
-(``lean_dojo_v2.trainer.config``, ``lean_dojo_v2.trainer.errors``) still give the same objects;
-its errors keep their families (``except TrainerError`` still catches ``EmptyDatasetError``)."""
+"""``lean_dojo_v2.config`` is layer 0: the settings and the config system, whose names are one
+object wherever they are offered (``lean_dojo_v2.trainer.errors`` and the trainer package give
+the same error classes); its errors keep their families (``except TrainerError`` still catches
+``EmptyDatasetError``)."""
 
 from __future__ import annotations
 
@@ -13,13 +14,13 @@ import pytest
 
 import lean_dojo_v2.config as config_pkg
 import lean_dojo_v2.config.loading as loading
+import lean_dojo_v2.config.loading as trainer_config
 import lean_dojo_v2.errors as errors
 import lean_dojo_v2.trainer as trainer_pkg
-import lean_dojo_v2.trainer.config as trainer_config
 import lean_dojo_v2.trainer.errors as trainer_errors
 
 
-@pytest.mark.parametrize("name", config_pkg._LOADING_NAMES)
+@pytest.mark.parametrize("name", sorted(config_pkg._EXPORTS))
 def test_config_system_names_are_one_object_everywhere(name):
     assert getattr(config_pkg, name) is getattr(loading, name)
     assert getattr(trainer_config, name) is getattr(loading, name)

@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from lean_dojo_v2.errors import ConfigError, LeanDojoError
-from lean_dojo_v2.trainer.config import (
+from lean_dojo_v2.config.loading import (
     config_fields,
     describe_config,
     dump_config,
     field_docs,
     load_config,
 )
+from lean_dojo_v2.errors import ConfigError, LeanDojoError
 from lean_dojo_v2.trainer.errors import ConfigValueError, UnknownConfigKeyError
 from lean_dojo_v2.trainer.sft_config import SFTConfig
 

@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 
 from lean_dojo_v2.cli import main
-from lean_dojo_v2.trainer.causal_lm import pass_checkpoint
+from lean_dojo_v2.trainer.causal_lm_trainer import pass_checkpoint
 
 
 def _checkpoint(folder: Path, step: int, *, whole: bool) -> Path:

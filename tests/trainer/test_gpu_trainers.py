@@ -136,7 +136,7 @@ def test_cuda_lora_sft_in_bf16_trains_float32_adapters(tiny_model_dir, sample_pa
 
 
 def _retrieval_config(encoder_dir, out, **extra):
-    from lean_dojo_v2.trainer.config import load_config
+    from lean_dojo_v2.config.loading import load_config
     from lean_dojo_v2.trainer.retrieval_config import TrainingConfig
 
     values = quick(model_name=str(encoder_dir), output_dir=str(out))
@@ -379,7 +379,7 @@ def test_cuda_sft_loads_the_model_straight_onto_the_gpu(tiny_model_dir, tmp_path
     # its whole size in host memory first. from_pretrained must place it on the GPU itself.
     from transformers import AutoModelForCausalLM
 
-    from lean_dojo_v2.trainer.causal_lm import load_causal_lm
+    from lean_dojo_v2.trainer.causal_lm_loading import load_causal_lm
     from lean_dojo_v2.trainer.sft_config import SFTConfig
 
     calls: list[dict] = []

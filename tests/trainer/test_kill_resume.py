@@ -12,7 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from lean_dojo_v2.trainer.sft_trainer import STATE_FILE, SFTTrainer
+from lean_dojo_v2.trainer.run_dir import STATE_FILE
+from lean_dojo_v2.trainer.sft_trainer import SFTTrainer
 
 from .conftest import fast_settings
 from .test_sft_trainer import assert_same_weights

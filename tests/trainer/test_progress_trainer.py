@@ -12,10 +12,10 @@ import pytest
 from lean_progress.tiny_bert import build_tiny_bert, one_torch_thread, sample_rows_file
 
 from lean_dojo_v2.cli import main
+from lean_dojo_v2.config.loading import load_config
 from lean_dojo_v2.errors import OutputExistsError
 from lean_dojo_v2.lean_progress import read_progress_jsonl
 from lean_dojo_v2.models.progress import METADATA_FILE, ProgressModel, progress_metrics
-from lean_dojo_v2.trainer.config import load_config
 from lean_dojo_v2.trainer.errors import ConfigValueError, TrainerError
 from lean_dojo_v2.trainer.progress_config import ProgressConfig
 from lean_dojo_v2.trainer.progress_trainer import ProgressTrainer, split_rows

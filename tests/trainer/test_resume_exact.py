@@ -42,7 +42,7 @@ def _kill_at_step(step: int):
 
 
 def _config(model_dir, out):
-    from lean_dojo_v2.trainer.config import load_config
+    from lean_dojo_v2.config.loading import load_config
     from lean_dojo_v2.trainer.retrieval_config import TrainingConfig
 
     # 40 examples / batch 8 = 5 steps an epoch; a checkpoint every 2 steps lands mid-epoch.

@@ -17,7 +17,7 @@ SEED_LR = 2e-5
 
 
 def _config(encoder_dir, out, **extra):
-    from lean_dojo_v2.trainer.config import load_config
+    from lean_dojo_v2.config.loading import load_config
     from lean_dojo_v2.trainer.retrieval_config import TrainingConfig
 
     values = quick(model_name=str(encoder_dir), output_dir=str(out), validate=False)

@@ -24,7 +24,7 @@ def _one_thread():
 
 
 def _config(tiny_encoder_dir, out, **extra):  # noqa: F811
-    from lean_dojo_v2.trainer.config import load_config
+    from lean_dojo_v2.config.loading import load_config
     from lean_dojo_v2.trainer.retrieval_config import TrainingConfig
 
     return load_config(
@@ -249,8 +249,8 @@ def test_fit_examples_then_export_loads_as_a_retriever_returning_accessible_prem
 
 
 def test_bad_input_gives_typed_errors(tiny_encoder_dir, sample_dir, tmp_path):  # noqa: F811
+    from lean_dojo_v2.config.loading import load_config
     from lean_dojo_v2.errors import DatasetNotFoundError, LeanDojoError
-    from lean_dojo_v2.trainer.config import load_config
     from lean_dojo_v2.trainer.errors import ConfigValueError, TrainerError, UnknownConfigKeyError
     from lean_dojo_v2.trainer.retrieval_config import TrainingConfig
     from lean_dojo_v2.trainer.retrieval_trainer import RetrievalTrainer
@@ -281,7 +281,7 @@ def test_bad_input_gives_typed_errors(tiny_encoder_dir, sample_dir, tmp_path):  
 
 
 def test_precision_auto_is_fp32_on_cpu_and_config_loads_from_yaml(tmp_path):
-    from lean_dojo_v2.trainer.config import load_config
+    from lean_dojo_v2.config.loading import load_config
     from lean_dojo_v2.trainer.retrieval_config import TrainingConfig
     from lean_dojo_v2.trainer.retrieval_trainer import resolve_precision
 
@@ -347,7 +347,7 @@ def test_minilm_briefly_trained_on_the_sample_beats_zero_shot_r10_on_held_out(
     sample_dir,
     tmp_path,  # noqa: F811
 ):
-    from lean_dojo_v2.trainer.config import load_config
+    from lean_dojo_v2.config.loading import load_config
     from lean_dojo_v2.trainer.retrieval_config import TrainingConfig
     from lean_dojo_v2.trainer.retrieval_trainer import RetrievalTrainer
 

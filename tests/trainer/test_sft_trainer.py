@@ -10,13 +10,14 @@ from pathlib import Path
 
 import pytest
 
+from lean_dojo_v2.config.loading import load_config
 from lean_dojo_v2.data import DatasetDir, write_theorems
 from lean_dojo_v2.data.output_dir import MARKER, is_ours, mark_ours
 from lean_dojo_v2.errors import DatasetNotFoundError, ModelNotFoundError, OutputExistsError
-from lean_dojo_v2.trainer.config import load_config
 from lean_dojo_v2.trainer.errors import EmptyDatasetError, TrainingStateError
+from lean_dojo_v2.trainer.run_dir import STATE_FILE
 from lean_dojo_v2.trainer.sft_config import SFTConfig
-from lean_dojo_v2.trainer.sft_trainer import STATE_FILE, SFTTrainer
+from lean_dojo_v2.trainer.sft_trainer import SFTTrainer
 
 from .conftest import fast_settings
 
@@ -373,7 +374,7 @@ def test_the_model_to_train_is_loaded_where_it_trains(monkeypatch):
     # Issue 22, item 9: straight onto the GPU (no host copy of the whole model first); onto this
     # process's own GPU when several train together; on the CPU under DeepSpeed, which places
     # the weights itself, and for a CPU run.
-    from lean_dojo_v2.trainer.causal_lm import load_device
+    from lean_dojo_v2.trainer.causal_lm_loading import load_device
 
     monkeypatch.delenv("WORLD_SIZE", raising=False)
     assert load_device("cuda") == "cuda"
@@ -412,7 +413,7 @@ def test_load_model_places_the_weights_on_the_gpu_in_from_pretrained(tiny_model_
 
 def test_cpu_training_bounds_the_heap_malloc_keeps(tiny_model_dir, monkeypatch):
     from lean_dojo_v2.system import memory
-    from lean_dojo_v2.trainer.causal_lm import load_causal_lm
+    from lean_dojo_v2.trainer.causal_lm_loading import load_causal_lm
     from lean_dojo_v2.trainer.sft_config import SFTConfig
 
     calls: list[int] = []

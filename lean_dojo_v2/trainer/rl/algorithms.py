@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from ..errors import ConfigValueError, UnknownAlgorithmError, UnknownConfigKeyError
+from ...errors import ConfigValueError, UnknownConfigKeyError
+from ..errors import UnknownAlgorithmError
 
 ADVANTAGE_MODES = ("trl", "dgpo", "winsorized", "rank")
 KL_ESTIMATORS = ("k3",)
@@ -237,7 +238,7 @@ ALGORITHMS: Mapping[str, AlgorithmSpec] = MappingProxyType(
             ),
             _spec(
                 "grpo_dpo",
-                "GRPO + DPO (the seed's 'Direct GRPO'): GRPO plus dpo_weight x a DPO loss on each "
+                "GRPO + DPO (upstream LeanDojo-v2's 'Direct GRPO'): GRPO plus dpo_weight x a DPO loss on each "
                 "group's best/worst completions",
                 trl={"loss_type": "grpo", "scale_rewards": "group", "beta": 0.04},
                 extensions={"dpo_weight": 0.1, "dpo_beta": 0.1},

@@ -25,7 +25,7 @@ import torch
 from trl import GRPOTrainer
 from trl.trainer.utils import RepeatSampler
 
-from ..errors import TrainerError
+from ...errors import TrainerError
 from .advantages import (
     dgpo_advantages,
     flat_group_mask,

@@ -1,6 +1,6 @@
 """The reward-scorer contract: a :class:`Trajectory` in, ``(reward, info)`` out.
 
-A custom scorer (the seed's API) is a subclass with one method::
+A custom scorer (upstream LeanDojo-v2's API) is a subclass with one method::
 
     class MyScorer(BaseRewardScorer):
         name = "my_scorer"            # optional; defaults to the class name in snake_case

@@ -8,7 +8,7 @@ column a list with one entry per completion, and expects one float per completio
   ``rewards/<name>/mean``); it builds a :class:`Trajectory` per completion from the columns
   (``state``, ``theorem_key``, ``step``, ``recorded_tactic``, ``difficulty``, ``mode``) and calls
   the scorer's ``score_batch`` once for the whole batch.
-- :func:`wrap_user_reward`: the seed's ``reward_func(completions, **kwargs)``, checked up front
+- :func:`wrap_user_reward`: upstream LeanDojo-v2's ``reward_func(completions, **kwargs)``, checked up front
   (its signature) and at each call (a list of numbers or a 1-D tensor, one per completion).
 - :func:`guard_reward`: what every reward function of a training step is wrapped in: a time
   limit (a function that never returns would hang training) and finite rewards only.

@@ -1,0 +1,516 @@
+"""Layer 3 (trainer): :class:`CausalLMTrainer`, the base of the trainers of causal LMs on TRL
+(:class:`~lean_dojo_v2.trainer.sft_trainer.SFTTrainer`,
+:class:`~lean_dojo_v2.trainer.grpo_trainer.GRPOTrainer`).
+
+A :class:`~lean_dojo_v2.trainer.pass_loop.CurriculumTrainer` (the loop around the passes) that
+owns everything of a run but its rows, TRL's classes and its result: the construction (upstream
+LeanDojo-v2's keyword arguments, ``XTrainer(config)``, ``from_config``), the checks before the
+run directory is touched, loading (:mod:`.causal_lm_loading`, LoRA: :mod:`.lora`), the pass
+body (read the theorems, build the rows, train with TRL, resume from its checkpoint), saving,
+the merged model, the curves and what the run record keeps. A subclass supplies:
+
+- ``config_class`` and ``run_kind`` (``sft``: the config is saved as ``sft_config.yaml``);
+- :meth:`_check_theorems` and :meth:`_build_rows` (its rows: what they are, their count, stats
+  and log line);
+- :meth:`_trl_config_class`, :meth:`_trl_trainer_class` and :meth:`_trl_settings` (its values
+  of TRL's config beyond :func:`~lean_dojo_v2.trainer.trl_args.training_arguments`);
+- :meth:`_history_entry` (what the history keeps of one TRL log), :meth:`_draw_curves` and
+  :meth:`_result`.
+
+Layout of ``output_dir`` (all written by this library, marked as ours)::
+
+    adapter_config.json, adapter_model.safetensors   (LoRA)  ─┐ the trained model after the last
+    config.json, model.safetensors                    (full)  ─┘ finished pass, + tokenizer files
+    merged/                 base + adapter merged (``merge_lora``)
+    checkpoints/pass-NNN/checkpoint-STEP/   TRL checkpoints of the pass under way (removed when
+                                            the pass is done: the next pass starts from the model)
+    logs/pass-NNN/          TensorBoard event files
+    data/                   the merged dataset of each curriculum pass (database runs)
+    <run_kind>_config.yaml  the config of the run (sft_config.yaml, grpo_config.yaml)
+    training_state.json     passes done, fingerprint, per-pass history (what resume reads)
+    summary.json            the result (also the CLI's ``--json``)
+    loss_curve.png / grpo_curves.png   the curves
+
+The loop, mixed precision, checkpoints, DeepSpeed/FSDP and multi-GPU are TRL's and
+transformers' (``accelerate launch``; see ``docs/training.md``). No torch at import.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from abc import abstractmethod
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Generic, Protocol, TypeVar
+
+from ..config.loading import config_argument, load_config, replace_config
+from ..data.model import Theorem
+from ..errors import ConfigValueError, DatasetNotFoundError
+from .causal_lm_config import CausalLMConfig
+from .causal_lm_loading import (
+    LoadedCausalLM,
+    check_start_model,
+    load_causal_lm,
+    plan_training,
+    save_trained,
+)
+from .configured import ConfiguredTrainer, changed_arguments
+from .errors import OutputDirArgumentError
+from .lora import build_lora, lora_config_values, peft_config_dict
+from .pass_loop import CurriculumTrainer, Pass, PassDataset, PassRun, ResultT
+from .run_dir import CHECKPOINTS, LOGS, is_main_process, pass_name
+from .trl_args import apply_trl_args, build_trl_config, training_arguments
+
+log = logging.getLogger(__name__)
+
+ConfigT = TypeVar("ConfigT", bound=CausalLMConfig)
+MERGED = "merged"
+
+
+class RowCounts(Protocol):
+    """What a data preparation counted (kept, left out and why)."""
+
+    def to_dict(self) -> dict[str, int]: ...
+
+
+@dataclass
+class PassRows:
+    """The training rows of one pass: ``count`` of them, which are ``what`` (``examples``,
+    ``prompts``), the counts of their preparation (``stats.to_dict()``), the log line that says
+    what was kept (``note``) and, by key, the theorems the rows ask about (GRPO's rewards check
+    completions against them)."""
+
+    rows: list[dict[str, Any]]
+    what: str
+    count: int
+    stats: RowCounts
+    note: str
+    theorems: Mapping[str, Theorem] = field(default_factory=dict)
+
+
+class CausalLMTrainer(
+    ConfiguredTrainer[ConfigT], CurriculumTrainer[ResultT], Generic[ConfigT, ResultT]
+):
+    """Train a causal LM with TRL, one pass per repository of a curriculum or one on a dataset
+    (see the module docstring for what a subclass supplies).
+
+    ``XTrainer(config, **changes)``: the config as it is, with the keywords (and the positional
+    arguments given other values than their defaults) changed; or the keyword values alone
+    (``config_class``'s fields), as upstream LeanDojo-v2's constructor takes them.
+    ``lora_config`` is a ``peft.LoraConfig``, a mapping of its arguments, ``True`` (LoRA with the
+    config's ``lora_*`` fields) or ``None``; ``callbacks`` are extra
+    ``transformers.TrainerCallback`` objects. Constructing loads nothing; :meth:`train` does.
+    """
+
+    default_model = "smollm2"
+
+    def __init__(
+        self,
+        model_name: str | os.PathLike[str] | ConfigT | None = None,
+        *,
+        lora_config: Any = None,
+        callbacks: Sequence[Any] = (),
+        arguments: Mapping[str, Any],
+        **config_values: Any,
+    ) -> None:
+        """``arguments``: the subclass's positional arguments (upstream's), by name."""
+        who = type(self).__name__
+        if isinstance(model_name, CausalLMConfig):
+            config = config_argument(self.config_class, model_name, who=who)
+            changes = changed_arguments(type(self).__init__, arguments)
+            if "output_dir" in changes:
+                changes["output_dir"] = output_dir_argument(changes["output_dir"], who)
+            lora_values, peft_object = lora_config_values(lora_config)
+            changes.update(lora_values)
+            changes.update(config_values)
+            config = replace_config(config, **changes) if changes else config
+        else:
+            values = {"model_name": model_name_argument(model_name, who), **arguments}
+            values["output_dir"] = output_dir_argument(values.get("output_dir"), who)
+            lora_values, peft_object = lora_config_values(lora_config)
+            values.update(lora_values)
+            values.update(config_values)
+            config = load_config(self.config_class, None, {}, **values)
+        self.config = config
+        self._peft_object = peft_object
+        self.callbacks = callbacks_argument(callbacks, who)
+        self.model: Any = None
+        self.tokenizer: Any = None
+        self.result: ResultT | None = None
+
+    # ------------------------------------------------------------------ upstream's attributes
+
+    @property
+    def model_name(self) -> str | None:
+        return self.config.model_name
+
+    @property
+    def output_dir(self) -> str:
+        return self.config.output_dir
+
+    @property
+    def epochs_per_repo(self) -> float:
+        return self.config.epochs_per_repo
+
+    @property
+    def batch_size(self) -> int:
+        return self.config.batch_size
+
+    @property
+    def lr(self) -> float:
+        return self.config.lr
+
+    @property
+    def lora_config(self) -> Any:
+        """The ``peft.LoraConfig`` used (built from the config's ``lora_*`` fields), or None."""
+        if not self.config.lora:
+            return None
+        return self._peft_object if self._peft_object is not None else build_lora(self.config)
+
+    @property
+    def model_dir(self) -> Path:
+        """Where the trained model (or adapter) is written: ``output_dir`` itself."""
+        return Path(self.config.output_dir)
+
+    def __repr__(self) -> str:
+        cfg = self.config
+        shown = {"model_name": cfg.model_name, **self._repr_fields(), "output_dir": cfg.output_dir}
+        text = ", ".join(f"{k}={v!r}" for k, v in shown.items())
+        return f"{type(self).__name__}({text}, lora={cfg.lora})"
+
+    def _repr_fields(self) -> dict[str, Any]:
+        return {}
+
+    # ------------------------------------------------------------------ the pass loop's hooks
+
+    def _dataset_files(self, path: Path) -> list[Path]:
+        if not path.exists():
+            raise DatasetNotFoundError(
+                f"no dataset at {path}: pass a LeanDojo dataset directory (with random/train.json) "
+                "or a split file"
+            )
+        return split_files(path, self.config)
+
+    def _check_inputs(self, plan: Sequence[Pass], sources: Sequence[Path], db: Any) -> None:
+        """Before the run directory is created or written: the model to load is there (and
+        takes the lengths asked), a dataset parses and yields examples (its theorems are kept
+        for the first pass), and TRL takes the arguments the config makes."""
+        cfg = self.config
+        start = check_start_model(cfg.model_name)
+        self._preread: tuple[Path, list[Theorem]] | None = None
+        if db is None and sources:
+            path = Path(sources[0])
+            theorems = read_theorems(path, cfg)
+            self._check_theorems(theorems, str(path))
+            self._preread = (path, theorems)
+        self._check_lengths(start)
+        self._planned: LoadedCausalLM | None = plan_training(cfg)
+        self._trl_args(0, Path(cfg.output_dir), loaded=self._planned)
+
+    def _fingerprint_extra(self) -> dict[str, Any]:
+        if self._peft_object is None:
+            return {}
+        return {"peft": peft_config_dict(self._peft_object)}
+
+    def _pass_checkpoint(self, out: Path, k: int) -> Path | None:
+        return pass_checkpoint(out, k)
+
+    def _model_dir(self, out: Path) -> Path:
+        return out
+
+    def _begin(self, run: PassRun) -> None:
+        # The model is loaded in the first pass, once its data is known to be usable.
+        self._loaded = False
+        self._resume_dir = run.out if run.first > 0 else None
+        self._plan_length = len(run.plan)
+
+    def _run_pass(self, k: int, p: Pass, dataset: PassDataset, out: Path) -> dict[str, Any]:
+        assert dataset.path is not None
+        theorems = self._read_theorems(dataset.path)
+        if not self._loaded:  # bad data fails before a (possibly large) model is loaded
+            self._check_theorems(theorems, dataset.source)
+            self._load(self._resume_dir)
+        built = self._build_rows(theorems, dataset.source)
+        log.info("pass %d/%d (%s): %s", k + 1, self._plan_length, p.label, built.note)
+        info = {"label": p.label, built.what: built.count, "steps": 0}
+        info["stats"] = built.stats.to_dict()
+        info.update(self._train_rows(k, built, out))
+        return info
+
+    def _save_pass(self, out: Path) -> None:
+        save_trained(self.model, self.tokenizer, out, self.config)
+
+    def _summarise(self, run: PassRun) -> ResultT:
+        out, passes, cfg = run.out, run.state["passes"], self.config
+        merged_dir = None
+        if cfg.lora and cfg.merge_lora:
+            if not self._loaded:  # resumed after every pass was done
+                self._load(out)
+            if is_main_process():
+                merged_dir = str(self._save_merged(out / MERGED))
+        curve = None
+        if is_main_process() and any(p["history"] for p in passes):
+            curve = self._draw_curves(passes, out)
+        common = {
+            "steps": sum(p["steps"] for p in passes),
+            "seconds": run.seconds(),
+            "output_dir": str(out),
+            "model_dir": str(out),
+            "merged_dir": merged_dir,
+            "adapter": cfg.lora,
+            "passes": [{k: v for k, v in p.items() if k != "history"} for p in passes],
+            "resumed_from": run.resumed_from,
+        }
+        return self._result(passes, common, str(curve) if curve else None)
+
+    def _record_metrics(self, result: ResultT) -> dict[str, Any]:
+        # The per-pass list stays in summary.json; the record keeps the totals.
+        return {k: v for k, v in result.to_dict().items() if k != "passes"}
+
+    # ------------------------------------------------------------------ one pass
+
+    def _read_theorems(self, path: Path) -> list[Theorem]:
+        """The theorems of the dataset at ``path``: those :meth:`_check_inputs` read, once."""
+        pre = getattr(self, "_preread", None)
+        if pre is not None and pre[0] == path:
+            self._preread = None
+            return pre[1]
+        return read_theorems(path, self.config)
+
+    def _load(self, from_dir: Path | None) -> None:
+        """Load the model and tokenizer (once): the start, or what the last finished pass saved in
+        ``from_dir`` (resume)."""
+        loaded = load_causal_lm(
+            self.config,
+            from_dir,
+            lora_config=self.lora_config,
+            who=type(self).__name__,
+            planned=getattr(self, "_planned", None),
+        )
+        self._loaded_lm = loaded
+        self.model, self.tokenizer = loaded.model, loaded.tokenizer
+        self._loaded = True
+
+    def _trl_args(self, k: int, out: Path, loaded: LoadedCausalLM | None = None) -> Any:
+        """TRL's config of pass ``k``: the values every config gives, this trainer's, then the
+        config's ``trl_args``, checked by TRL's config class itself."""
+        trl_config = self._trl_config_class()
+        name = f"trl.{trl_config.__name__}"
+        args = training_arguments(self.config, k, out, loaded or self._loaded_lm)
+        args.update(self._trl_settings())
+        args = apply_trl_args(args, trl_config, self.config.trl_args, name)
+        return build_trl_config(trl_config, args, name)
+
+    def _train_rows(self, k: int, built: PassRows, out: Path, **kwargs: Any) -> dict[str, Any]:
+        """Train pass ``k`` on ``built.rows`` with TRL (``kwargs``: more arguments of TRL's
+        trainer), from the pass's last checkpoint when there is one; its ``steps`` and
+        ``history``."""
+        from datasets import Dataset
+
+        args = self._trl_args(k, out)
+        self._check_rows(built, args, k)
+        trainer = self._trl_trainer_class()(
+            model=self.model,
+            args=args,
+            train_dataset=Dataset.from_list(built.rows),
+            processing_class=self.tokenizer,
+            callbacks=self._pass_callbacks(out, k),
+            **kwargs,
+        )
+        if not self.config.progress_bar:  # no log dicts printed in the bar's place either
+            from transformers.trainer_callback import PrinterCallback
+
+            trainer.remove_callback(PrinterCallback)
+        self._trl_trainer = trainer
+        checkpoint = pass_checkpoint(out, k)
+        if checkpoint is not None:
+            log.info("resuming pass %d from %s", k + 1, checkpoint)
+        trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
+        self.model = trainer.model
+        entries = (self._history_entry(e) for e in trainer.state.log_history)
+        history = [e for e in entries if e is not None]
+        return {"steps": int(trainer.state.global_step), "history": history}
+
+    def _pass_callbacks(self, out: Path, k: int) -> list[Any]:
+        """The non-finite stop, the user's callbacks, and TensorBoard writing to
+        ``out/logs/pass-NNN`` when ``report_to`` has it."""
+        from .nonfinite_callback import StopOnNonFinite
+
+        callbacks = [StopOnNonFinite(), *self.callbacks]
+        if "tensorboard" in self.config.reporters:
+            from transformers.integrations import TensorBoardCallback
+
+            tb = TensorBoardCallback()
+            tb.logging_dir = str(out / LOGS / pass_name(k))
+            callbacks.append(tb)
+        return callbacks
+
+    def _save_merged(self, dst: Path) -> Path:
+        """Base + adapter merged, as a plain model in ``dst`` (``merge_lora``)."""
+        merged = self.model.merge_and_unload()
+        dst.mkdir(parents=True, exist_ok=True)
+        merged.save_pretrained(str(dst))
+        self.tokenizer.save_pretrained(str(dst))
+        self.model = merged
+        return dst
+
+    # ------------------------------------------------------------------ what a subclass supplies
+
+    @abstractmethod
+    def _check_theorems(self, theorems: list[Theorem], source: str) -> None:
+        """Raise the trainer's :class:`EmptyDatasetError` when ``theorems`` give no row."""
+
+    @abstractmethod
+    def _build_rows(self, theorems: list[Theorem], source: str) -> PassRows:
+        """The training rows of a pass (the tokenizer is loaded)."""
+
+    def _check_lengths(self, model: str) -> None:
+        """Raise :class:`ConfigValueError` when the config's lengths exceed ``model``'s context
+        (``model``: :func:`check_start_model`'s answer)."""
+
+    def _check_rows(self, built: PassRows, args: Any, k: int) -> None:
+        """Raise when ``built`` cannot train a step with TRL's config ``args``."""
+
+    @abstractmethod
+    def _trl_config_class(self) -> type:
+        """TRL's config class (imported here: ``trl.SFTConfig``, ``trl.GRPOConfig``)."""
+
+    @abstractmethod
+    def _trl_trainer_class(self) -> type:
+        """TRL's trainer class (or a subclass of it)."""
+
+    @abstractmethod
+    def _trl_settings(self) -> dict[str, Any]:
+        """This trainer's values of TRL's config, over :func:`training_arguments`'."""
+
+    @abstractmethod
+    def _history_entry(self, entry: Mapping[str, Any]) -> dict[str, Any] | None:
+        """What the history keeps of one of TRL's logs (None: not a step's log)."""
+
+    @abstractmethod
+    def _draw_curves(self, passes: list[dict[str, Any]], out: Path) -> Path | None:
+        """Draw the run's curves into a PNG file in ``out``; the file (None: not drawn)."""
+
+    @abstractmethod
+    def _result(
+        self, passes: list[dict[str, Any]], common: dict[str, Any], curve: str | None
+    ) -> ResultT:
+        """The run's result from ``training_state.json``'s ``passes`` and ``common`` (steps,
+        seconds, output_dir, model_dir, merged_dir, adapter, passes, resumed_from)."""
+
+
+# ---------------------------------------------------------------------- constructor arguments
+
+
+def output_dir_argument(output_dir: Any, who: str) -> str:
+    """A trainer constructor's ``output_dir`` as text: :class:`OutputDirArgumentError` for None,
+    an empty path, or something that is not a path."""
+    if not isinstance(output_dir, str | os.PathLike):
+        got = "None" if output_dir is None else f"{type(output_dir).__name__} {output_dir!r}"
+        raise OutputDirArgumentError(
+            f"{who} needs output_dir, a directory path (str or pathlib.Path), got {got}: it is "
+            f"where the model, checkpoints and logs go; pass output_dir='outputs-...'"
+        )
+    text = os.fspath(output_dir)
+    if not isinstance(text, str) or not text.strip():
+        raise OutputDirArgumentError(
+            f"{who} needs output_dir, a directory path, got {output_dir!r}: pass "
+            "output_dir='outputs-...'"
+        )
+    return text
+
+
+def model_name_argument(model_name: Any, who: str) -> str | None:
+    """A trainer constructor's ``model_name`` as text (a ``pathlib.Path`` is a local path);
+    :class:`ConfigValueError` for anything else but None."""
+    if model_name is None or isinstance(model_name, str):
+        return model_name
+    if isinstance(model_name, os.PathLike):
+        text = os.fspath(model_name)
+        if isinstance(text, str):
+            return text
+    raise ConfigValueError(
+        f"{who}'s model_name must be a Hugging Face id or a local path (str or pathlib.Path), "
+        f"or None for the bundled default; got {type(model_name).__name__} {model_name!r}"
+    )
+
+
+def callbacks_argument(callbacks: Any, who: str) -> list[Any]:
+    """A trainer's ``callbacks`` as a list; :class:`ConfigValueError` unless it is a sequence of
+    ``transformers.TrainerCallback`` objects or classes (checked by their ``on_*`` hooks:
+    transformers is not imported to build a trainer)."""
+    if isinstance(callbacks, str | bytes | Mapping) or not isinstance(callbacks, Iterable):
+        raise ConfigValueError(
+            f"{who}'s callbacks must be a list of transformers.TrainerCallback objects, got "
+            f"{type(callbacks).__name__} {callbacks!r}"
+        )
+    items = list(callbacks)
+    for item in items:
+        hooks = [n for n in dir(item) if n.startswith("on_") and callable(getattr(item, n, None))]
+        if not hooks:
+            raise ConfigValueError(
+                f"{who}'s callbacks must be transformers.TrainerCallback objects (with on_* "
+                f"hooks such as on_step_end), got {type(item).__name__} {item!r}"
+            )
+    return items
+
+
+# ---------------------------------------------------------------------- data and checkpoints
+
+
+def pass_checkpoint(out: Path, k: int) -> Path | None:
+    """The last whole TRL checkpoint of pass ``k`` in ``out`` (what the pass resumes from), or
+    None. A checkpoint is whole once its ``trainer_state.json`` reads back: transformers writes
+    that file last, so a checkpoint cut short (a full disk, a kill) is passed over for the one
+    before it instead of failing the resume."""
+    folder = out / CHECKPOINTS / pass_name(k)
+    if not folder.is_dir():
+        return None
+    numbered = []
+    for entry in folder.iterdir():
+        prefix, _, step = entry.name.partition("-")
+        if prefix == "checkpoint" and step.isdigit() and entry.is_dir():
+            numbered.append((int(step), entry))
+    for _, entry in sorted(numbered, reverse=True):
+        try:
+            json.loads((entry / "trainer_state.json").read_text("utf-8"))
+        except (OSError, ValueError):
+            log.warning("passing over %s: it was cut short (no readable trainer_state.json)", entry)
+            continue
+        return entry
+    return None
+
+
+def split_files(path: Path, cfg: CausalLMConfig) -> list[Path]:
+    """The split files to read: ``path`` itself if it is a file, else ``strategy/split.json`` for
+    each configured split (a missing one is an error naming what is there)."""
+    if path.is_file():
+        return [path]
+    from ..data.dataset import DatasetDir
+
+    d = DatasetDir(path, partial=True)
+    files = [d.split_path(cfg.strategy, s) for s in cfg.splits]
+    missing = [f for f in files if not f.is_file()]
+    if missing:
+        there = sorted(str(p.relative_to(path)) for p in path.glob("*/*.json"))
+        raise DatasetNotFoundError(
+            f"dataset {path} has no {', '.join(str(m.relative_to(path)) for m in missing)}; "
+            f"it has: {', '.join(there) or 'no split files'} (set strategy/splits accordingly)"
+        )
+    return files
+
+
+def read_theorems(path: Path, cfg: CausalLMConfig) -> list[Theorem]:
+    """Every theorem of the configured split files of the dataset at ``path``."""
+    from ..data.dataset import load_theorems
+
+    theorems: list[Theorem] = []
+    for f in split_files(path, cfg):
+        theorems.extend(load_theorems(f))
+    return theorems
+
+
+__all__ = ["MERGED", "CausalLMTrainer", "PassRows", "pass_checkpoint", "read_theorems"]

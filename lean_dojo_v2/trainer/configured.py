@@ -1,0 +1,42 @@
+"""Layer 3 (trainer): how every trainer is built: ``XTrainer(config)``, or
+``XTrainer.from_config(config_or_yaml_path)`` (:class:`ConfiguredTrainer`), next to the keyword
+constructor upstream LeanDojo-v2 shows for it."""
+
+from __future__ import annotations
+
+import inspect
+import os
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar, Generic, Self, TypeVar, cast
+
+from ..config.loading import config_argument
+
+C = TypeVar("C")
+
+
+class ConfiguredTrainer(Generic[C]):
+    """A trainer whose settings are one config dataclass, ``config_class``, held as
+    ``self.config``. Its constructor takes that config first (``XTrainer(config)``);
+    :meth:`from_config` takes the config or the path of a YAML file of its keys."""
+
+    config_class: ClassVar[type[Any]]
+    config: C
+
+    @classmethod
+    def from_config(cls, config: C | str | os.PathLike[str], *args: Any, **kwargs: Any) -> Self:
+        """``cls(config, *args, **kwargs)``, ``config`` given as the trainer's config or as the
+        path of a YAML file of its keys; anything else is a ``ConfigValueError`` saying how to
+        build one."""
+        config = config_argument(cls.config_class, config, who=f"{cls.__name__}.from_config")
+        build = cast("Callable[..., Self]", cls)
+        return build(config, *args, **kwargs)
+
+
+def changed_arguments(init: Callable[..., Any], arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``arguments`` of constructor ``init`` that differ from their defaults: what
+    ``XTrainer(config, lr=...)`` changes in the config it is given."""
+    params = inspect.signature(init).parameters
+    return {k: v for k, v in arguments.items() if v != params[k].default}
+
+
+__all__ = ["ConfiguredTrainer", "changed_arguments"]
