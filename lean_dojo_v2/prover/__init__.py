@@ -1,8 +1,8 @@
 """Layer 3: proof search and provers.
 
 Best-first and whole-proof search over a :class:`~lean_dojo_v2.interaction.ProofEnv`, the provers
-(tactic generators behind that search), proof re-checking, recording and write-back. Names are
-imported on first use.
+(tactic generators behind that search), proof re-checking, recording and write-back, and the
+proving pipeline that runs them in order (:class:`ProveRun`). Names are imported on first use.
 """
 
 from __future__ import annotations
@@ -16,7 +16,9 @@ if TYPE_CHECKING:
     from .best_first import BestFirstSearch
     from .external_prover import ExternalProver
     from .hf_prover import HFProver
+    from .outcome import TheoremOutcome
     from .parallel import prove_theorems
+    from .pipeline import ProofJob, ProveRun, ProveRunReport, WriteBackRequest
     from .recording import record_results
     from .result import SearchResult, proof_text
     from .retrieval_prover import RetrievalProver
@@ -31,7 +33,12 @@ _EXPORTS = {
     "BestFirstSearch": ".best_first",
     "ExternalProver": ".external_prover",
     "HFProver": ".hf_prover",
+    "TheoremOutcome": ".outcome",
     "prove_theorems": ".parallel",
+    "ProofJob": ".pipeline",
+    "ProveRun": ".pipeline",
+    "ProveRunReport": ".pipeline",
+    "WriteBackRequest": ".pipeline",
     "record_results": ".recording",
     "SearchResult": ".result",
     "proof_text": ".result",
@@ -51,12 +58,17 @@ __all__ = [
     "BestFirstSearch",
     "ExternalProver",
     "HFProver",
+    "ProofJob",
+    "ProveRun",
+    "ProveRunReport",
     "RetrievalProver",
     "SearchConfig",
     "SearchResult",
     "SorryNotFoundError",
+    "TheoremOutcome",
     "WholeProofSearch",
     "WriteBackError",
+    "WriteBackRequest",
     "WriteBackResult",
     "proof_text",
     "prove_theorems",
