@@ -443,8 +443,10 @@ class BaseAgent(ABC):
         Targets: the database's unproved ``sorry`` theorems of this agent's repositories; when
         there are none (a benchmark), the ``random`` test split of the agent's export of them
         (held out from what :meth:`train` trains on); ``split`` picks a split explicitly.
-        ``limit``: at most that many theorems. Every proof is re-checked with ``verify_proof``
-        and recorded in the database (``record``). Proofs of ``sorry`` theorems are written into
+        ``limit``: at most that many theorems. The proving pipeline
+        (:class:`~lean_dojo_v2.prover.pipeline.ProveRun`) does the rest, one job per repository:
+        every proof is re-checked with ``verify_proof`` and recorded in the database
+        (``record``). Proofs of ``sorry`` theorems are written into
         a working copy of the repository's checkout (``write_back``; ``out``, ``branch``,
         ``in_place``, ``force`` as for :func:`~lean_dojo_v2.prover.writeback.write_back`);
         theorems whose statement uses a ``sorry`` declaration are reported as

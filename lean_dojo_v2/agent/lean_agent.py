@@ -188,6 +188,7 @@ class LeanAgent(BaseAgent):
             from ..data.dataset import DatasetDir
             from ..models.bm25 import BM25Retriever
 
+            self._require_repositories("proving before train()")
             _, _, data_dir = self._targets("test")
             retriever = BM25Retriever(DatasetDir(data_dir).corpus())
         return functools.partial(

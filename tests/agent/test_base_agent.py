@@ -482,3 +482,47 @@ def test_workers_must_be_a_whole_number_of_at_least_one(tmp_path, sample, bad):
 
     with pytest.raises(AgentConfigError, match="workers"):
         _agent(tmp_path, sample, workers=bad)
+
+
+def test_prove_dataset_proves_a_split_as_it_is_and_records_nothing(tmp_path, sample):
+    """A benchmark's own test split (not the agent's export of it), through the same pipeline:
+    re-checked, nothing recorded, no repository needed."""
+    from lean_dojo_v2.data.dataset import DatasetDir
+    from lean_dojo_v2.errors import DatasetNotFoundError
+
+    agent = _agent(tmp_path, sample)
+    report = agent.prove_dataset(sample, limit=2)
+    expected = [t.full_name for t in DatasetDir(sample).theorems("random", "test")]
+    startable = [t for t in DatasetDir(sample).theorems("random", "test") if t.traced_tactics]
+    assert [o.theorem for o in report.outcomes] == [t.full_name for t in startable[:2]]
+    assert set(report.proofs) <= set(expected) and report.proved == 2
+    assert all(o.checked_by == "replay" and o.repository == str(sample) for o in report.outcomes)
+    assert report.target == "test" and report.left_out == len(expected) - len(startable)
+    assert report.recorded is None and report.write_back == {}
+    assert not (tmp_path / "db.sqlite").exists()  # nothing recorded: the database never opened
+    with pytest.raises(DatasetNotFoundError):
+        agent.prove_dataset(tmp_path / "nowhere")
+
+
+def test_database_repositories_become_the_agents(tmp_path, sample):
+    from lean_dojo_v2.database import DynamicDatabase
+    from lean_dojo_v2.database.errors import DatabaseNotFoundError
+    from lean_dojo_v2.errors import EmptyDatasetError
+
+    with pytest.raises(DatabaseNotFoundError):
+        _agent(tmp_path / "none", sample).add_database_repositories()
+    assert not (tmp_path / "none" / "db.sqlite").exists()
+    DynamicDatabase(tmp_path / "empty.sqlite").close()
+    empty = OracleAgent(sample, database_path=tmp_path / "empty.sqlite", quiet=True)
+    with pytest.raises(EmptyDatasetError, match="db add"):
+        empty.add_database_repositories()
+    with DynamicDatabase(tmp_path / "db.sqlite") as db:
+        first = db.add_repository(sample)
+        second = db.add_repository(sample, url="https://github.com/example/other", commit="c" * 40)
+    agent = _agent(tmp_path, sample)
+    infos = agent.add_database_repositories()
+    assert {(i.url, i.commit) for i in infos} == {(r.url, r.commit) for r in (first, second)}
+    assert agent.repos == infos
+    agent.add_database_repositories()  # again: no repository twice
+    assert len(agent.repos) == 2
+    agent.close()
