@@ -12,7 +12,7 @@ import inspect
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, overload
 
 from .errors import AgentConfigError
 
@@ -26,6 +26,12 @@ def _got(value: Any) -> str:
     return f"{type(value).__name__} {text}"
 
 
+@overload
+def path_argument(
+    name: str, value: Any, *, optional: Literal[False] = ..., example: str = ""
+) -> Path: ...
+@overload
+def path_argument(name: str, value: Any, *, optional: bool, example: str = "") -> Path | None: ...
 def path_argument(
     name: str, value: Any, *, optional: bool = False, example: str = ""
 ) -> Path | None:
@@ -48,6 +54,12 @@ def path_argument(
     return Path(text).expanduser()
 
 
+@overload
+def text_argument(
+    name: str, value: Any, *, optional: Literal[False] = ..., example: str = ""
+) -> str: ...
+@overload
+def text_argument(name: str, value: Any, *, optional: bool, example: str = "") -> str | None: ...
 def text_argument(
     name: str, value: Any, *, optional: bool = False, example: str = ""
 ) -> str | None:
@@ -61,6 +73,12 @@ def text_argument(
     return value
 
 
+@overload
+def whole_number(
+    name: str, value: Any, *, minimum: int = 1, optional: Literal[False] = ...
+) -> int: ...
+@overload
+def whole_number(name: str, value: Any, *, minimum: int = 1, optional: bool) -> int | None: ...
 def whole_number(name: str, value: Any, *, minimum: int = 1, optional: bool = False) -> int | None:
     """A whole number ``>= minimum`` (``True``/``False`` and ``1.0`` are not); None only when
     ``optional``."""
@@ -82,6 +100,12 @@ def flag(name: str, value: Any) -> bool:
     return value
 
 
+@overload
+def one_of(
+    name: str, value: Any, choices: Iterable[str], *, optional: Literal[False] = ...
+) -> str: ...
+@overload
+def one_of(name: str, value: Any, choices: Iterable[str], *, optional: bool) -> str | None: ...
 def one_of(name: str, value: Any, choices: Iterable[str], *, optional: bool = False) -> str | None:
     """One of ``choices`` (None only when ``optional``)."""
     options = tuple(choices)
