@@ -13,7 +13,7 @@ the merged model, the curves and what the run record keeps. A subclass supplies:
 - :meth:`_check_theorems` and :meth:`_build_rows` (its rows: what they are, their count, stats
   and log line);
 - :meth:`_trl_config_class`, :meth:`_trl_trainer_class` and :meth:`_trl_settings` (its values
-  of TRL's config beyond :func:`~lean_dojo_v2.trainer.trl_args.training_arguments`);
+  of TRL's config beyond :func:`~lean_dojo_v2.trainer.trl_config.training_arguments`);
 - :meth:`_history_entry` (what the history keeps of one TRL log), :meth:`_draw_curves` and
   :meth:`_result`.
 
@@ -62,7 +62,7 @@ from .errors import OutputDirArgumentError
 from .lora import build_lora, lora_config_values, peft_config_dict
 from .pass_loop import CurriculumTrainer, Pass, PassDataset, PassRun, ResultT
 from .run_dir import CHECKPOINTS, LOGS, is_main_process, pass_name
-from .trl_args import apply_trl_args, build_trl_config, training_arguments
+from .trl_config import apply_trl_args, build_trl_config, training_arguments
 
 log = logging.getLogger(__name__)
 
@@ -118,28 +118,26 @@ class CausalLMTrainer(
     ) -> None:
         """``arguments``: the subclass's positional arguments (upstream's), by name."""
         who = type(self).__name__
+        given: ConfigT | None = None
         if isinstance(model_name, CausalLMConfig):
-            config = config_argument(self.config_class, model_name, who=who)
-            changes = changed_arguments(type(self).__init__, arguments)
-            if "output_dir" in changes:
-                changes["output_dir"] = output_dir_argument(changes["output_dir"], who)
-            lora_values, peft_object = lora_config_values(lora_config)
-            changes.update(lora_values)
-            changes.update(config_values)
-            config = replace_config(config, **changes) if changes else config
+            given = config_argument(self.config_class, model_name, who=who)
+            values = changed_arguments(type(self).__init__, arguments)
         else:
             values = {"model_name": model_name_argument(model_name, who), **arguments}
-            values["output_dir"] = output_dir_argument(values.get("output_dir"), who)
-            lora_values, peft_object = lora_config_values(lora_config)
-            values.update(lora_values)
-            values.update(config_values)
-            config = load_config(self.config_class, None, {}, **values)
-        self.config = config
+        if "output_dir" in values:
+            values["output_dir"] = output_dir_argument(values["output_dir"], who)
+        lora_values, peft_object = lora_config_values(lora_config)
+        values.update(lora_values)
+        values.update(config_values)
+        if given is None:
+            self.config = load_config(self.config_class, None, {}, **values)
+        else:
+            self.config = replace_config(given, **values) if values else given
         self._peft_object = peft_object
         self.callbacks = callbacks_argument(callbacks, who)
         self.model: Any = None
         self.tokenizer: Any = None
-        self.result: ResultT | None = None
+        self.result = None
 
     # ------------------------------------------------------------------ upstream's attributes
 

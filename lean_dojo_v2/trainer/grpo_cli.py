@@ -24,7 +24,7 @@ from .cli_options import (
 def registry_help() -> str:
     """The algorithms (one line each) and the reward names, for ``--help``."""
     from .rl.algorithms import describe_algorithms
-    from .rl.rewards import available_scorers
+    from .rl.rewards.registry import available_scorers
 
     algorithms = "\n".join(f"  {line}" for line in describe_algorithms().splitlines())
     return (

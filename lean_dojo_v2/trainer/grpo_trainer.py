@@ -42,7 +42,8 @@ from .grpo_data import build_prompt_rows, check_prompt_theorems
 from .result import DictResult
 
 if TYPE_CHECKING:
-    from .rl.rewards import BaseRewardScorer, RewardContext
+    from .rl.rewards.base import BaseRewardScorer
+    from .rl.rewards.context import RewardContext
 
 log = logging.getLogger(__name__)
 
@@ -128,9 +129,9 @@ class GRPOTrainer(CausalLMTrainer[GRPOConfig, GRPOResult]):
 
         self.reward_func = reward_func
         self.algorithm = resolve_algorithm(self.config.algorithm, self.config.algorithm_config)
-        self._user_reward = None
+        self._user_reward: RewardFunction | None = None
         if reward_func is not None:
-            from .rl.rewards import wrap_user_reward
+            from .rl.rewards.trl_adapter import wrap_user_reward
 
             self._user_reward = wrap_user_reward(reward_func)
         # TRL names each reward function's log by its __name__.
@@ -140,7 +141,7 @@ class GRPOTrainer(CausalLMTrainer[GRPOConfig, GRPOResult]):
     def _make_scorers(self) -> list[BaseRewardScorer]:
         """The reward scorers by name (unknown names fail here): the config's rewards (none with
         a user function) and the algorithm's own (DAPO's ``overlong``)."""
-        from .rl.rewards import get_scorer
+        from .rl.rewards.registry import get_scorer
 
         cfg = self.config
         names = [] if self._user_reward is not None else cfg.reward_names()
@@ -285,7 +286,7 @@ class GRPOTrainer(CausalLMTrainer[GRPOConfig, GRPOResult]):
         """The reward context of a pass (its environments), or None without a scorer."""
         if not self.scorers:
             return None
-        from .rl.rewards import open_reward_context
+        from .rl.rewards.context import open_reward_context
 
         cfg = self.config
         return open_reward_context(
@@ -298,14 +299,12 @@ class GRPOTrainer(CausalLMTrainer[GRPOConfig, GRPOResult]):
 
     def _reward_functions(self, context: RewardContext | None) -> list[RewardFunction]:
         """TRL's reward functions of a pass, each within ``reward_timeout`` and finite."""
-        from .rl.rewards.trl_adapter import guard_reward
+        from .rl.rewards.trl_adapter import guard_reward, reward_functions
 
         funcs: list[RewardFunction] = []
         if self._user_reward is not None:
             funcs.append(self._user_reward)
         if self.scorers:
-            from .rl.rewards import reward_functions
-
             funcs.extend(reward_functions(self.scorers, context))
         timeout = self.config.reward_timeout
         return [guard_reward(f, timeout=timeout) for f in funcs]

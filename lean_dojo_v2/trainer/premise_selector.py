@@ -370,8 +370,9 @@ class PremiseSelectorTrainer(ConfiguredTrainer[PremiseSelectorConfig]):
         from ..data.run_lock import lock_output_dir
 
         with lock_output_dir(self.config.output_dir):
-            self.result = _train_locked(self.config)
-        return self.result
+            result = _train_locked(self.config)
+        self.result = result
+        return result
 
 
 def train_premise_selector(config: PremiseSelectorConfig) -> PremiseSelectorResult:

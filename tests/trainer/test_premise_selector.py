@@ -566,3 +566,27 @@ def test_real_minilm_premise_selector_reports_recall_and_exports(tmp_path: Path)
     s = split_states(data, split_modules(modules, valid=0.15, test=0.15))["test"][0]
     hits = retriever.retrieve([s.state], 5, accessible=[(s.module, s.pos)])[0]
     assert hits and all(isinstance(score, float) for _, score in hits)
+
+
+def test_config_is_the_retrieval_trainers_with_leanhammers_key_names(tmp_path: Path) -> None:
+    from lean_dojo_v2.config.loading import load_config
+    from lean_dojo_v2.errors import UnknownConfigKeyError
+    from lean_dojo_v2.trainer.retrieval_config import TrainingConfig
+
+    cfg = PremiseSelectorConfig(model="m", epochs=3, mini_batch_size=8)
+    assert isinstance(cfg, TrainingConfig)
+    fields = (cfg.model_name, cfg.max_epochs, cfg.grad_cache, cfg.grad_cache_chunk_size)
+    assert fields == ("m", 3, True, 8)
+    path = tmp_path / "ps.yaml"
+    path.write_text("model: m\nepochs: 3\nmini_batch_size: 8\n", "utf-8")
+    assert load_config(PremiseSelectorConfig, path) == cfg
+    assert (
+        load_config(PremiseSelectorConfig, None, ["model=m", "epochs=3", "mini_batch_size=8"])
+        == cfg
+    )
+    assert load_config(PremiseSelectorConfig, None, ["mini_batch_size=none"]).grad_cache is False
+    # What the run itself sets is not a key of this config.
+    with pytest.raises(UnknownConfigKeyError, match="split_strategy"):
+        load_config(PremiseSelectorConfig, None, ["split_strategy=random"])
+    assert PremiseSelectorConfig(ks=[4, 64]).num_retrieved == 64
+    assert PremiseSelectorConfig(num_negatives=0).num_in_file_negatives == 0

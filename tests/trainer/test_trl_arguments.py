@@ -12,7 +12,7 @@ import pytest
 from lean_dojo_v2.trainer.causal_lm_loading import LoadedCausalLM
 from lean_dojo_v2.trainer.numerics import TrainingPrecision
 from lean_dojo_v2.trainer.sft_config import SFTConfig
-from lean_dojo_v2.trainer.trl_args import apply_trl_args, training_arguments
+from lean_dojo_v2.trainer.trl_config import apply_trl_args, training_arguments
 
 
 def _trl_config(tmp_path, cfg: SFTConfig):

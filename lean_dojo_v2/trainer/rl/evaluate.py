@@ -59,7 +59,8 @@ def sampled_tactic_reward(
     HF id, None for the default), then sampled at ``temperature`` with ``seed``. ``context``: a
     :class:`~.rewards.RewardContext`; None opens a replay context over ``theorems``."""
     from ...models.generator import TacticGenerator, load_generator
-    from .rewards import get_scorer, open_reward_context
+    from .rewards.context import open_reward_context
+    from .rewards.registry import get_scorer
 
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise ConfigValueError(f"k must be a whole number >= 1, got {k!r}")
