@@ -233,10 +233,9 @@ class CausalLMTrainer(
             self._load(self._resume_dir)
         built = self._build_rows(theorems, dataset.source)
         log.info("pass %d/%d (%s): %s", k + 1, self._plan_length, p.label, built.note)
-        info = {"label": p.label, built.what: built.count, "steps": 0}
-        info["stats"] = built.stats.to_dict()
-        info.update(self._train_rows(k, built, out))
-        return info
+        trained = self._train_rows(k, built, out)
+        head = {"label": p.label, built.what: built.count, "steps": trained.pop("steps")}
+        return {**head, "stats": built.stats.to_dict(), **trained}
 
     def _save_pass(self, out: Path) -> None:
         save_trained(self.model, self.tokenizer, out, self.config)

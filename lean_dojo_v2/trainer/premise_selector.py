@@ -539,3 +539,15 @@ def _train_locked(config: PremiseSelectorConfig) -> PremiseSelectorResult:
             (stage / fname).write_text(json.dumps(payload, indent=1, ensure_ascii=False) + "\n")
         dump_config(config, stage / "config.yaml")
     return result
+
+
+__all__ = [
+    "MaskedRetrievalTrainer",
+    "PremiseSelectorResult",
+    "PremiseSelectorTrainer",
+    "declarations_of",
+    "encoder_pooling",
+    "evaluate_states",
+    "split_states",
+    "train_premise_selector",
+]

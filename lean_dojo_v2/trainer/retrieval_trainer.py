@@ -676,7 +676,6 @@ def _last_checkpoint(out: Path, k: int) -> Path | None:
 __all__ = [
     "RetrievalResult",
     "RetrievalTrainer",
-    "TrainingConfig",
     "resolve_precision",
     "retrieval_module_class",
 ]

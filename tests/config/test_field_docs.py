@@ -14,7 +14,8 @@ CONFIGS = [
     "lean_dojo_v2.trainer.sft_config:SFTConfig",
     "lean_dojo_v2.trainer.retrieval_config:TrainingConfig",
     "lean_dojo_v2.trainer.progress_config:ProgressConfig",
-    "lean_dojo_v2.trainer.premise_selector:PremiseSelectorConfig",
+    "lean_dojo_v2.trainer.premise_selector_config:PremiseSelectorConfig",
+    "lean_dojo_v2.trainer.grpo_config:GRPOConfig",
     "lean_dojo_v2.interaction.pantograph.config:PantographConfig",
     "lean_dojo_v2.prover.search:SearchConfig",
 ]

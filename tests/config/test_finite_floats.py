@@ -21,7 +21,7 @@ from lean_dojo_v2.config.loading import (
 )
 from lean_dojo_v2.errors import ConfigError, ConfigValueError
 from lean_dojo_v2.prover.search_config import SearchConfig
-from lean_dojo_v2.trainer.premise_selector import PremiseSelectorConfig
+from lean_dojo_v2.trainer.premise_selector_config import PremiseSelectorConfig
 from lean_dojo_v2.trainer.progress_config import ProgressConfig
 from lean_dojo_v2.trainer.retrieval_config import TrainingConfig
 from lean_dojo_v2.trainer.sft_config import SFTConfig

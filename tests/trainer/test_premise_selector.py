@@ -12,7 +12,8 @@ from lean_dojo_v2.cli import main
 from lean_dojo_v2.data.ntp_toolkit import NtpToolkitLayoutError, read_ntp_toolkit, split_modules
 from lean_dojo_v2.errors import OutputExistsError
 from lean_dojo_v2.trainer.errors import ConfigValueError
-from lean_dojo_v2.trainer.premise_selector import PremiseSelectorConfig, split_states
+from lean_dojo_v2.trainer.premise_selector import split_states
+from lean_dojo_v2.trainer.premise_selector_config import PremiseSelectorConfig
 
 FIXTURE = Path(__file__).resolve().parents[1] / "data" / "ntp_toolkit" / "mini"
 
