@@ -2,8 +2,9 @@
 
 - :mod:`.labels`: the labelling rule (branching proofs included) — :func:`label_tactics`,
   :func:`steps_remaining`.
-- :mod:`.dataset`: :class:`ProgressExample`, :func:`progress_examples` (theorems → rows), the
-  JSONL writer and reader.
+- :mod:`.dataset`: :func:`progress_examples` (theorems → rows); the rows' type
+  :class:`ProgressExample` and the JSONL writer and reader are :mod:`lean_dojo_v2.data.progress_jsonl`'s,
+  offered here too.
 - :mod:`.create_sample_dataset`: ``python -m lean_dojo_v2.lean_progress.create_sample_dataset
   --output PATH``. The package exports the module itself, which is callable as the function
   ``create_sample_dataset(output, data=None, force=False)`` and holds upstream's ``main``,
@@ -23,14 +24,14 @@ from typing import TYPE_CHECKING
 from .._lazy import reexport
 
 if TYPE_CHECKING:
-    from . import create_sample_dataset, train_steps_model
-    from .dataset import (
+    from ..data.progress_jsonl import (
         ProgressExample,
         iter_progress_jsonl,
-        progress_examples,
         read_progress_jsonl,
         write_progress_jsonl,
     )
+    from . import create_sample_dataset, train_steps_model
+    from .dataset import progress_examples
     from .labels import TacticLabel, goal_keys, label_tactics, steps_remaining
 
 _LAZY = {
@@ -38,11 +39,11 @@ _LAZY = {
     "goal_keys": ".labels",
     "label_tactics": ".labels",
     "steps_remaining": ".labels",
-    "ProgressExample": ".dataset",
     "progress_examples": ".dataset",
-    "iter_progress_jsonl": ".dataset",
-    "read_progress_jsonl": ".dataset",
-    "write_progress_jsonl": ".dataset",
+    "ProgressExample": "..data.progress_jsonl",
+    "iter_progress_jsonl": "..data.progress_jsonl",
+    "read_progress_jsonl": "..data.progress_jsonl",
+    "write_progress_jsonl": "..data.progress_jsonl",
 }
 
 __all__ = [

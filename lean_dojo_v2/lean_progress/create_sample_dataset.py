@@ -39,7 +39,8 @@ def create_sample_dataset(
     """Write the LeanProgress JSONL of ``data`` (default: the bundled sample) to ``output``;
     returns a summary (path, rows, theorems, label histogram)."""
     from ..data import load_theorems, sample_dataset_path
-    from .dataset import progress_examples, write_progress_jsonl
+    from ..data.progress_jsonl import write_progress_jsonl
+    from .dataset import progress_examples
 
     source = Path(data) if data is not None else sample_dataset_path()
     theorems = load_theorems(source)

@@ -1,6 +1,6 @@
 """Layer 3 (lean_progress): LeanProgress rows from traced theorems (:func:`progress_examples`),
 one per traced tactic, labelled by :mod:`.labels`. The row type and its JSONL writer and reader
-are the data layer's (:mod:`lean_dojo_v2.data.progress_jsonl`), importable from here too."""
+are the data layer's (:mod:`lean_dojo_v2.data.progress_jsonl`; the package offers them too)."""
 
 from __future__ import annotations
 
@@ -8,13 +8,7 @@ from collections.abc import Iterable, Iterator
 
 from ..data.goals import clean_state
 from ..data.model import Theorem
-from ..data.progress_jsonl import (
-    FIELDS,
-    ProgressExample,
-    iter_progress_jsonl,
-    read_progress_jsonl,
-    write_progress_jsonl,
-)
+from ..data.progress_jsonl import ProgressExample
 from .labels import label_tactics
 
 
@@ -37,11 +31,4 @@ def progress_examples(theorems: Iterable[Theorem]) -> Iterator[ProgressExample]:
             )
 
 
-__all__ = [
-    "FIELDS",
-    "ProgressExample",
-    "iter_progress_jsonl",
-    "progress_examples",
-    "read_progress_jsonl",
-    "write_progress_jsonl",
-]
+__all__ = ["progress_examples"]
