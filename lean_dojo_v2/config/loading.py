@@ -272,17 +272,20 @@ def unfingerprinted_fields(cls: type) -> frozenset[str]:
 
 def config_argument(cls: type[C], config: Any, *, who: str) -> C:
     """``config`` as a ``cls`` config for ``who`` (e.g. ``"SFTTrainer.from_config"``): a ``cls``
-    as it is, or the path of a YAML file of its keys (:func:`load_config`); anything else is a
-    :class:`ConfigValueError` saying how to build one."""
+    as it is, the path of a YAML file of its keys, or a mapping of its keys (both read as
+    :func:`load_config` reads them: unknown keys named, values checked by type); anything else
+    is a :class:`ConfigValueError` saying how to build one."""
     if isinstance(config, cls):
         return config
     if isinstance(config, str | os.PathLike):
         return load_config(cls, config)
+    if isinstance(config, Mapping) and all(isinstance(k, str) for k in config):
+        return load_config(cls, overrides=config)
     name = cls.__name__
     raise ConfigValueError(
         f"{who} takes a config of type {name}, got {type(config).__name__} (or the path of a "
-        f"YAML file of its keys); build one with {name}(**values) or load_config({name}, PATH, "
-        "['key=value']), or pass the values to the trainer as keywords"
+        f"YAML file of its keys, or a dict of them); build one with {name}(**values) or "
+        f"load_config({name}, PATH, ['key=value']), or pass the values to the trainer as keywords"
     )
 
 

@@ -142,8 +142,12 @@ def load_causal_lm(
     elif from_dir is None and start_adapter is not None:
         log.info("training on the adapter %s", start_adapter)
     elif cfg.lora and from_dir is None:
+        import transformers
         from peft import get_peft_model
 
+        # A fresh adapter's weights are drawn at random: from the run's seed, so that two runs
+        # of one config start (and so end) alike, as `seed` promises.
+        transformers.set_seed(cfg.seed)
         model = get_peft_model(model, lora_config)
     if precision.adapter_float32:
         upcast_trainable(model)

@@ -11,35 +11,13 @@ from __future__ import annotations
 
 import argparse
 
-# Names this module offered before each command had its own module; the same objects as there
-# (tests/trainer/test_cli_options.py holds them to it). Package code imports them from there.
-from ..config.cli import add_config_options, print_config_help
-from .cli_options import (
-    add_repo_option,
-    add_run_options,
-    print_summary,
-    repo_arg,
-    repos_from_args,
-)
-from .cli_options import training_config_from_args as config_from_args
 from .grpo_cli import add_grpo_parser
 from .premise_selector_cli import add_premise_selector_parser
 from .progress_cli import add_progress_parser
 from .retrieval_cli import add_retrieval_parser
-from .sft_cli import add_sft_parser, cmd_train_sft
+from .sft_cli import add_sft_parser
 
-__all__ = [
-    "add_config_options",
-    "add_repo_option",
-    "add_run_options",
-    "add_train_parser",
-    "cmd_train_sft",
-    "config_from_args",
-    "print_config_help",
-    "print_summary",
-    "repo_arg",
-    "repos_from_args",
-]
+__all__ = ["add_train_parser"]
 
 
 def add_train_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:

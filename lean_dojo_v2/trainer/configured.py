@@ -1,5 +1,5 @@
 """Layer 3 (trainer): how every trainer is built: ``XTrainer(config)``, or
-``XTrainer.from_config(config_or_yaml_path)`` (:class:`ConfiguredTrainer`), next to the keyword
+``XTrainer.from_config(config_yaml_path_or_dict)`` (:class:`ConfiguredTrainer`), next to the keyword
 constructor upstream LeanDojo-v2 shows for it."""
 
 from __future__ import annotations
@@ -17,16 +17,18 @@ C = TypeVar("C")
 class ConfiguredTrainer(Generic[C]):
     """A trainer whose settings are one config dataclass, ``config_class``, held as
     ``self.config``. Its constructor takes that config first (``XTrainer(config)``);
-    :meth:`from_config` takes the config or the path of a YAML file of its keys."""
+    :meth:`from_config` takes the config, the path of a YAML file of its keys or a dict of them."""
 
     config_class: ClassVar[type[Any]]
     config: C
 
     @classmethod
-    def from_config(cls, config: C | str | os.PathLike[str], *args: Any, **kwargs: Any) -> Self:
-        """``cls(config, *args, **kwargs)``, ``config`` given as the trainer's config or as the
-        path of a YAML file of its keys; anything else is a ``ConfigValueError`` saying how to
-        build one."""
+    def from_config(
+        cls, config: C | str | os.PathLike[str] | Mapping[str, Any], *args: Any, **kwargs: Any
+    ) -> Self:
+        """``cls(config, *args, **kwargs)``, ``config`` given as the trainer's config, the path
+        of a YAML file of its keys or a dict of them (read as a YAML file is: unknown keys named,
+        values checked); anything else is a ``ConfigValueError`` saying how to build one."""
         config = config_argument(cls.config_class, config, who=f"{cls.__name__}.from_config")
         build = cast("Callable[..., Self]", cls)
         return build(config, *args, **kwargs)

@@ -79,17 +79,3 @@ def test_train_registers_every_trainer_in_order(capsys):
     with pytest.raises(SystemExit):
         main(["train", "sft", "--help"])
     assert "Fine-tune a causal LM" in capsys.readouterr().out
-
-
-def test_old_trainer_cli_names_are_the_shared_helpers():
-    import lean_dojo_v2.config.cli as config_cli
-    import lean_dojo_v2.trainer.cli as trainer_cli
-    import lean_dojo_v2.trainer.cli_options as options
-    import lean_dojo_v2.trainer.sft_cli as sft_cli
-
-    assert trainer_cli.add_config_options is config_cli.add_config_options
-    assert trainer_cli.print_config_help is config_cli.print_config_help
-    assert trainer_cli.config_from_args is options.training_config_from_args
-    for name in ("add_repo_option", "add_run_options", "print_summary", "repo_arg"):
-        assert getattr(trainer_cli, name) is getattr(options, name)
-    assert trainer_cli.cmd_train_sft is sft_cli.cmd_train_sft

@@ -1,5 +1,5 @@
 """Every trainer is built the same way: ``XTrainer(config)`` (keywords then change the config),
-``XTrainer.from_config(config)`` and ``XTrainer.from_config("config.yaml")``, next to upstream
+``XTrainer.from_config(config)``, ``XTrainer.from_config("config.yaml")`` and ``XTrainer.from_config({...})``, next to upstream
 LeanDojo-v2's keyword constructor. Nothing is loaded or written by a constructor."""
 
 from __future__ import annotations
@@ -43,6 +43,20 @@ def test_config_first_and_from_config_a_config_or_its_yaml_file(
     assert type(loaded) is trainer_cls and loaded.config == config
     assert trainer_cls.from_config(str(path)).config == config
     assert sorted(p.name for p in tmp_path.iterdir()) == ["config.yaml"]  # nothing written
+
+
+@pytest.mark.parametrize(("trainer_cls", "config_cls", "values"), TRAINERS, ids=IDS)
+def test_from_config_a_dict_of_its_keys(trainer_cls, config_cls, values, tmp_path: Path) -> None:
+    from dataclasses import asdict
+
+    from lean_dojo_v2.errors import UnknownConfigKeyError
+
+    config = config_cls(output_dir=str(tmp_path / "out"), **values)
+    keys = {k: v for k, v in asdict(config).items() if k in {"output_dir", *values}}
+    assert trainer_cls.from_config(keys).config == config
+    with pytest.raises(UnknownConfigKeyError, match="no_such_key"):
+        trainer_cls.from_config({**keys, "no_such_key": 1})
+    assert list(tmp_path.iterdir()) == []  # nothing written
 
 
 @pytest.mark.parametrize(("trainer_cls", "config_cls", "values"), TRAINERS, ids=IDS)

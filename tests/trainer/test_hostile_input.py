@@ -379,7 +379,9 @@ def test_constructor_arguments_of_the_wrong_type_are_typed_errors(trainer_cls, t
             trainer_cls(output_dir=tmp_path / "o", **kwargs)
         assert words in str(exc.value) and "\n" not in str(exc.value)
     with pytest.raises(ConfigValueError, match="from_config takes a config of type"):
-        trainer_cls.from_config({"lr": 1e-5})
+        trainer_cls.from_config(["lr", 1e-5])
+    with pytest.raises(ConfigValueError, match="from_config takes a config of type"):
+        trainer_cls.from_config({1: 1e-5})
     # A path object is a path: a local model directory.
     trainer = trainer_cls(model_name=tmp_path / "model", output_dir=tmp_path / "o")
     assert trainer.config.model_name == str(tmp_path / "model")

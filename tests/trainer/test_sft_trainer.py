@@ -421,3 +421,29 @@ def test_cpu_training_bounds_the_heap_malloc_keeps(tiny_model_dir, monkeypatch):
     cfg = SFTConfig(model_name=str(tiny_model_dir), output_dir="unused", use_cpu=True)
     load_causal_lm(cfg, None, lora_config=None, who="SFTTrainer")
     assert calls == [1]
+
+
+def test_two_lora_runs_of_one_config_end_alike_and_another_seed_differs(
+    tiny_model_dir, sample_path, tmp_path
+):
+    """A fresh adapter's random initial weights come from the run's ``seed``."""
+    import torch
+
+    def run(name: str, seed: int) -> dict:
+        out = tmp_path / name
+        SFTTrainer(
+            str(tiny_model_dir),
+            output_dir=out,
+            lora_config=True,
+            **fast_settings(max_steps=1, seed=seed),
+        ).train(data_path=sample_path)
+        return weights(out, "adapter_model.safetensors")
+
+    torch.manual_seed(1)  # whatever the process drew before must not matter
+    first = run("a", 0)
+    torch.manual_seed(2)
+    second = run("b", 0)
+    other = run("c", 1)
+    assert first.keys() == second.keys()
+    assert all(torch.equal(first[k], second[k]) for k in first)
+    assert any(not torch.equal(first[k], other[k]) for k in first if "lora_A" in k)
