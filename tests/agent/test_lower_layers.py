@@ -12,8 +12,8 @@ import pytest
 from trainer.test_pass_loop import Boom, FakeConfig, FakeTrainer, _db
 
 from lean_dojo_v2.agent.environment import choose_env, is_built_project
-from lean_dojo_v2.prover.triage import placeholder_declarations, placeholder_dependencies
 from lean_dojo_v2.data.model import Pos, Theorem
+from lean_dojo_v2.prover.triage import placeholder_declarations, placeholder_dependencies
 
 TESTS = Path(__file__).resolve().parents[1]
 

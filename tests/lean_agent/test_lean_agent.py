@@ -17,12 +17,12 @@ from trainer.test_retrieval_fixtures import build_tiny_encoder  # noqa: E402
 
 
 def test_seed_config_names_are_the_retrieval_config_and_a_documented_prover_config():
+    from lean_dojo_v2.config.loading import field_docs
     from lean_dojo_v2.lean_agent import DynamicDatabase, ProverConfig, TrainingConfig
     from lean_dojo_v2.lean_agent.config import ProverConfig as P2
     from lean_dojo_v2.lean_agent.config import TrainingConfig as T2
     from lean_dojo_v2.lean_agent.database import DynamicDatabase as D2
     from lean_dojo_v2.trainer import TrainingConfig as T3
-    from lean_dojo_v2.config.loading import field_docs
 
     assert TrainingConfig is T2 is T3 and ProverConfig is P2 and DynamicDatabase is D2
     seed_fields = {
