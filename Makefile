@@ -43,7 +43,8 @@ test-lean: install
 	$(PY) -m pytest -m lean -rs tests/interaction/test_pantograph_lean.py tests/lean_dojo
 
 lint: install
-	$(VENV)/bin/ruff check lean_dojo_v2 tests benchmarks
+	$(VENV)/bin/ruff check lean_dojo_v2 tests benchmarks examples
+	$(VENV)/bin/mypy
 
 bench: install
 	$(PY) benchmarks/data_bench.py
