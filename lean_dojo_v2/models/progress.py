@@ -53,7 +53,7 @@ METADATA_FILE = "progress_metadata.json"
 """Written by the trainer beside the model: base model, text format, metrics, label statistics."""
 TEXT_FORMAT = "leanprogress-v1"
 """Version of :func:`progress_text` recorded in :data:`METADATA_FILE`."""
-SEED_DEFAULT_MODEL = "bert-base-uncased"
+UPSTREAM_DEFAULT_MODEL = "bert-base-uncased"
 """Upstream LeanDojo-v2's default base model; offline it falls back to MiniLM (see
 :func:`resolve_progress_base`)."""
 MINILM_ALIASES = frozenset({"minilm", "default", "all-minilm-l6-v2"})
@@ -126,12 +126,12 @@ def resolve_progress_base(model_name: str | os.PathLike[str] | None) -> tuple[st
 
     if model_name is None or str(model_name).strip().lower() in MINILM_ALIASES:
         return str(minilm_path()), None
-    if str(model_name) == SEED_DEFAULT_MODEL:
+    if str(model_name) == UPSTREAM_DEFAULT_MODEL:
         try:
             return resolve_model_path(model_name), None
         except ModelNotFoundError as exc:
             note = (
-                f"{SEED_DEFAULT_MODEL} (the seed's default) cannot be loaded here ({exc}); "
+                f"{UPSTREAM_DEFAULT_MODEL} (upstream LeanProgress's default) cannot be loaded here ({exc}); "
                 "training the bundled all-MiniLM-L6-v2 instead. Pass model_name=None for MiniLM "
                 "without this warning, or any Hugging Face id or directory."
             )

@@ -17,7 +17,7 @@ written by :func:`~lean_dojo_v2.models.premise_index.export_retriever` (loaded w
 full name).
 
 **Upstream LeanDojo-v2's constructor**, ``RetrievalProver(ret_ckpt_path=..., gen_ckpt_path=...,
-indexed_corpus_path=...)``, maps onto ours (:func:`seed_retriever`): ``gen_ckpt_path`` is
+indexed_corpus_path=...)``, maps onto ours (:func:`upstream_retriever`): ``gen_ckpt_path`` is
 ``ckpt_path`` (the tactic generator); ``ret_ckpt_path`` is an exported retriever directory, or a
 premise encoder (a directory or a Hugging Face id) whose premise index is ``indexed_corpus_path``
 (a folder written by :meth:`~lean_dojo_v2.models.premise_index.PremiseIndex.save`). Upstream's
@@ -65,7 +65,7 @@ def _not_a_file(path: Path, what: str, instead: str) -> None:
         )
 
 
-def seed_retriever(
+def upstream_retriever(
     ret_ckpt_path: str | os.PathLike[str],
     indexed_corpus_path: str | os.PathLike[str] | None,
     device: str,
@@ -148,7 +148,7 @@ class RetrievalProver(HFProver):
         if ret_ckpt_path is not None:
             if retriever is not None:
                 raise ModelError("pass retriever or ret_ckpt_path (upstream's name), not both")
-            retriever = seed_retriever(ret_ckpt_path, indexed_corpus_path, device)
+            retriever = upstream_retriever(ret_ckpt_path, indexed_corpus_path, device)
         elif indexed_corpus_path is not None:
             raise ModelError(
                 "indexed_corpus_path is the premise index of ret_ckpt_path; pass ret_ckpt_path "

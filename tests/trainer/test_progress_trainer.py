@@ -287,4 +287,4 @@ def test_offline_fallback_warning_shows_once(tiny_bert, rows_file, tmp_path, mon
         logging.getLogger().removeHandler(handler)
     err = capsys.readouterr().err
     assert result.model_fallback and result.base_model == str(tiny_bert)
-    assert err.count("bert-base-uncased (the seed's default) cannot be loaded here") == 1, err
+    assert err.count("bert-base-uncased (upstream LeanProgress's default) cannot be loaded here") == 1, err
