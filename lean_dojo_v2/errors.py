@@ -38,7 +38,7 @@ class DataFormatError(LeanDojoError, ValueError):
         self.reason = message
         super().__init__(self._render())
 
-    def __reduce__(self):  # type: ignore[override]  # survive pickling (worker processes)
+    def __reduce__(self) -> tuple[object, ...]:  # survive pickling (worker processes)
         fields = {"file": self.file, "record": self.record, "field": self.field}
         return (_rebuild_data_format_error, (type(self), self.reason, fields))
 
@@ -114,7 +114,7 @@ class IncompleteDatasetError(LeanDojoError, FileNotFoundError):
             "or ask for a partial dataset (--partial / partial=True) to use what is there"
         )
 
-    def __reduce__(self):  # type: ignore[override]  # survive pickling (worker processes)
+    def __reduce__(self) -> tuple[object, ...]:  # survive pickling (worker processes)
         return (type(self), (self.path, self.missing, self.not_files))
 
 
@@ -172,7 +172,7 @@ class CommandError(LeanDojoError):
         self.hint = hint
         super().__init__(f"{message}; {hint}" if hint else message)
 
-    def __reduce__(self):  # type: ignore[override]  # survive pickling (worker processes)
+    def __reduce__(self) -> tuple[object, ...]:  # survive pickling (worker processes)
         kwargs = {
             "returncode": self.returncode,
             "stdout": self.stdout,
@@ -246,7 +246,7 @@ class UnknownConfigKeyError(ConfigError, KeyError):
     def __str__(self) -> str:  # KeyError would quote the message
         return self.message
 
-    def __reduce__(self):  # type: ignore[override]  # survive pickling (worker processes)
+    def __reduce__(self) -> tuple[object, ...]:  # survive pickling (worker processes)
         return (_rebuild_unknown_key, (type(self), self.key, self.valid, self.source, self.config))
 
 

@@ -67,7 +67,7 @@ class Corpus:
     def __len__(self) -> int:
         return sum(len(f.premises) for f in self._files.values())
 
-    def __contains__(self, path: str) -> bool:
+    def __contains__(self, path: object) -> bool:
         return path in self._files
 
     @property

@@ -80,7 +80,7 @@ def require_complete_dataset(path: str | Path, *, partial: bool = False) -> None
         raise IncompleteDatasetError(path, missing, not_files)
 
 
-def _traced_file_from_dict(d: Any) -> str:
+def _traced_file_from_dict(d: object) -> str:
     if not isinstance(d, Mapping) or not isinstance(d.get("traced_file_path"), str):
         raise DataFormatError('expected {"traced_file_path": <path>}', field="traced_file_path")
     return d["traced_file_path"]
@@ -255,14 +255,14 @@ def load_theorems(
     raise DatasetNotFoundError(f"no split file or dataset directory at {path}")
 
 
-def default_metadata(**extra: Any) -> dict[str, Any]:
+def default_metadata(**extra: object) -> dict[str, object]:
     """``metadata.json`` of a dataset this library writes: LeanDojo v1's keys (``dataset_name``,
     ``creation_time``, ``leandojo_version``: the writer's version, as v1 and upstream LeanDojo-v2
     write it; ``from_repo`` comes in ``extra`` where there is one repository), our own
     ``lean_dojo_v2_version``, then ``extra``."""
     from ..version import __version__
 
-    meta: dict[str, Any] = {
+    meta: dict[str, object] = {
         "dataset_name": DATASET_NAME,
         "creation_time": str(_dt.datetime.now()),
         "lean_dojo_v2_version": __version__,

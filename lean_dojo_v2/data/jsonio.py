@@ -55,7 +55,7 @@ def fix_mode(path: str | Path, directory: bool = False) -> None:
 _ENCODER = json.JSONEncoder()
 
 
-def dumps(obj: Any) -> str:
+def dumps(obj: object) -> str:
     """``json.dumps(obj)`` with default settings (LeanDojo's serialisation)."""
     return _ENCODER.encode(obj)
 
@@ -122,7 +122,7 @@ def write_jsonl(
     return n
 
 
-def write_json(path: str | Path, obj: Any) -> None:
+def write_json(path: str | Path, obj: object) -> None:
     with atomic_write(path) as fh:
         fh.write(_ENCODER.encode(obj))
 
@@ -148,7 +148,7 @@ def _decode_utf8(data: bytes, path: Path, offset: int = 0, record: int | None = 
         ) from None
 
 
-def read_json(path: str | Path) -> Any:
+def read_json(path: str | Path) -> object:
     """Parse a JSON file. orjson does the common case (about twice as fast as ``json`` on large
     split files); on any failure the standard parser runs, so error messages and leniency
     (lone surrogates, which Python's json accepts) are those of ``json``."""
@@ -179,7 +179,7 @@ def read_json_list(path: str | Path, parse: Callable[[Any], T]) -> list[T]:
         return _parse_records(path, read_json(path), parse)
 
 
-def _parse_records(path: Path, records: Any, parse: Callable[[Any], T]) -> list[T]:
+def _parse_records(path: Path, records: object, parse: Callable[[Any], T]) -> list[T]:
     if not isinstance(records, list):
         raise DataFormatError(
             f"expected a JSON list of records, got {type(records).__name__}", file=path

@@ -553,7 +553,8 @@ def _close_scope(
 ) -> None:
     """Drop the scopes ``end`` closes with their commands; when the scopes do not line up
     (``end B`` after ``namespace A.B``), keep every command so replaying them does the same."""
-    closed, popped = 0, []
+    closed = 0
+    popped: list[tuple[list[Command], int, bool]] = []
     while len(frames) > 1 and (closed < components or not popped):
         frame = frames.pop()
         popped.append(frame)

@@ -8,9 +8,9 @@ written by this library are byte-compatible with LeanDojo's own files.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from ..errors import DataFormatError
 from .goals import is_no_goals
@@ -18,7 +18,8 @@ from .marks import remove_marks
 from .sorry import find_sorry_tokens
 
 _POS_STRING = re.compile(r"^\s*\(\s*(\d+)\s*,\s*(\d+)\s*\)\s*$")
-_MISSING: Any = object()
+_MISSING = object()
+T = TypeVar("T")
 
 
 class Pos(NamedTuple):
@@ -31,7 +32,7 @@ class Pos(NamedTuple):
     column_nb: int
 
     @classmethod
-    def parse(cls, value: Any, field_name: str = "pos") -> Pos:
+    def parse(cls, value: object, field_name: str = "pos") -> Pos:
         """Accepts ``[l, c]`` (the dataset form), ``(l, c)`` tuples, ``"(l, c)"`` strings
         (the upstream dynamic-database form) and ``Pos`` itself."""
         if type(value) is list and len(value) == 2:
@@ -62,7 +63,7 @@ class Pos(NamedTuple):
         return f"({self.line_nb}, {self.column_nb})"
 
 
-def _require(d: Mapping[str, Any], key: str, kind: type | tuple[type, ...]) -> Any:
+def _require(d: Mapping[str, Any], key: str, kind: type[T]) -> T:
     # Fast path: the common, well-formed case costs one lookup and one type check.
     if type(d) is dict:
         value = d.get(key, _MISSING)
@@ -74,8 +75,7 @@ def _require(d: Mapping[str, Any], key: str, kind: type | tuple[type, ...]) -> A
         raise DataFormatError("missing field", field=key)
     value = d[key]
     if not isinstance(value, kind):
-        names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
-        raise DataFormatError(f"expected {names}, got {type(value).__name__}", field=key)
+        raise DataFormatError(f"expected {kind.__name__}, got {type(value).__name__}", field=key)
     return value
 
 
@@ -93,7 +93,7 @@ def _pos(d: Mapping[str, Any], key: str) -> Pos:
     return Pos.parse(value, key)
 
 
-def _parse_list(items: list[Any], parse: Any, prefix: str) -> list[Any]:
+def _parse_list(items: list[Any], parse: Callable[[Any], T], prefix: str) -> list[T]:
     """``[parse(x) for x in items]``; an error's field gets ``prefix[i].`` in front."""
     out = []
     for i, item in enumerate(items):
@@ -259,8 +259,9 @@ class Theorem:
         tactics = _parse_list(
             _require(d, "traced_tactics", list), TracedTactic.from_dict, "traced_tactics"
         )
-        statement = d.get("theorem_statement", _MISSING)
-        if statement is not _MISSING and statement is not None and not isinstance(statement, str):
+        has_statement = "theorem_statement" in d
+        statement = d.get("theorem_statement")
+        if statement is not None and not isinstance(statement, str):
             raise DataFormatError(
                 f"expected str or null, got {type(statement).__name__}", field="theorem_statement"
             )
@@ -273,8 +274,8 @@ class Theorem:
             start=_pos(d, "start"),
             end=_pos(d, "end"),
             traced_tactics=tactics,
-            theorem_statement=None if statement is _MISSING else statement,
-            has_statement_field=statement is not _MISSING,
+            theorem_statement=statement,
+            has_statement_field=has_statement,
             extra=extra,
         )
 

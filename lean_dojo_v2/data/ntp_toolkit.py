@@ -76,13 +76,15 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from ..errors import DataFormatError, LeanDojoError
 from .corpus import Corpus
 from .model import Pos, Premise, PremiseFile
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 DECLARATIONS = "Declarations"
 IMPORTS = "Imports"
@@ -169,7 +171,7 @@ class NtpToolkitLayoutError(LeanDojoError, FileNotFoundError):
             "HammerBlacklist.jsonl and revision"
         )
 
-    def __reduce__(self):  # type: ignore[override]
+    def __reduce__(self) -> tuple[object, ...]:
         return (type(self), (self.path, self.missing))
 
 
@@ -201,7 +203,7 @@ class NtpToolkitFormatError(DataFormatError):
         text = f"{', '.join(where)}: {self.reason}" if where else self.reason
         return text + "; fix or remove that line, or re-run ntp-toolkit for this module"
 
-    def __reduce__(self):  # type: ignore[override]
+    def __reduce__(self) -> tuple[object, ...]:
         return (
             _rebuild_format_error,
             (type(self), self.reason, self.file, self.line, self.field),
@@ -368,7 +370,7 @@ def iter_ntp_jsonl(path: Path, report: NtpReadReport | None = None) -> Iterator[
         )
 
 
-def _object(value: Any, path: Path, lineno: int) -> dict[str, Any]:
+def _object(value: object, path: Path, lineno: int) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise NtpToolkitFormatError(
             f"expected a JSON object, got {type(value).__name__}", file=path, line=lineno
@@ -376,7 +378,7 @@ def _object(value: Any, path: Path, lineno: int) -> dict[str, Any]:
     return value
 
 
-def _req(d: dict[str, Any], key: str, kind: type, path: Path, lineno: int) -> Any:
+def _req(d: dict[str, Any], key: str, kind: type[T], path: Path, lineno: int) -> T:
     if key not in d:
         raise NtpToolkitFormatError("missing required field", file=path, line=lineno, field=key)
     value = d[key]
@@ -390,7 +392,7 @@ def _req(d: dict[str, Any], key: str, kind: type, path: Path, lineno: int) -> An
     return value
 
 
-def _opt(d: dict[str, Any], key: str, kind: type, path: Path, lineno: int) -> Any:
+def _opt(d: dict[str, Any], key: str, kind: type[T], path: Path, lineno: int) -> T | None:
     value = d.get(key)
     if value is None:
         return None
@@ -405,7 +407,7 @@ def _opt(d: dict[str, Any], key: str, kind: type, path: Path, lineno: int) -> An
 
 
 def parse_recommendation(
-    entry: Any, *, file: Path | None = None, line: int | None = None, field: str = ""
+    entry: object, *, file: Path | None = None, line: int | None = None, field: str = ""
 ) -> tuple[str, str | None]:
     """``"(Nat.add_comm, unmodified)"`` -> ``("Nat.add_comm", "unmodified")``; a bare name (older
     extractions) -> ``(name, None)``."""
@@ -690,10 +692,15 @@ def read_ntp_toolkit(
         if not positioned:
             report.modules_without_positions.append(module)
         premises = []
-        for i, d in enumerate(decls):
-            start = Pos(d.line, d.column) if positioned else Pos(i + 1, 0)  # type: ignore[arg-type]
-            decl_pos[d.name] = start
-            premises.append(Premise(module, d.name, d.text, start, start, d.kind or "unknown"))
+        for i, decl in enumerate(decls):
+            if positioned and decl.line is not None and decl.column is not None:
+                start = Pos(decl.line, decl.column)
+            else:
+                start = Pos(i + 1, 0)
+            decl_pos[decl.name] = start
+            premises.append(
+                Premise(module, decl.name, decl.text, start, start, decl.kind or "unknown")
+            )
         files.append(PremiseFile(module, sorted(imports.get(module, [])), premises))
     report.modules = len(files)
     corpus = Corpus(files)
@@ -765,10 +772,11 @@ def read_ntp_toolkit(
                 else:
                     kept.append(name)
             own = None if outside else corpus.get_premise(decl_name)
+            pos: Pos | None
             if outside:
                 pos = None
             elif own is not None and own.path == module:
-                pos: Pos | None = decl_pos[decl_name]
+                pos = decl_pos[decl_name]
             elif src is not None and module not in report.modules_without_positions:
                 pos = _position_from_source(src)
             else:

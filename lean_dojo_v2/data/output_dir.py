@@ -345,7 +345,8 @@ def disk_full_error(
         total = usage.total
     except OSError:
         free, total = None, 0
-    full = file = None
+    full: BaseException | None = None
+    file = None
     guessed = False
     for e in _chain(exc):
         text = str(e).lower()

@@ -66,7 +66,7 @@ class ProgressExample:
         return d
 
     @classmethod
-    def from_dict(cls, d: Any) -> ProgressExample:
+    def from_dict(cls, d: object) -> ProgressExample:
         """A row from a parsed JSON object; :class:`DataFormatError` (with the field) when it is
         not a LeanProgress row."""
         if not isinstance(d, Mapping):

@@ -157,7 +157,8 @@ def theorem_hash(theorem: Theorem, salt: str = "") -> float:
 
 
 def _set_aside_sorry(theorems: Iterable[Theorem]) -> tuple[list[Theorem], list[Theorem]]:
-    regular, sorry = [], []
+    regular: list[Theorem] = []
+    sorry: list[Theorem] = []
     for t in theorems:
         (sorry if t.has_sorry else regular).append(t)
     return regular, sorry

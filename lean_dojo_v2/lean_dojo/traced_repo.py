@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -148,6 +148,11 @@ class TracedRepo:
                 f"{root} has no readable trace manifest ({manifest_path}): trace it first with "
                 f"lean_dojo_v2.lean_dojo.trace() ({exc})"
             ) from exc
+        if not isinstance(manifest, dict):
+            raise TraceFormatError(
+                f"{manifest_path} is not a trace manifest (a JSON object): trace {root} again "
+                "with lean_dojo_v2.lean_dojo.trace()"
+            )
         layout = ProjectLayout(root, manifest.get("core_prefix"))
         statuses: dict[str, dict[str, Any]] = manifest.get("files", {})
         failures = {
@@ -179,7 +184,7 @@ class TracedRepo:
         if check:
             # One pass over every file (memory: one file at a time): schema errors surface now,
             # and the import graph is known.
-            iterator: Any = ok
+            iterator: Iterable[str] = ok
             if progress:
                 from tqdm.auto import tqdm
 
@@ -213,9 +218,9 @@ class TracedRepo:
             return files.imports_of(path)
         return list(files[path].import_paths)
 
-    def import_graph(self) -> nx.DiGraph:
+    def import_graph(self) -> nx.DiGraph[str]:
         """Edges from each traced file to each traced file it imports."""
-        g = nx.DiGraph()
+        g: nx.DiGraph[str] = nx.DiGraph()
         for path in self.files:
             g.add_node(path)
             for imp in self.imports_of(path):
