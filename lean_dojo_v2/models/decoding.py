@@ -12,7 +12,7 @@ short and end at very different steps, so :func:`decode_causal` instead
   ended, so the per-step cost follows the sequences still running; the rows that ended are
   refilled in place with running rows from the end of the batch (:func:`drop_rows`), so only as
   many rows are copied as have ended and no buffer is reallocated;
-* writes keys and values into a preallocated buffer (:class:`_GrowingLayer`) instead of
+* writes keys and values into a preallocated buffer (:class:`~.kv_cache.GrowingLayer`) instead of
   concatenating;
 * samples with top-p over a ``topk`` shortlist, falling back to a full sort only for the rows whose
   shortlist holds less than ``top_p`` of the probability mass (exact: the same distribution as
@@ -35,140 +35,54 @@ model that transformers can ``generate`` with, on CPU or GPU.
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    import torch
+    from transformers.cache_utils import Cache
 
 SHORTLIST = 64
 """Candidates per row examined first by top-p sampling; rows where they hold less than top_p of
 the mass are tried again with 16 times as many, up to the whole vocabulary."""
 
 
-@functools.cache
-def _growing_layer_class():
-    from transformers.cache_utils import DynamicLayer
-
-    class _GrowingLayer(DynamicLayer):
-        """A ``DynamicLayer`` whose keys/values live in a buffer with room for ``capacity``
-        positions: an update writes in place and returns views, instead of copying the whole
-        cache into a new tensor at every step."""
-
-        def adopt(self, keys: Any, values: Any, capacity: int, repeats: int = 1) -> None:
-            """Take over ``keys``/``values`` (``(rows, heads, length, dim)``), each row repeated
-            ``repeats`` times (consecutively), into buffers with room for ``capacity`` positions."""
-            rows, heads, length, _ = keys.shape
-            self._kbuf = keys.new_empty((rows * repeats, heads, capacity, keys.shape[-1]))
-            self._vbuf = values.new_empty((rows * repeats, heads, capacity, values.shape[-1]))
-            # Broadcast each row into its ``repeats`` copies: one write, no intermediate tensor.
-            kview = self._kbuf.view(rows, repeats, heads, capacity, keys.shape[-1])
-            vview = self._vbuf.view(rows, repeats, heads, capacity, values.shape[-1])
-            kview[:, :, :, :length] = keys[:, None]
-            vview[:, :, :, :length] = values[:, None]
-            self._rows = rows * repeats
-            self._len = length
-            self.dtype, self.device = keys.dtype, keys.device
-            self.is_initialized = True
-            self._views()
-
-        def allocate(
-            self, like: Any, rows: int, capacity: int, length: int, zero_until: int
-        ) -> None:
-            """Empty buffers of ``rows`` rows and ``capacity`` positions, shaped and typed as the
-            keys/values ``like`` (``(n, heads, _, dim)``), holding ``length`` positions of which
-            the first ``zero_until`` (padding no prompt writes) are zeros: masked positions must
-            still hold finite numbers, as attention multiplies them by a zero weight."""
-            _, heads, _, dim = like.shape
-            self._kbuf = like.new_empty((rows, heads, capacity, dim))
-            self._vbuf = like.new_empty((rows, heads, capacity, dim))
-            self._kbuf[:, :, :zero_until].zero_()
-            self._vbuf[:, :, :zero_until].zero_()
-            self._rows, self._len = rows, length
-            self.dtype, self.device = like.dtype, like.device
-            self.is_initialized = True
-            self._views()
-
-        def write_rows(self, rows: Sequence[int], repeats: int, keys: Any, values: Any) -> None:
-            """Put ``keys[j]``/``values[j]`` into the ``repeats`` rows of prompt ``rows[j]``,
-            right-aligned at the end of the prompt positions (left padding before them)."""
-            width, end = keys.shape[2], self._len
-            kview = self._kbuf.view(-1, repeats, *self._kbuf.shape[1:])
-            vview = self._vbuf.view(-1, repeats, *self._vbuf.shape[1:])
-            for j, row in enumerate(rows):
-                kview[row, :, :, end - width : end] = keys[j]
-                vview[row, :, :, end - width : end] = values[j]
-
-        def _views(self) -> None:
-            self.keys = self._kbuf[: self._rows, :, : self._len]
-            self.values = self._vbuf[: self._rows, :, : self._len]
-
-        def update(self, key_states: Any, value_states: Any, *args: Any, **kwargs: Any):
-            step = key_states.shape[-2]
-            if self._len + step > self._kbuf.shape[2]:  # pragma: no cover - capacity is exact
-                return super().update(key_states, value_states, *args, **kwargs)
-            self._kbuf[: self._rows, :, self._len : self._len + step] = key_states
-            self._vbuf[: self._rows, :, self._len : self._len + step] = value_states
-            self._len += step
-            self._views()
-            return self.keys, self.values
-
-        def get_seq_length(self) -> int:
-            return self._len
-
-        def compact(self, holes: Any, sources: Any, rows: int) -> None:
-            """Keep the first ``rows`` rows, after moving row ``sources[i]`` into row
-            ``holes[i]`` (rows that have ended): only the moved rows are copied, in place."""
-            if holes.numel():
-                for buf in (self._kbuf, self._vbuf):
-                    live = buf[:, :, : self._len]
-                    live.index_copy_(0, holes, live.index_select(0, sources))
-            self._rows = rows
-            self._views()
-
-        def batch_select_indices(self, indices: Any) -> None:
-            self._kbuf = self._kbuf[: self._rows].index_select(0, indices)
-            self._vbuf = self._vbuf[: self._rows].index_select(0, indices)
-            self._rows = self._kbuf.shape[0]
-            self._views()
-
-        def batch_repeat_interleave(self, repeats: int) -> None:
-            self._kbuf = self._kbuf[: self._rows].repeat_interleave(repeats, dim=0)
-            self._vbuf = self._vbuf[: self._rows].repeat_interleave(repeats, dim=0)
-            self._rows = self._kbuf.shape[0]
-            self._views()
-
-        def crop(self, tokens_to_remove: int) -> None:  # pragma: no cover - not used here
-            raise NotImplementedError("a generation cache is not cropped")
-
-    return _GrowingLayer
-
-
-def preallocate(cache: Any, extra: int, repeats: int = 1) -> None:
+def preallocate(cache: Cache, extra: int, repeats: int = 1) -> None:
     """Give each plain ``DynamicLayer`` of ``cache`` (after the prompt) room for ``extra`` more
     positions, and repeat each of its rows ``repeats`` times (consecutively, as
     ``batch_repeat_interleave``); other layer kinds (sliding window, linear attention) are only
     repeated."""
-    from transformers.cache_utils import DynamicLayer
+    from .kv_cache import GrowingLayer
 
     layers = getattr(cache, "layers", None)
     if not layers:
         if repeats > 1:
             cache.batch_repeat_interleave(repeats)
         return
-    grow = _growing_layer_class()
     for i, layer in enumerate(layers):
-        keys = getattr(layer, "keys", None)
-        if (
-            type(layer) is not DynamicLayer
-            or not layer.is_initialized
-            or keys is None
-            or keys.dim() != 4
-        ):
+        kv = _plain_kv(layer)
+        if kv is None:
             if repeats > 1:
                 layer.batch_repeat_interleave(repeats)
             continue
-        new = grow()
-        new.adopt(keys, layer.values, keys.shape[2] + extra, repeats)
+        keys, values = kv
+        new = GrowingLayer()
+        new.adopt(keys, values, keys.shape[2] + extra, repeats)
         layers[i] = new
+
+
+def _plain_kv(layer: object) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """The keys and values of ``layer`` when it is a plain, initialised ``DynamicLayer`` with
+    ``(rows, heads, length, dim)`` keys (what a :class:`~.kv_cache.GrowingLayer` can take
+    over); None for any other layer kind."""
+    from transformers.cache_utils import DynamicLayer
+
+    if type(layer) is not DynamicLayer or not layer.is_initialized:
+        return None
+    keys, values = layer.keys, layer.values
+    if keys is None or values is None or keys.dim() != 4:
+        return None
+    return keys, values
 
 
 def length_groups(lengths: Sequence[int], slack: float = 0.15) -> list[list[int]]:
@@ -191,14 +105,14 @@ def length_groups(lengths: Sequence[int], slack: float = 0.15) -> list[list[int]
 
 
 def prefill_grouped(
-    model: Any,
-    input_ids: Any,
-    mask: Any,
+    model: torch.nn.Module,
+    input_ids: torch.Tensor,
+    mask: torch.Tensor,
     *,
     extra_positions: int,
     repeats: int,
-    forward_kwargs: dict[str, Any],
-) -> tuple[Any, Any] | None:
+    forward_kwargs: Mapping[str, object],
+) -> tuple[Cache, torch.Tensor] | None:
     """Run the left-padded prompts of ``input_ids`` through ``model`` in groups of similar length
     (:func:`length_groups`), each group padded only to its own longest prompt, and gather their
     KV caches into one preallocated cache (room for ``extra_positions`` more, each prompt's rows
@@ -210,16 +124,17 @@ def prefill_grouped(
     grouping does not apply: a single group, or a model whose cache is not made of plain
     ``DynamicLayer`` s (sliding windows, linear attention)."""
     import torch
-    from transformers.cache_utils import DynamicLayer
+
+    from .kv_cache import GrowingLayer
 
     lengths = mask.sum(-1).tolist()
     groups = length_groups(lengths)
     if len(groups) < 2:
         return None
     prompts, total = input_ids.shape
-    grow = _growing_layer_class()
-    cache = None
-    logits = None
+    cache: Cache | None = None
+    logits: torch.Tensor | None = None
+    big: list[GrowingLayer] = []
     for group in groups:
         width = max(lengths[i] for i in group)
         index = torch.tensor(group, device=input_ids.device)
@@ -233,42 +148,32 @@ def prefill_grouped(
             use_cache=True,
             **forward_kwargs,
         )
-        layers = getattr(out.past_key_values, "layers", None)
-        if cache is None:
-            plain = layers and all(
-                type(layer) is DynamicLayer
-                and layer.is_initialized
-                and getattr(layer, "keys", None) is not None
-                and layer.keys.dim() == 4
-                for layer in layers
-            )
-            if not plain:
-                return None
+        # Every group's model gives the same layer kinds: only the first group can say no.
+        layers = [_plain_kv(layer) for layer in getattr(out.past_key_values, "layers", None) or ()]
+        kvs = [kv for kv in layers if kv is not None]
+        if not kvs or len(kvs) < len(layers):
+            return None
+        last = out.logits[:, -1, :].float()
+        if logits is None:
             cache = out.past_key_values
-            big = []
-            for layer in layers:
-                new = grow()
+            for keys, _ in kvs:
+                new = GrowingLayer()
                 new.allocate(
-                    layer.keys,
-                    prompts * repeats,
-                    total + extra_positions,
-                    total,
-                    total - min(lengths),
+                    keys, prompts * repeats, total + extra_positions, total, total - min(lengths)
                 )
                 big.append(new)
-            last = out.logits[:, -1, :].float()
             logits = last.new_empty((prompts, last.shape[-1]))
-        else:
-            last = out.logits[:, -1, :].float()
         logits[index] = last
-        for new, layer in zip(big, layers, strict=True):
-            new.write_rows(group, repeats, layer.keys, layer.values)
+        for new, (keys, values) in zip(big, kvs, strict=True):
+            new.write_rows(group, repeats, keys, values)
         del out
+    if cache is None or logits is None:  # pragma: no cover - two groups at least
+        return None
     cache.layers[:] = big
     return cache, logits
 
 
-def drop_rows(cache: Any, keep: list[int]) -> list[int]:
+def drop_rows(cache: Cache, keep: list[int]) -> list[int]:
     """Shrink the batch of ``cache`` to the rows ``keep`` (sorted positions of the rows still
     running) and return the new order: position ``i`` of the smaller batch holds the old row
     ``order[i]``.
@@ -277,6 +182,8 @@ def drop_rows(cache: Any, keep: list[int]) -> list[int]:
     preallocated layer copies only as many rows as have ended, in place (no new buffers), instead
     of every row after the first that ended. Other layers select ``order``."""
     import torch
+
+    from .kv_cache import GrowingLayer
 
     rows = len(keep)
     kept = set(keep)
@@ -290,12 +197,11 @@ def drop_rows(cache: Any, keep: list[int]) -> list[int]:
     if not layers:
         cache.batch_select_indices(torch.tensor(order, device=device))
         return order
-    grow = _growing_layer_class()
     holes_t = torch.tensor(holes, dtype=torch.long, device=device)
     sources_t = torch.tensor(sources, dtype=torch.long, device=device)
     order_t = None
     for layer in layers:
-        if isinstance(layer, grow):
+        if isinstance(layer, GrowingLayer):
             layer.compact(holes_t, sources_t, rows)
         elif getattr(layer, "is_initialized", False):
             if order_t is None:
@@ -304,7 +210,7 @@ def drop_rows(cache: Any, keep: list[int]) -> list[int]:
     return order
 
 
-def _cache_device(cache: Any) -> Any:
+def _cache_device(cache: Cache) -> torch.device | None:
     for layer in getattr(cache, "layers", None) or ():
         keys = getattr(layer, "keys", None)
         if keys is not None and hasattr(keys, "device"):
@@ -313,15 +219,15 @@ def _cache_device(cache: Any) -> Any:
 
 
 def next_tokens(
-    logits: Any,
+    logits: torch.Tensor,
     *,
     greedy: bool,
     temperature: float,
     top_p: float,
     shortlist: int = SHORTLIST,
-    generator: Any = None,
+    generator: torch.Generator | None = None,
     sync_free: bool | None = None,
-) -> Any:
+) -> torch.Tensor:
     """One token per row of ``logits`` (float, ``(rows, vocab)``): the argmax when ``greedy``,
     else a sample from ``softmax(logits / temperature)`` restricted to its top-p nucleus (the
     smallest set of most likely tokens whose mass reaches ``top_p``, as ``TopPLogitsWarper``),
@@ -369,7 +275,9 @@ def next_tokens(
         k = min(k * 16, vocab)
 
 
-def _sample_nucleus(sorted_probs: Any, top_p: float, generator: Any = None) -> Any:
+def _sample_nucleus(
+    sorted_probs: torch.Tensor, top_p: float, generator: torch.Generator | None = None
+) -> torch.Tensor:
     """Sample a column of ``sorted_probs`` (descending, rows holding at least ``top_p`` of their
     mass) among the columns whose preceding mass is below ``top_p``."""
     import torch
@@ -386,7 +294,7 @@ Looking means waiting for the device; in between it runs ahead. A sequence that 
 window is cut where it ended, at the cost of at most ``CHECK_EVERY - 1`` wasted steps of its row."""
 
 
-def check_left_padded(mask: Any) -> None:
+def check_left_padded(mask: torch.Tensor) -> None:
     """Raise :class:`~lean_dojo_v2.errors.ModelError` unless every row of the attention ``mask``
     is left-padded (its zeros, if any, come before its ones): decoding takes each row's last
     position as its newest token and numbers positions from the first real one."""
@@ -400,9 +308,9 @@ def check_left_padded(mask: Any) -> None:
 
 
 def decode_causal(
-    model: Any,
-    input_ids: Any,
-    attention_mask: Any,
+    model: torch.nn.Module,
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor,
     *,
     num_samples: int,
     max_new_tokens: int,
@@ -415,7 +323,7 @@ def decode_causal(
     logits_to_keep: bool = True,
     preallocate_cache: bool = True,
     group_prompts: bool = True,
-    generator: Any = None,
+    generator: torch.Generator | None = None,
     check_every: int | None = None,
 ) -> tuple[list[list[int]], list[list[float]]]:
     """Decode ``num_samples`` continuations of each left-padded prompt of ``input_ids`` (a
@@ -552,7 +460,7 @@ def _extend(
     return False
 
 
-def _compact(buf: Any, order: list[int]) -> None:
+def _compact(buf: torch.Tensor, order: list[int]) -> None:
     """Rearrange the first rows of ``buf`` in place so that row ``i`` holds old row ``order[i]``
     (the order :func:`drop_rows` returns: only the rows that change are copied)."""
     import torch
