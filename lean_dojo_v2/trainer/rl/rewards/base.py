@@ -18,12 +18,16 @@ from __future__ import annotations
 import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any
 
 from ....data.model import Theorem
 from .context import RewardContext, open_reward_context
 
 OUTCOMES: tuple[str, ...] = ("proved", "progress", "no_progress", "error", "timeout", "crash")
+
+RewardInfo = dict[str, object]
+"""What explains a reward: JSON-like values by name (an outcome, counts, a part's own info)."""
+Scored = tuple[float, RewardInfo]
+"""A scorer's answer for one trajectory: the reward and what explains it."""
 
 
 @dataclass
@@ -55,7 +59,7 @@ class Trajectory:
     difficulty: float = 0.0
     mode: str = "tactic"
     steps: list[StepRecord] = field(default_factory=list)
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, object] = field(default_factory=dict)
 
     @property
     def theorem_key(self) -> str:
@@ -77,16 +81,16 @@ class BaseRewardScorer(ABC):
     needs_context: bool = False
     context: RewardContext | None = None
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
+    def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
         if not getattr(cls, "name", ""):
             cls.name = _snake(cls.__name__)
 
     @abstractmethod
-    def score(self, trajectory: Trajectory, **kwargs: Any) -> tuple[float, dict[str, Any]]:
+    def score(self, trajectory: Trajectory, **kwargs: object) -> Scored:
         """The reward of one trajectory and a dict explaining it."""
 
-    def score_batch(self, trajectories: list[Trajectory]) -> list[tuple[float, dict[str, Any]]]:
+    def score_batch(self, trajectories: list[Trajectory]) -> list[Scored]:
         """:meth:`score` of each, in order (override to share work across a group)."""
         return [self.score(t) for t in trajectories]
 
@@ -95,7 +99,7 @@ class BaseRewardScorer(ABC):
         if self.context is None:
             self.context = context
 
-    def __call__(self, trajectory: Trajectory, **kwargs: Any) -> tuple[float, dict[str, Any]]:
+    def __call__(self, trajectory: Trajectory, **kwargs: object) -> Scored:
         return self.score(trajectory, **kwargs)
 
     def __repr__(self) -> str:
@@ -106,6 +110,8 @@ __all__ = [
     "OUTCOMES",
     "BaseRewardScorer",
     "RewardContext",
+    "RewardInfo",
+    "Scored",
     "StepRecord",
     "Trajectory",
     "open_reward_context",

@@ -14,18 +14,21 @@ from __future__ import annotations
 
 import logging
 from abc import abstractmethod
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Generic, TypeVar
 
 from ....errors import InteractionError
 from ....interaction.base import ProofEnv
 from ....interaction.types import EnvClosedError, EnvCrashedError, StaleStateError
 from ...errors import RewardFunctionError
-from .base import BaseRewardScorer, RewardContext, StepRecord, Trajectory
+from .base import BaseRewardScorer, RewardContext, RewardInfo, Scored, StepRecord, Trajectory
 from .env_pool import UnreachableStateError
 
 logger = logging.getLogger("lean_dojo_v2.trainer.rl.rewards")
+
+W = TypeVar("W")
+"""What a scorer's check runs (its own frozen dataclass: the theorem, the tactics ...)."""
 
 
 @dataclass(frozen=True)
@@ -39,18 +42,18 @@ class Outcome:
     message: str = ""
     backend: str = ""
     cacheable: bool = True
-    details: dict[str, Any] = field(default_factory=dict)
+    details: RewardInfo = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
-class Check:
+class Check(Generic[W]):
     """A check to run: its cache ``key`` and the ``work`` given to :meth:`check`."""
 
     key: Hashable
-    work: Any
+    work: W
 
 
-class LeanCheckedScorer(BaseRewardScorer):
+class LeanCheckedScorer(BaseRewardScorer, Generic[W]):
     """Base of the scorers that run completions in a ``ProofEnv`` (see the module docstring)."""
 
     needs_context = True
@@ -60,11 +63,11 @@ class LeanCheckedScorer(BaseRewardScorer):
 
     # ------------------------------------------------------------------------ the subclass
     @abstractmethod
-    def prepare(self, trajectory: Trajectory) -> Check | Outcome:
+    def prepare(self, trajectory: Trajectory) -> Check[W] | Outcome:
         """The check for ``trajectory``, or its outcome when no Lean is needed (refused)."""
 
     @abstractmethod
-    def check(self, env: ProofEnv, work: Any) -> Outcome:
+    def check(self, env: ProofEnv, work: W) -> Outcome:
         """Run one check in ``env`` (which this thread alone holds meanwhile)."""
 
     @abstractmethod
@@ -81,14 +84,14 @@ class LeanCheckedScorer(BaseRewardScorer):
             )
         return self.context
 
-    def score(self, trajectory: Trajectory, **kwargs: Any) -> tuple[float, dict[str, Any]]:
+    def score(self, trajectory: Trajectory, **kwargs: object) -> Scored:
         return self.score_batch([trajectory])[0]
 
-    def score_batch(self, trajectories: list[Trajectory]) -> list[tuple[float, dict[str, Any]]]:
+    def score_batch(self, trajectories: list[Trajectory]) -> list[Scored]:
         context = self.require_context()
         prepared = [self.prepare(t) for t in trajectories]
         results: dict[Hashable, Outcome] = {}
-        to_run: dict[Hashable, Any] = {}
+        to_run: dict[Hashable, W] = {}
         for item in prepared:
             if not isinstance(item, Check):
                 continue
@@ -115,14 +118,14 @@ class LeanCheckedScorer(BaseRewardScorer):
         for trajectory, item in zip(trajectories, prepared, strict=True):
             outcome = item if isinstance(item, Outcome) else results[item.key]
             trajectory.steps = list(outcome.steps)
-            info: dict[str, Any] = {"outcome": outcome.outcome, "backend": outcome.backend}
+            info: RewardInfo = {"outcome": outcome.outcome, "backend": outcome.backend}
             if outcome.message:
                 info["message"] = outcome.message
             info.update(outcome.details)
             scored.append((self.reward(outcome), info))
         return scored
 
-    def _run(self, context: RewardContext, env: ProofEnv, work: Any) -> Outcome:
+    def _run(self, context: RewardContext, env: ProofEnv, work: W) -> Outcome:
         """:meth:`check`, with every environment failure made an outcome (and counted)."""
         backend = getattr(env, "backend", context.backend)
         context.count("checks")
@@ -159,11 +162,11 @@ class LeanCheckedScorer(BaseRewardScorer):
         return Outcome(kind, (), message, backend, cacheable=False, details={"env_failure": True})
 
 
-def _chunks(work: dict[Hashable, Any], num_envs: int) -> list[list[Hashable]]:
+def _chunks(work: Mapping[Hashable, object], num_envs: int) -> list[list[Hashable]]:
     """The checks as jobs, each run in one environment: the checks of one prompt stay together
     (an environment reaches a prompt's state once, not once per check), split only as far as
     needed to give every environment something to do."""
-    groups: dict[Any, list[Hashable]] = {}
+    groups: dict[Hashable, list[Hashable]] = {}
     for key, item in work.items():
         groups.setdefault(getattr(item, "prompt_key", key), []).append(key)
     jobs = list(groups.values())

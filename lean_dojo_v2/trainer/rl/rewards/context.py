@@ -13,12 +13,16 @@ from collections import OrderedDict
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ....data.model import Theorem
 from ....errors import ConfigValueError
 from ....interaction.base import ProofEnv
 from .env_pool import EnvPool, theorem_key
+
+if TYPE_CHECKING:
+    from ....interaction.pantograph.config import PantographConfig
+    from .checked import Outcome
 
 logger = logging.getLogger("lean_dojo_v2.trainer.rl.rewards")
 
@@ -54,7 +58,7 @@ class RewardContext:
         self.theorems = dict(self.theorems)
         self.pool = EnvPool(self.envs, self.tactic_timeout)
         self._lock = threading.Lock()
-        self._cache: OrderedDict[Hashable, Any] = OrderedDict()
+        self._cache: OrderedDict[Hashable, Outcome] = OrderedDict()
         self._counts = dict.fromkeys(STAT_KEYS, 0)
         self._announced = False
         self._closed = False
@@ -63,7 +67,7 @@ class RewardContext:
     def theorem(self, key: str | None) -> Theorem | None:
         return self.theorems.get(key) if key else None
 
-    def cached(self, key: Hashable) -> Any | None:
+    def cached(self, key: Hashable) -> Outcome | None:
         """A cached check result (counted as a cache hit), or None."""
         with self._lock:
             value = self._cache.get(key)
@@ -72,7 +76,7 @@ class RewardContext:
                 self._counts["cache_hits"] += 1
             return value
 
-    def store(self, key: Hashable, value: Any) -> None:
+    def store(self, key: Hashable, value: Outcome) -> None:
         with self._lock:
             self._cache[key] = value
             self._cache.move_to_end(key)
@@ -93,7 +97,7 @@ class RewardContext:
                 "%s rewards are checked by %s (%d environment(s))", scorer, backend, len(self.envs)
             )
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> dict[str, str | int]:
         """``backend`` (of the last check, else the context's), and the counters: ``checks``
         (run in an environment), ``cache_hits`` (answered without one, duplicates in a batch
         included), ``rejected`` (Lean or replay refused the tactic or proof), ``errors`` (an
@@ -143,7 +147,7 @@ def open_reward_context(
     *,
     backend: str = "auto",
     num_envs: int = 4,
-    pantograph: Any = None,
+    pantograph: PantographConfig | Mapping[str, Any] | None = None,
     tactic_timeout: float | None = 10.0,
     max_proof_steps: int = 1,
     cache_size: int = 100_000,
@@ -190,7 +194,11 @@ def _replay_envs(theorems: Iterable[Theorem], num_envs: int) -> list[ProofEnv]:
 
 
 def _pantograph_envs(
-    pantograph: Any, num_envs: int, tactic_timeout: float | None, *, required: bool
+    pantograph: PantographConfig | Mapping[str, Any] | None,
+    num_envs: int,
+    tactic_timeout: float | None,
+    *,
+    required: bool,
 ) -> list[ProofEnv] | None:
     from ....errors import LeanNotFoundError
     from ....interaction.pantograph import PantographConfig, PantographEnv
@@ -214,7 +222,7 @@ def _pantograph_envs(
             raise
         logger.info("no Pantograph REPL found; Lean-checked rewards use replay")
         return None
-    changes: dict[str, Any] = {"command": list(located.command)}
+    changes: dict[str, object] = {"command": list(located.command)}
     if tactic_timeout is not None:
         changes["tactic_timeout"] = tactic_timeout
     config = config.with_(**changes)

@@ -10,10 +10,8 @@ takes the Lean-checked reward of the row's mode (``lean_tactic`` or ``lean_proof
 
 from __future__ import annotations
 
-from typing import Any
-
 from ....errors import ConfigValueError
-from .base import BaseRewardScorer, RewardContext, Trajectory
+from .base import BaseRewardScorer, RewardContext, Scored, Trajectory
 
 
 class DifficultyScorer(BaseRewardScorer):
@@ -64,11 +62,11 @@ class DifficultyScorer(BaseRewardScorer):
         d = min(1.0, max(0.0, float(difficulty)))
         return (1.0 + self.bonus * d) / (1.0 + self.bonus)
 
-    def score(self, trajectory: Trajectory, **kwargs: Any) -> tuple[float, dict[str, Any]]:
+    def score(self, trajectory: Trajectory, **kwargs: object) -> Scored:
         return self.score_batch([trajectory])[0]
 
-    def score_batch(self, trajectories: list[Trajectory]) -> list[tuple[float, dict[str, Any]]]:
-        results: list[tuple[float, dict[str, Any]] | None] = [None] * len(trajectories)
+    def score_batch(self, trajectories: list[Trajectory]) -> list[Scored]:
+        results: list[Scored | None] = [None] * len(trajectories)
         by_base: dict[int, tuple[BaseRewardScorer, list[int]]] = {}
         for i, t in enumerate(trajectories):
             base = self._base_for(t.mode)

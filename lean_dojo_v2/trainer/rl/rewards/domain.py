@@ -19,9 +19,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
 
-from .base import BaseRewardScorer, Trajectory
+from .base import BaseRewardScorer, Scored, Trajectory
 from .text import END_MARKERS, clean_completion
 
 
@@ -117,7 +116,7 @@ class DomainScorer(BaseRewardScorer):
         self.completion_saturation = max(1, completion_saturation)
         self.end_markers = tuple(end_markers)
 
-    def score(self, trajectory: Trajectory, **kwargs: Any) -> tuple[float, dict[str, Any]]:
+    def score(self, trajectory: Trajectory, **kwargs: object) -> Scored:
         goal = trajectory.state or trajectory.prompt
         completion = clean_completion(trajectory.completion, self.end_markers)
         g_hits = feature_count(goal, self.features["goal"])

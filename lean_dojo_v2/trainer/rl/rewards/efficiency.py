@@ -11,9 +11,8 @@ Lean-checked reward (``create_composite_scorer("lean_proof", "efficiency", ...)`
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
-from .base import BaseRewardScorer, Trajectory
+from .base import BaseRewardScorer, Scored, Trajectory
 from .text import END_MARKERS, clean_completion, completion_tactics
 
 
@@ -25,7 +24,7 @@ class EfficiencyScorer(BaseRewardScorer):
     def __init__(self, *, end_markers: Sequence[str] = END_MARKERS) -> None:
         self.end_markers = tuple(end_markers)
 
-    def score(self, trajectory: Trajectory, **kwargs: Any) -> tuple[float, dict[str, Any]]:
+    def score(self, trajectory: Trajectory, **kwargs: object) -> Scored:
         text = clean_completion(trajectory.completion, self.end_markers)
         n = len(trajectory.steps) or len(completion_tactics(text))
         if n == 0:

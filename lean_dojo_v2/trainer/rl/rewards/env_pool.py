@@ -83,15 +83,19 @@ class EnvPool:
     def map(self, job: Callable[[ProofEnv, T], R], items: Sequence[T]) -> list[R]:
         """``job(env, item)`` for every item, in order; in parallel over the pool when it holds
         several environments and there are several items, else in the caller's thread."""
+
+        def bound(item: T) -> Callable[[ProofEnv], R]:
+            return lambda env: job(env, item)
+
         if len(self.envs) == 1 or len(items) <= 1:
-            return [self.run(lambda env, it=item: job(env, it)) for item in items]
+            return [self.run(bound(item)) for item in items]
         with self._lock:
             if self._executor is None:
                 self._executor = ThreadPoolExecutor(
                     max_workers=len(self.envs), thread_name_prefix="lean-dojo-v2-reward"
                 )
             executor = self._executor
-        futures = [executor.submit(self.run, lambda env, it=item: job(env, it)) for item in items]
+        futures = [executor.submit(self.run, bound(item)) for item in items]
         return [f.result() for f in futures]
 
     def close(self) -> None:

@@ -13,9 +13,8 @@ Reward ``good`` (1.0) when all hold, else ``bad`` (0.0); ``info["problem"]`` say
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
-from .base import BaseRewardScorer, Trajectory
+from .base import BaseRewardScorer, Scored, Trajectory
 from .text import (
     END_MARKERS,
     balance_problem,
@@ -62,7 +61,7 @@ class FormatScorer(BaseRewardScorer):
         self.bad = float(bad)
         self.end_markers = tuple(end_markers)
 
-    def score(self, trajectory: Trajectory, **kwargs: Any) -> tuple[float, dict[str, Any]]:
+    def score(self, trajectory: Trajectory, **kwargs: object) -> Scored:
         text = clean_completion(trajectory.completion, self.end_markers)
         problem = format_problem(text, trajectory.mode)
         if problem is None:

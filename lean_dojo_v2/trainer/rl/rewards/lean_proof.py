@@ -22,13 +22,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from ....data.model import Theorem
 from ....errors import ConfigValueError
 from ....interaction.base import ProofEnv
 from ....interaction.types import ProofFinished, ProofState, TacticError, TacticTimeout
-from .base import RewardContext, StepRecord, Trajectory
+from .base import RewardContext, RewardInfo, StepRecord, Trajectory
 from .checked import Check, LeanCheckedScorer, Outcome
 from .env_pool import theorem_key
 from .text import END_MARKERS, clean_completion, completion_tactics, refusal_reason, tactic_key
@@ -44,7 +43,7 @@ class _Work:
         return theorem_key(self.theorem)
 
 
-class LeanProofScorer(LeanCheckedScorer):
+class LeanProofScorer(LeanCheckedScorer[_Work]):
     """See the module docstring."""
 
     name = "lean_proof"
@@ -74,11 +73,11 @@ class LeanProofScorer(LeanCheckedScorer):
         if outcome.outcome == "proved":
             return self.proved
         fraction = outcome.details.get("replayed_fraction")
-        if self.partial_credit > 0 and fraction:
+        if self.partial_credit > 0 and isinstance(fraction, int | float) and fraction:
             return self.partial_credit * float(fraction)
         return self.failed
 
-    def prepare(self, trajectory: Trajectory) -> Check | Outcome:
+    def prepare(self, trajectory: Trajectory) -> Check[_Work] | Outcome:
         proof = clean_completion(trajectory.completion, self.end_markers)
         if not proof:
             return Outcome("error", (), "empty completion", cacheable=False)
@@ -107,7 +106,7 @@ class LeanProofScorer(LeanCheckedScorer):
         backend = env.backend
         if verdict is None:
             return Outcome("crash", (), "the environment failed on every attempt", backend, False)
-        details: dict[str, Any] = {"checked_by": verdict.checked_by}
+        details: RewardInfo = {"checked_by": verdict.checked_by}
         if verdict.axioms is not None:
             details["axioms"] = list(verdict.axioms)
         if verdict.ok and verdict.nonstandard_axioms:

@@ -15,15 +15,14 @@ earlier ones reached.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from ....data.model import Theorem
 from ....interaction.base import ProofEnv
 from ....interaction.types import ProofFinished, ProofState, TacticError, TacticTimeout
 from ....models.candidates import is_forbidden
-from .base import RewardContext, StepRecord, Trajectory
+from .base import RewardContext, RewardInfo, StepRecord, Trajectory
 from .checked import Check, LeanCheckedScorer, Outcome
 from .text import END_MARKERS, clean_completion, completion_tactics, state_key, tactic_key
 
@@ -46,7 +45,7 @@ def _size(state: ProofState) -> tuple[int, int]:
     return (state.num_goals, sum(len(g) for g in state.goals))
 
 
-class LeanTacticScorer(LeanCheckedScorer):
+class LeanTacticScorer(LeanCheckedScorer[_Work]):
     """See the module docstring."""
 
     name = "lean_tactic"
@@ -80,7 +79,7 @@ class LeanTacticScorer(LeanCheckedScorer):
     def reward(self, outcome: Outcome) -> float:
         return self.values.get(outcome.outcome, self.error)
 
-    def prepare(self, trajectory: Trajectory) -> Check | Outcome:
+    def prepare(self, trajectory: Trajectory) -> Check[_Work] | Outcome:
         text = clean_completion(trajectory.completion, self.end_markers)
         tactics = completion_tactics(text)[: self.steps_allowed()]
         if not tactics:
@@ -90,10 +89,11 @@ class LeanTacticScorer(LeanCheckedScorer):
         theorem = trajectory.theorem
         if theorem is None and self.context is not None:
             theorem = self.context.theorem(trajectory.theorem_key)
-        key = ("lean_tactic", state_key(trajectory.state), tuple(tactic_key(t) for t in tactics))
+        tactic_keys = tuple(tactic_key(t) for t in tactics)
+        key: tuple[Hashable, ...] = ("lean_tactic", state_key(trajectory.state), tactic_keys)
         if not trajectory.state:
             # No recorded state to key on: the theorem and step identify it instead.
-            key = ("lean_tactic", trajectory.theorem_key, trajectory.step, key[2])
+            key = ("lean_tactic", trajectory.theorem_key, trajectory.step, tactic_keys)
         return Check(key, _Work(theorem, trajectory.step, trajectory.state, tuple(tactics)))
 
     def check(self, env: ProofEnv, work: _Work) -> Outcome:
@@ -101,7 +101,7 @@ class LeanTacticScorer(LeanCheckedScorer):
         timeout = self.context.tactic_timeout
         start, matched = self.context.pool.state_at(env, work.theorem, work.step, work.state)
         backend = env.backend
-        details: dict[str, Any] = {} if matched else {"state_matched": False}
+        details: RewardInfo = {} if matched else {"state_matched": False}
         steps: list[StepRecord] = []
         current = start
         for tactic in work.tactics:

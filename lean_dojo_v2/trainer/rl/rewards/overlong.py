@@ -11,10 +11,10 @@ as characters / 4 and ``info["estimated"]`` says so. Set ``max_len`` to the trai
 
 from __future__ import annotations
 
-from typing import Any
+from typing import SupportsInt
 
 from ....errors import ConfigValueError
-from .base import BaseRewardScorer, Trajectory
+from .base import BaseRewardScorer, RewardInfo, Scored, Trajectory
 
 CHARS_PER_TOKEN = 4  # a rough average for code-like text; only used without token ids
 
@@ -42,13 +42,19 @@ class OverlongScorer(BaseRewardScorer):
         self.max_len = max_len
         self.cache = cache
 
-    def score(self, trajectory: Trajectory, **kwargs: Any) -> tuple[float, dict[str, Any]]:
-        length = kwargs.get("completion_length", trajectory.extra.get("completion_length"))
-        estimated = length is None
-        if estimated:
+    def score(self, trajectory: Trajectory, **kwargs: object) -> Scored:
+        given = kwargs.get("completion_length", trajectory.extra.get("completion_length"))
+        estimated = given is None
+        if given is None:
             length = -(-len(trajectory.completion) // CHARS_PER_TOKEN)
-        penalty = soft_overlong_penalty(int(length), self.max_len, self.cache)
-        info: dict[str, Any] = {"length": int(length)}
+        elif isinstance(given, str | SupportsInt):
+            length = int(given)
+        else:
+            raise TypeError(
+                f"completion_length must be a number of tokens, not {type(given).__name__}"
+            )
+        penalty = soft_overlong_penalty(length, self.max_len, self.cache)
+        info: RewardInfo = {"length": length}
         if estimated:
             info["estimated"] = True
         return penalty, info

@@ -18,10 +18,10 @@ import importlib
 import math
 import threading
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from typing import TypeVar, overload
 
 from ...errors import RewardFunctionError, UnknownRewardError
-from .base import BaseRewardScorer, RewardContext, Trajectory
+from .base import BaseRewardScorer, RewardContext, RewardInfo, Scored, Trajectory
 
 _BUILTINS: dict[str, str] = {
     "lean_tactic": ".lean_tactic:LeanTacticScorer",
@@ -49,7 +49,15 @@ _registry: dict[str, Factory] = {}
 _lock = threading.Lock()
 
 
-def register_scorer(name: str, factory: Factory | None = None, *, replace: bool = False) -> Any:
+@overload
+def register_scorer(
+    name: str, factory: None = None, *, replace: bool = False
+) -> Callable[[F], F]: ...
+@overload
+def register_scorer(name: str, factory: F, *, replace: bool = False) -> F: ...
+def register_scorer(
+    name: str, factory: Factory | None = None, *, replace: bool = False
+) -> Factory | Callable[[F], F]:
     """Register ``factory`` (a scorer class, or any callable returning a scorer) as ``name``;
     without ``factory``, a class decorator. A taken name needs ``replace=True``."""
     if not name or not isinstance(name, str):
@@ -87,13 +95,14 @@ def _factory(name: str) -> Factory:
     return factory
 
 
-def get_scorer(name: str, **kwargs: Any) -> BaseRewardScorer:
-    """A new scorer registered as ``name``, built with ``kwargs`` (a Lean-checked one also
-    takes ``context=``)."""
+def get_scorer(
+    name: str, *, context: RewardContext | None = None, **kwargs: object
+) -> BaseRewardScorer:
+    """A new scorer registered as ``name``, built with ``kwargs`` and bound to ``context`` (what
+    a Lean-checked one checks in)."""
     if not isinstance(name, str):
         raise UnknownRewardError(repr(name), available_scorers())
     # Every scorer can be bound to a context, whether or not its constructor takes one.
-    context = kwargs.pop("context", None)
     scorer = _factory(name)(**kwargs)
     if not isinstance(scorer, BaseRewardScorer):
         raise RewardFunctionError(
@@ -143,12 +152,12 @@ class CompositeScorer(BaseRewardScorer):
         for scorer in self.scorers:
             scorer.bind(self.context)
 
-    def score(self, trajectory: Trajectory, **kwargs: Any) -> tuple[float, dict[str, Any]]:
+    def score(self, trajectory: Trajectory, **kwargs: object) -> Scored:
         return self.score_batch([trajectory])[0]
 
-    def score_batch(self, trajectories: list[Trajectory]) -> list[tuple[float, dict[str, Any]]]:
+    def score_batch(self, trajectories: list[Trajectory]) -> list[Scored]:
         totals = [0.0] * len(trajectories)
-        infos: list[dict[str, Any]] = [{} for _ in trajectories]
+        infos: list[RewardInfo] = [{} for _ in trajectories]
         for scorer in self.scorers:
             weight = self.weights[scorer.name]
             for i, (reward, info) in enumerate(scorer.score_batch(trajectories)):
@@ -162,27 +171,31 @@ def create_composite_scorer(
     *scorers: str | BaseRewardScorer,
     weights: Mapping[str, float] | None = None,
     name: str = "composite",
-    **kwargs: Any,
+    context: RewardContext | None = None,
+    **kwargs: object,
 ) -> CompositeScorer:
     """A :class:`CompositeScorer` of ``scorers`` (registered names or scorer objects);
     ``weights`` by part name (a name that is not a part raises :class:`UnknownRewardError`);
-    ``kwargs`` go to every part built here by name that takes them (``context=`` typically)."""
-    parts = [s if isinstance(s, BaseRewardScorer) else _build(s, kwargs) for s in scorers]
+    every part built here by name is bound to ``context`` and gets those of ``kwargs`` it
+    takes."""
+    parts = [s if isinstance(s, BaseRewardScorer) else _build(s, kwargs, context) for s in scorers]
     return CompositeScorer(parts, weights, name=name)
 
 
-def _build(name: str, kwargs: Mapping[str, Any]) -> BaseRewardScorer:
+def _build(
+    name: str, kwargs: Mapping[str, object], context: RewardContext | None
+) -> BaseRewardScorer:
     import inspect
 
     factory = _factory(name)
     try:
         params = inspect.signature(factory).parameters
     except (TypeError, ValueError):
-        return get_scorer(name, **kwargs)
+        return get_scorer(name, context=context, **kwargs)
     if any(p.kind is p.VAR_KEYWORD for p in params.values()):
-        return get_scorer(name, **kwargs)
-    taken = {k: v for k, v in kwargs.items() if k in params or k == "context"}
-    return get_scorer(name, **taken)
+        return get_scorer(name, context=context, **kwargs)
+    taken = {k: v for k, v in kwargs.items() if k in params}
+    return get_scorer(name, context=context, **taken)
 
 
 def default_scorer(mode: str = "tactic", context: RewardContext | None = None) -> CompositeScorer:

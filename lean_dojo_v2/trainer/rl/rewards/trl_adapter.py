@@ -20,9 +20,9 @@ import inspect
 import math
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from numbers import Real
-from typing import Any
+from typing import Any, TypeVar
 
 from ...errors import RewardFunctionError, RewardTimeoutError
 from .base import BaseRewardScorer, RewardContext, Trajectory
@@ -35,8 +35,10 @@ TRL_ARGUMENTS: tuple[str, ...] = (
 )  # fmt: skip
 _TRL_EXTRAS = frozenset({"trainer_state", "log_extra", "log_metric", "environments"})
 
+T = TypeVar("T")
 
-def _text(completion: Any) -> str:
+
+def _text(completion: object) -> str:
     """A completion's text: a string, or (conversational) the last message's content."""
     if isinstance(completion, str):
         return completion
@@ -45,11 +47,18 @@ def _text(completion: Any) -> str:
     return "" if completion is None else str(completion)
 
 
-def _column(kwargs: dict[str, Any], name: str, n: int) -> list[Any]:
-    values = kwargs.get(name)
-    if values is None:
+def _column(kwargs: Mapping[str, object], name: str, n: int) -> list[Any]:
+    """Dataset column ``name``, one value per completion (None where the dataset lacks it); its
+    values are whatever the dataset holds (read by :class:`Trajectory`'s field types)."""
+    given = kwargs.get(name)
+    if given is None:
         return [None] * n
-    values = list(values)
+    if not isinstance(given, Iterable):
+        raise RewardFunctionError(
+            f"column {name!r} is a {type(given).__name__}; TRL passes a list, one value per "
+            "completion"
+        )
+    values = list(given)
     if len(values) != n:
         raise RewardFunctionError(
             f"column {name!r} has {len(values)} values for {n} completions; TRL passes one per "
@@ -59,10 +68,10 @@ def _column(kwargs: dict[str, Any], name: str, n: int) -> list[Any]:
 
 
 def build_trajectories(
-    prompts: Sequence[Any] | None,
-    completions: Sequence[Any],
+    prompts: Sequence[object] | None,
+    completions: Sequence[object],
     completion_ids: Sequence[Sequence[int]] | None,
-    columns: dict[str, Any],
+    columns: Mapping[str, object],
     context: RewardContext | None = None,
 ) -> list[Trajectory]:
     """One :class:`Trajectory` per completion from TRL's arguments (missing columns take the
@@ -70,13 +79,16 @@ def build_trajectories(
     n = len(completions)
     prompt_list = list(prompts) if prompts is not None else [""] * n
     cols = {name: _column(columns, name, n) for name in COLUMNS}
-    ids = list(completion_ids) if completion_ids is not None else [None] * n
+    ids: list[Sequence[int] | None] = (
+        list(completion_ids) if completion_ids is not None else [None] * n
+    )
     out = []
     for i in range(n):
         key = cols["theorem_key"][i] or ""
-        extra: dict[str, Any] = {"theorem_key": key}
-        if ids[i] is not None:
-            extra["completion_length"] = len(ids[i])
+        extra: dict[str, object] = {"theorem_key": key}
+        token_ids = ids[i]
+        if token_ids is not None:
+            extra["completion_length"] = len(token_ids)
         step, difficulty = cols["step"][i], cols["difficulty"][i]
         out.append(
             Trajectory(
@@ -104,10 +116,10 @@ class ScorerRewardFunction:
 
     def __call__(
         self,
-        prompts: Sequence[Any] | None = None,
-        completions: Sequence[Any] | None = None,
+        prompts: Sequence[object] | None = None,
+        completions: Sequence[object] | None = None,
         completion_ids: Sequence[Sequence[int]] | None = None,
-        **kwargs: Any,
+        **kwargs: object,
     ) -> list[float]:
         completions = list(completions or [])
         trajectories = build_trajectories(
@@ -144,7 +156,7 @@ def reward_functions(
 
 
 # ------------------------------------------------------------------------- user functions
-def _signature_plan(func: Callable[..., Any]) -> tuple[bool, frozenset[str]]:
+def _signature_plan(func: Callable[..., object]) -> tuple[bool, frozenset[str]]:
     """Whether ``func`` takes ``**kwargs``, and the names it takes; raises
     :class:`RewardFunctionError` when TRL's call cannot fit it."""
     valid = (*TRL_ARGUMENTS, *COLUMNS)
@@ -179,7 +191,7 @@ def _signature_plan(func: Callable[..., Any]) -> tuple[bool, frozenset[str]]:
     return var_kw, frozenset(names)
 
 
-def _as_floats(result: Any, n: int, what: str) -> list[float]:
+def _as_floats(result: object, n: int, what: str) -> list[float]:
     torch = sys.modules.get("torch")  # a tensor can only exist if torch is loaded
     if torch is not None and isinstance(result, torch.Tensor):
         if result.dim() != 1:
@@ -214,7 +226,7 @@ def _as_floats(result: Any, n: int, what: str) -> list[float]:
     return out
 
 
-def wrap_user_reward(func: Callable[..., Any]) -> Callable[..., list[float]]:
+def wrap_user_reward(func: Callable[..., object]) -> Callable[..., list[float]]:
     """A TRL reward function around a user's ``func(completions, **kwargs)`` (or one naming only
     the arguments and columns it reads). Its signature is checked now; at each call, the result
     must be a list of numbers or a 1-D ``torch.Tensor`` with one entry per completion. Raises
@@ -228,13 +240,17 @@ def wrap_user_reward(func: Callable[..., Any]) -> Callable[..., list[float]]:
     what = getattr(func, "__name__", type(func).__name__)
 
     def reward(
-        prompts: Sequence[Any] | None = None,
-        completions: Sequence[Any] | None = None,
-        completion_ids: Any = None,
-        **kwargs: Any,
+        prompts: Sequence[object] | None = None,
+        completions: Sequence[object] | None = None,
+        completion_ids: object = None,
+        **kwargs: object,
     ) -> list[float]:
         completions = list(completions or [])
-        call = {"prompts": prompts, "completions": completions, "completion_ids": completion_ids}
+        call: dict[str, object] = {
+            "prompts": prompts,
+            "completions": completions,
+            "completion_ids": completion_ids,
+        }
         call.update(kwargs)
         if not var_kw:
             call = {k: v for k, v in call.items() if k in names}
@@ -248,18 +264,19 @@ def wrap_user_reward(func: Callable[..., Any]) -> Callable[..., list[float]]:
 
 # ------------------------------------------------------------------------- every function
 def _call_within(
-    func: Callable[..., Any], kwargs: dict[str, Any], timeout: float, what: str
-) -> Any:
+    func: Callable[..., T], kwargs: Mapping[str, object], timeout: float, what: str
+) -> T:
     """``func(**kwargs)`` on a daemon thread, its result or its exception; a
     :class:`RewardTimeoutError` when it has not returned after ``timeout`` seconds."""
-    outcome: dict[str, Any] = {}
+    values: list[T] = []
+    errors: list[BaseException] = []
     done = threading.Event()
 
     def run() -> None:
         try:
-            outcome["value"] = func(**kwargs)
+            values.append(func(**kwargs))
         except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
-            outcome["error"] = exc
+            errors.append(exc)
         finally:
             done.set()
 
@@ -271,12 +288,14 @@ def _call_within(
             "training stopped (the call is left running in the background); make it return "
             "sooner, or raise reward_timeout in the GRPO config"
         )
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["value"]
+    if errors:
+        raise errors[0]
+    return values[0]
 
 
-def guard_reward(func: Callable[..., Any], *, timeout: float | None) -> Callable[..., list[float]]:
+def guard_reward(
+    func: Callable[..., list[float]], *, timeout: float | None
+) -> Callable[..., list[float]]:
     """``func`` (a TRL reward function: :func:`reward_functions`, :func:`wrap_user_reward`) as a
     training step calls it: it must return within ``timeout`` seconds (None: no limit), else
     :class:`RewardTimeoutError` naming it; an infinite reward is a
@@ -284,7 +303,7 @@ def guard_reward(func: Callable[..., Any], *, timeout: float | None) -> Callable
     this function"). The name TRL logs it by is kept."""
     what = getattr(func, "__name__", None) or type(func).__name__
 
-    def guarded(**kwargs: Any) -> list[float]:
+    def guarded(**kwargs: object) -> list[float]:
         if timeout is None:
             rewards = func(**kwargs)
         else:
