@@ -24,7 +24,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Mapping, Sequence
-from typing import Any, NoReturn, TypeVar
+from typing import NoReturn, TypeVar
 
 C = TypeVar("C")
 
@@ -101,15 +101,17 @@ class _HelpConfigAction(argparse.Action):
     """``--help-config`` that prints the config's fields and exits 0, like argparse's ``--help``
     (so it works without the command's required arguments)."""
 
-    def __init__(self, option_strings: Sequence[str], config: str | type, **kwargs: Any) -> None:
+    def __init__(
+        self, option_strings: Sequence[str], dest: str, config: str | type, help: str | None = None
+    ) -> None:
         self.config = config
-        super().__init__(option_strings, nargs=0, default=argparse.SUPPRESS, **kwargs)
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
 
     def __call__(
         self,
         parser: argparse.ArgumentParser,
         namespace: argparse.Namespace,
-        values: Any,
+        values: str | Sequence[object] | None,
         option_string: str | None = None,
     ) -> None:
         from .loading import describe_config
@@ -137,15 +139,15 @@ def config_from_args(
     args: argparse.Namespace,
     config_cls: type[C],
     *,
-    defaults: Mapping[str, Any] | None = None,
-    **values: Any,
+    defaults: Mapping[str, object] | None = None,
+    **values: object,
 ) -> C:
     """The ``config_cls`` config from ``--config``, then ``--set``, then ``defaults`` (only the
     keys ``--set`` does not give), then ``values`` (the command's own flags) and
     ``-o/--output-dir``; see :func:`lean_dojo_v2.config.loading.load_config`."""
     from .loading import load_config
 
-    extra: dict[str, Any] = {}
+    extra: dict[str, object] = {}
     if defaults:
         given = {o.split("=", 1)[0].strip() for o in args.overrides}
         extra.update({k: v for k, v in defaults.items() if k not in given})

@@ -53,11 +53,16 @@ import types
 import typing
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, Literal, TypeVar, Union
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, Union, cast, overload
 
 from ..errors import ConfigValueError, UnknownConfigKeyError
 
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
 C = TypeVar("C")
+D = TypeVar("D", bound="DataclassInstance")
+T = TypeVar("T")
 log = logging.getLogger(__name__)
 
 _NONE_WORDS = {"none", "null", "~", ""}
@@ -182,15 +187,15 @@ def _alias_target(target: str | Callable[[Any], dict[str, Any]]) -> str:
     return doc.splitlines()[0].rstrip(".") if doc else "see the docstring"
 
 
-def _default_of(f: dataclasses.Field) -> Any:
+def _default_of(f: dataclasses.Field[object]) -> object:
     if f.default is not dataclasses.MISSING:
         return f.default
-    if f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
-        return f.default_factory()  # type: ignore[misc]
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
     return None
 
 
-def _type_name(tp: Any) -> str:
+def _type_name(tp: object) -> str:
     origin = typing.get_origin(tp)
     if origin is Literal:
         return " | ".join(repr(a) for a in typing.get_args(tp))
@@ -204,7 +209,7 @@ def _type_name(tp: Any) -> str:
     return getattr(tp, "__name__", str(tp))
 
 
-def _bad(key: str, value: Any, tp: Any, source: str, why: str = "") -> ConfigValueError:
+def _bad(key: str, value: object, tp: object, source: str, why: str = "") -> ConfigValueError:
     where = f" (from {source})" if source else ""
     extra = f": {why}" if why else ""
     return ConfigValueError(
@@ -217,7 +222,7 @@ def allows_inf(f: dataclasses.Field) -> bool:
     return bool(f.metadata.get("allow_inf", False))
 
 
-def check_finite_floats(config: Any) -> None:
+def check_finite_floats(config: object) -> None:
     """Raise :class:`ConfigValueError` for the first float field of ``config`` (also a float in a
     list or a mapping field) that is ``nan`` or ``±inf`` (``±inf`` passes where the field
     :func:`allows_inf`). For ``__post_init__``: a config built in Python, not through
@@ -241,7 +246,7 @@ def check_finite_floats(config: Any) -> None:
             )
 
 
-def require(config: Any, ok: bool, key: str, what: str) -> None:
+def require(config: object, ok: bool, key: str, what: str) -> None:
     """Raise the one-line :class:`ConfigValueError` of field ``key`` of ``config`` unless
     ``ok`` (a config's ``__post_init__`` checks: ``require(self, self.lr > 0, "lr",
     "positive")``)."""
@@ -249,18 +254,33 @@ def require(config: Any, ok: bool, key: str, what: str) -> None:
         raise ConfigValueError(f"config key {key!r} must be {what}, got {getattr(config, key)!r}")
 
 
+@overload
+def config_field(default: T, *, fingerprint: bool = True, allow_inf: bool = False) -> T: ...
+
+
+@overload
 def config_field(
-    default: Any = dataclasses.MISSING,
+    *, default_factory: Callable[[], T], fingerprint: bool = True, allow_inf: bool = False
+) -> T: ...
+
+
+def config_field(
+    default: object = dataclasses.MISSING,
     *,
-    default_factory: Any = dataclasses.MISSING,
+    default_factory: Callable[[], object] | None = None,
     fingerprint: bool = True,
     allow_inf: bool = False,
-) -> Any:
+) -> object:
     """A config field with metadata: ``fingerprint=False`` for a field that does not change what
     is trained (a run may resume with another value of it: where outputs go, how often to log),
-    ``allow_inf=True`` for a float that accepts ``±inf``."""
+    ``allow_inf=True`` for a float that accepts ``±inf``. Typed like ``dataclasses.field``: the
+    value is the default's type (or the factory's), so ``x: int = config_field(3)`` checks."""
     metadata = {"fingerprint": fingerprint, "allow_inf": allow_inf}
-    return dataclasses.field(default=default, default_factory=default_factory, metadata=metadata)
+    if default_factory is None:
+        return dataclasses.field(default=default, metadata=metadata)
+    if default is not dataclasses.MISSING:
+        raise ValueError("cannot specify both default and default_factory")
+    return dataclasses.field(default_factory=default_factory, metadata=metadata)
 
 
 def unfingerprinted_fields(cls: type) -> frozenset[str]:
@@ -270,7 +290,7 @@ def unfingerprinted_fields(cls: type) -> frozenset[str]:
     )
 
 
-def config_argument(cls: type[C], config: Any, *, who: str) -> C:
+def config_argument(cls: type[C], config: object, *, who: str) -> C:
     """``config`` as a ``cls`` config for ``who`` (e.g. ``"SFTTrainer.from_config"``): a ``cls``
     as it is, the path of a YAML file of its keys, or a mapping of its keys (both read as
     :func:`load_config` reads them: unknown keys named, values checked by type); anything else
@@ -291,13 +311,13 @@ def config_argument(cls: type[C], config: Any, *, who: str) -> C:
 
 def coerce_value(
     key: str,
-    value: Any,
-    tp: Any,
+    value: object,
+    tp: object,
     *,
     source: str = "",
     from_text: bool = False,
     allow_inf: bool = False,
-) -> Any:
+) -> object:
     """``value`` checked (and where lossless, converted) against type ``tp`` of field ``key``.
 
     ``from_text``: ``value`` is the raw text of a ``--set`` override, parsed by the field's type
@@ -390,11 +410,13 @@ def coerce_value(
         raise _bad(key, value, tp, source)
     if origin in (list, tuple, Iterable) or tp in (list, tuple):
         (item_tp,) = typing.get_args(tp)[:1] or (Any,)
-        items = value
+        items: object = value
         if from_text:
             text = str(value).strip()
             if text.startswith("["):
                 items = _yaml_load(key, text, source)
+                if not isinstance(items, list):
+                    raise _bad(key, value, tp, source, "a list")
             elif text.lower() in _NONE_WORDS:
                 items = []
             else:
@@ -430,12 +452,13 @@ def coerce_value(
             )
             for k, v in data.items()
         }
-    if isinstance(value, tp):
+    # Every other annotation the config system reads is a class by now.
+    if isinstance(value, cast(type, tp)):
         return value
     raise _bad(key, value, tp, source)
 
 
-def _yaml_load(key: str, text: str, source: str) -> Any:
+def _yaml_load(key: str, text: str, source: str) -> object:
     import yaml
 
     try:
@@ -447,7 +470,7 @@ def _yaml_load(key: str, text: str, source: str) -> Any:
         ) from None
 
 
-def _yaml_scalar(text: Any) -> Any:
+def _yaml_scalar(text: object) -> object:
     import yaml
 
     try:
@@ -468,7 +491,7 @@ def parse_overrides(items: Iterable[str]) -> list[tuple[str, str]]:
     return out
 
 
-def read_config_file(path: str | Path) -> dict[str, Any]:
+def read_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
     """The mapping in YAML (or JSON) file ``path``; an empty file is ``{}``."""
     import yaml
 
@@ -508,13 +531,13 @@ def check_keys(cls: type, keys: Iterable[str], *, source: str = "") -> None:
             raise UnknownConfigKeyError(key, valid, source=source, config=cls.__name__)
 
 
-def _coercer(cls: type):
+def _coercer(cls: type) -> Callable[..., object]:
     """``coerce(key, value, source, from_text=False)`` for the fields of ``cls``: each value
     checked against its field's type, ``±inf`` only where the field allows it."""
     tps = field_types(cls)
     fields = config_fields(cls)
 
-    def coerce(key: str, value: Any, source: str, from_text: bool = False) -> Any:
+    def coerce(key: str, value: object, source: str, from_text: bool = False) -> object:
         return coerce_value(
             key,
             value,
@@ -559,13 +582,13 @@ def config_from_dict(cls: type[C], values: Mapping[str, Any], *, source: str = "
 
 def load_config(
     cls: type[C],
-    path: str | Path | None = None,
-    overrides: Iterable[str] | Mapping[str, Any] = (),
-    **values: Any,
+    path: str | os.PathLike[str] | None = None,
+    overrides: Iterable[str] | Mapping[str, object] = (),
+    **values: object,
 ) -> C:
     """A ``cls`` config from YAML file ``path`` (optional), then ``overrides`` (``"key=value"``
     texts, typed by each field, or a mapping of values), then keyword ``values``."""
-    merged: dict[str, Any] = {}
+    merged: dict[str, object] = {}
     coerce = _coercer(cls)
     if path is not None:
         data = resolve_aliases(cls, read_config_file(path), source=str(path))
@@ -585,7 +608,7 @@ def load_config(
     return cls(**merged)
 
 
-def replace_config(config: C, **values: Any) -> C:
+def replace_config(config: D, **values: object) -> D:
     """A copy of ``config`` with ``values`` set (checked like :func:`load_config`'s keywords)."""
     cls = type(config)
     check_keys(cls, values, source="arguments")
@@ -593,7 +616,7 @@ def replace_config(config: C, **values: Any) -> C:
     return dataclasses.replace(config, **{k: coerce(k, v, "arguments") for k, v in values.items()})
 
 
-def config_to_dict(config: Any) -> dict[str, Any]:
+def config_to_dict(config: object) -> dict[str, Any]:
     """The config's fields as plain JSON/YAML-ready values (paths as text)."""
     out = {}
     for name in config_fields(type(config)):
@@ -602,7 +625,7 @@ def config_to_dict(config: Any) -> dict[str, Any]:
     return json.loads(json.dumps(out, default=str))
 
 
-def dump_config(config: Any, path: str | Path) -> Path:
+def dump_config(config: object, path: str | Path) -> Path:
     """Write ``config`` as YAML to ``path`` (loadable again with :func:`load_config`)."""
     import yaml
 
