@@ -34,19 +34,27 @@ and seq2seq models (ReProver's ByT5) loaded by :func:`~lean_dojo_v2.models.load_
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import math
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import ModelError
 from .candidates import clean_candidates
 from .candidates import is_forbidden as is_forbidden  # its public home before candidates.py
 from .loading import LoadedModel, load_model
 from .prompts import add_special_tokens_for, end_marker, prompt_style, render_prompt
+
+if TYPE_CHECKING:  # pragma: no cover
+    import torch
+    from peft import PeftModel
+    from transformers import BatchEncoding, PreTrainedModel, PreTrainedTokenizerBase
+
+    from ..data.model import Theorem
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +98,7 @@ class TacticGenerator(ABC):
         """:meth:`generate` for a single state."""
         return self.generate([state], num_samples, prefix=prefix)[0]
 
-    def for_theorem(self, theorem: Any) -> TacticGenerator:
+    def for_theorem(self, theorem: Theorem) -> TacticGenerator:
         """The generator to use while proving ``theorem`` (a :class:`~lean_dojo_v2.data.Theorem`).
 
         Search calls this once per theorem before asking for tactics. Most generators ignore the
@@ -151,11 +159,15 @@ def finalize(
 # --------------------------------------------------------------------------- HF implementation
 
 
-def _logits_tools():
+def _decoded_text(tokenizer: PreTrainedTokenizerBase, ids: list[int] | torch.Tensor) -> str:
+    """The text of one generated sequence, special tokens left out."""
+    # decode() gives a list only for a batch of sequences; one sequence is one str.
+    return cast(str, tokenizer.decode(ids, skip_special_tokens=True))
+
+
+@functools.cache
+def _logits_tools():  # returns the two classes it defines: no annotation can name them
     """Classes built on transformers' base classes, defined on first use (no import-time torch)."""
-    global _TOOLS
-    if _TOOLS is not None:
-        return _TOOLS
     import torch
     from transformers import LogitsProcessor, StoppingCriteria
 
@@ -185,7 +197,9 @@ def _logits_tools():
         """Marks a sequence done once its generated text holds a whole tactic (see
         :func:`tactic_end`). Only rows whose text has a line break are decoded."""
 
-        def __init__(self, tokenizer: Any, start: int, prefix: str = "") -> None:
+        def __init__(
+            self, tokenizer: PreTrainedTokenizerBase, start: int, prefix: str = ""
+        ) -> None:
             self.tokenizer = tokenizer
             self.start = start
             self.prefix = prefix
@@ -199,7 +213,9 @@ def _logits_tools():
                 self._has_newline[token_id] = found
             return found
 
-        def __call__(self, input_ids: torch.LongTensor, scores: Any, **kwargs: Any):
+        def __call__(
+            self, input_ids: torch.LongTensor, scores: torch.FloatTensor, **kwargs: object
+        ):
             rows = input_ids.shape[0]
             if self._seen is None or self._seen.shape[0] != rows:
                 self._seen = torch.zeros(rows, dtype=torch.bool)
@@ -209,18 +225,12 @@ def _logits_tools():
                 if not self._seen[r] and self._newline(last[r]):
                     self._seen[r] = True
                 if self._seen[r]:
-                    text = self.tokenizer.decode(
-                        input_ids[r, self.start :], skip_special_tokens=True
-                    )
+                    text = _decoded_text(self.tokenizer, input_ids[r, self.start :])
                     text = (self.prefix + text).lstrip()
                     done[r] = tactic_end(text) is not None
             return done.to(input_ids.device)
 
-    _TOOLS = (LogprobRecorder, TacticStop)
-    return _TOOLS
-
-
-_TOOLS: Any = None
+    return LogprobRecorder, TacticStop
 
 
 class HFTacticGenerator(TacticGenerator):
@@ -281,11 +291,11 @@ class HFTacticGenerator(TacticGenerator):
         self._newline_tokens: dict[int, bool] = {}
 
     @property
-    def model(self) -> Any:
+    def model(self) -> PreTrainedModel | PeftModel:
         return self.loaded.model
 
     @property
-    def tokenizer(self) -> Any:
+    def tokenizer(self) -> PreTrainedTokenizerBase:
         return self.loaded.tokenizer
 
     def _stop_token_ids(self) -> list[int]:
@@ -351,7 +361,7 @@ class HFTacticGenerator(TacticGenerator):
                 tokens >= self.max_new_tokens
                 and ids[tokens - 1] not in ends
                 and tactic_end(
-                    ((prefix or "") + tok.decode(ids[:tokens], skip_special_tokens=True)).lstrip(),
+                    ((prefix or "") + _decoded_text(tok, ids[:tokens])).lstrip(),
                     final=True,
                 )
                 is None
@@ -434,7 +444,7 @@ class HFTacticGenerator(TacticGenerator):
         with self._seeded():
             return self._generate_rows(enc, len(states), n, prefix, limit, until_tactic_end)
 
-    def _rng(self) -> Any:
+    def _rng(self) -> torch.Generator | None:
         """A ``torch.Generator`` on the model's device, seeded with :attr:`seed`, made afresh for
         each batch (the same states give the same samples), or None without a seed (torch's
         global RNG, as transformers' ``generate``). Seeding a generator of our own leaves the
@@ -481,7 +491,7 @@ class HFTacticGenerator(TacticGenerator):
                 if not has:
                     return False
                 seen[row] = True
-            text = (prefix + tok.decode(ids, skip_special_tokens=True)).lstrip()
+            text = (prefix + _decoded_text(tok, ids)).lstrip()
             return tactic_end(text) is not None
 
         return finished
@@ -491,7 +501,8 @@ class HFTacticGenerator(TacticGenerator):
         import inspect
 
         model = self.model
-        base = model.get_base_model() if hasattr(model, "get_base_model") else model
+        get_base = getattr(model, "get_base_model", None)  # a PEFT wrapper: its base's forward
+        base = get_base() if get_base is not None else model
         try:
             return "logits_to_keep" in inspect.signature(base.forward).parameters
         except (TypeError, ValueError):  # pragma: no cover - exotic forward
@@ -499,7 +510,7 @@ class HFTacticGenerator(TacticGenerator):
 
     def _generate_rows(
         self,
-        enc: Any,
+        enc: BatchEncoding,
         num_states: int,
         n: int,
         prefix: str | None,
@@ -510,7 +521,10 @@ class HFTacticGenerator(TacticGenerator):
         import torch
 
         LogprobRecorder, TacticStop = _logits_tools()
-        tok, model = self.tokenizer, self.model
+        tok = self.tokenizer
+        # What generate() returns follows its keyword arguments (return_dict_in_generate), which
+        # no annotation of the model can say.
+        model: Any = self.model
         device = self.loaded.device
         seq2seq = self.loaded.kind == "seq2seq"
         kwargs: dict[str, Any] = dict(
@@ -586,7 +600,7 @@ class HFTacticGenerator(TacticGenerator):
         tok, stops = self.tokenizer, set(self._stop_ids)
         end = next((i for i, t in enumerate(ids) if t in stops), None)
         body = ids if end is None else ids[:end]
-        full = prefix + tok.decode(body, skip_special_tokens=True)
+        full = prefix + _decoded_text(tok, body)
         stripped = full.lstrip()
         cut = tactic_end(stripped, final=True)
         if cut is None:
@@ -596,7 +610,7 @@ class HFTacticGenerator(TacticGenerator):
         if newlines <= 0:
             return stripped[:cut], 0
         for k in range(1, len(body) + 1):
-            if tok.decode(body[:k], skip_special_tokens=True).count("\n") >= newlines:
+            if _decoded_text(tok, body[:k]).count("\n") >= newlines:
                 return stripped[:cut], k
         return stripped[:cut], len(body)  # pragma: no cover - the text came from these tokens
 

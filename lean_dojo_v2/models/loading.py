@@ -22,9 +22,14 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..errors import ModelError, ModelNotFoundError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import torch
+    from peft import PeftModel
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 log = logging.getLogger(__name__)
 
@@ -54,8 +59,8 @@ class LoadedModel:
     device it lives on (``"cpu"``, ``"cuda:0"``); ``source`` says what was loaded (path or id,
     and the adapter) for logs and reports."""
 
-    model: Any
-    tokenizer: Any
+    model: PreTrainedModel | PeftModel
+    tokenizer: PreTrainedTokenizerBase
     kind: str
     device: str
     source: str
@@ -284,7 +289,7 @@ def resolve_device(device: str = "auto") -> str:
     return f"cuda:{index}"
 
 
-def resolve_dtype(dtype: str = "auto", device: str = "cpu") -> Any:
+def resolve_dtype(dtype: str = "auto", device: str = "cpu") -> torch.dtype:
     """The torch dtype: ``"auto"`` → bfloat16 on a CUDA device that supports it, else float32."""
     import torch
 
@@ -309,7 +314,7 @@ def resolve_dtype(dtype: str = "auto", device: str = "cpu") -> Any:
 # --------------------------------------------------------------------------- loading
 
 
-def _read_adapter_config(adapter: Path) -> dict[str, Any]:
+def _read_adapter_config(adapter: Path) -> dict[str, object]:
     config = adapter / "adapter_config.json"
     if not config.is_file():
         raise ModelNotFoundError(
@@ -322,7 +327,7 @@ def _read_adapter_config(adapter: Path) -> dict[str, Any]:
         raise ModelError(f"{config} is not valid JSON ({exc}); save the adapter again") from exc
 
 
-def _adapter_base(adapter: Path, config: dict[str, Any]) -> str:
+def _adapter_base(adapter: Path, config: dict[str, object]) -> str:
     base = config.get("base_model_name_or_path")
     if not base:
         raise ModelError(
@@ -393,21 +398,25 @@ def load_model(
         # Straight onto the GPU: a 7B model loaded on the host first needs its whole size in
         # host memory (28 GB in float32) before the copy.
         placement = {"device_map": {"": dev}} if dev.startswith("cuda") else {}
-        model = auto.from_pretrained(path, dtype=torch_dtype, **placement)
+        model: PreTrainedModel | PeftModel = auto.from_pretrained(
+            path, dtype=torch_dtype, **placement
+        )
     except OSError as exc:
         raise ModelNotFoundError(
             f"cannot load the model {path!r} ({exc}); valid forms: {VALID_FORMS}"
         ) from exc
+    quantizer = getattr(model, "hf_quantizer", None)
     if (
-        getattr(model, "hf_quantizer", None) is not None
-        and "gguf" in str(getattr(model.hf_quantizer, "quantization_config", "")).lower()
+        quantizer is not None
+        and "gguf" in str(getattr(quantizer, "quantization_config", "")).lower()
     ):
-        model.hf_quantizer.remove_quantization_config(model)
+        quantizer.remove_quantization_config(model)
     if tokenizer.pad_token is None and tokenizer.eos_token is not None:
         tokenizer.pad_token = tokenizer.eos_token
     if kind == "causal" and not for_training:
         tokenizer.padding_side = "left"
-    model.to(dev)
+    # transformers wraps PreTrainedModel.to with functools.wraps, which mypy does not bind.
+    model.to(dev)  # type: ignore[arg-type]
     source = path
     if adapter_dir is not None:
         from peft import PeftModel

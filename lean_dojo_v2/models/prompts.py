@@ -37,11 +37,14 @@ template already writes BOS and the turn markers); the generators do so
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, Literal
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Literal
 
 from ..data import canonical_state
 from ..errors import ModelError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from transformers import PreTrainedTokenizerBase
 
 PromptStyle = Literal["chat", "plain", "state"]
 STYLES: tuple[str, ...] = ("chat", "plain", "state")
@@ -78,7 +81,7 @@ def user_content(state: str, premises: Sequence[str] = ()) -> str:
     return "Premises:\n" + "\n".join(premises) + "\n\nGoal:\n" + goal
 
 
-def prompt_style(tokenizer: Any, style: str | None = None) -> PromptStyle:
+def prompt_style(tokenizer: PreTrainedTokenizerBase, style: str | None = None) -> PromptStyle:
     """``style`` checked, or ``"chat"`` when the tokenizer has a chat template, else ``"plain"``."""
     if style is not None:
         if style not in STYLES:
@@ -99,16 +102,22 @@ def _messages(user: str, fold_system: bool, system: str = SYSTEM_PROMPT) -> list
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
-def _apply(tokenizer: Any, messages: list[dict[str, str]], generation_prompt: bool) -> str:
+def _apply(
+    tokenizer: PreTrainedTokenizerBase, messages: list[dict[str, str]], generation_prompt: bool
+) -> str:
     text = tokenizer.apply_chat_template(
         messages, tokenize=False, add_generation_prompt=generation_prompt
     )
-    if not isinstance(text, str):  # some versions return a list for a single conversation
-        text = text[0]
-    return text
+    if isinstance(text, str):
+        return text
+    return str(text[0])  # some versions return a list for a single conversation
 
 
-def _render_chat(tokenizer: Any, messages_for: Any, generation_prompt: bool) -> str:
+def _render_chat(
+    tokenizer: PreTrainedTokenizerBase,
+    messages_for: Callable[[bool], list[dict[str, str]]],
+    generation_prompt: bool,
+) -> str:
     try:
         return _apply(tokenizer, messages_for(False), generation_prompt)
     except Exception:  # jinja2 TemplateError and friends: "System role not supported"
@@ -116,7 +125,11 @@ def _render_chat(tokenizer: Any, messages_for: Any, generation_prompt: bool) -> 
 
 
 def render_prompt(
-    tokenizer: Any, state: str, premises: Sequence[str] = (), *, style: str | None = None
+    tokenizer: PreTrainedTokenizerBase,
+    state: str,
+    premises: Sequence[str] = (),
+    *,
+    style: str | None = None,
 ) -> str:
     """The exact text fed to the model for ``state``; it ends exactly where the tactic starts."""
     style = prompt_style(tokenizer, style)
@@ -128,7 +141,7 @@ def render_prompt(
     return _render_chat(tokenizer, lambda fold: _messages(user, fold), True)
 
 
-def end_marker(tokenizer: Any, style: str | None = None) -> str:
+def end_marker(tokenizer: PreTrainedTokenizerBase, style: str | None = None) -> str:
     """The text that ends a completion: what the chat template writes after an assistant message
     (stripped of white space), else the EOS token; ``""`` for the ``"state"`` style."""
     style = prompt_style(tokenizer, style)
@@ -151,7 +164,7 @@ def end_marker(tokenizer: Any, style: str | None = None) -> str:
 
 
 def training_pair(
-    tokenizer: Any,
+    tokenizer: PreTrainedTokenizerBase,
     state: str,
     tactic: str,
     premises: Sequence[str] = (),
@@ -186,7 +199,11 @@ def chat_messages(
 
 
 def render_proof_prompt(
-    tokenizer: Any, state: str, premises: Sequence[str] = (), *, style: str | None = None
+    tokenizer: PreTrainedTokenizerBase,
+    state: str,
+    premises: Sequence[str] = (),
+    *,
+    style: str | None = None,
 ) -> str:
     """The exact text fed to a model asked for a whole proof of ``state``; it ends exactly where
     the proof starts (the whole-proof twin of :func:`render_prompt`)."""
@@ -200,7 +217,7 @@ def render_proof_prompt(
 
 
 def proof_training_pair(
-    tokenizer: Any,
+    tokenizer: PreTrainedTokenizerBase,
     state: str,
     proof: str,
     premises: Sequence[str] = (),
