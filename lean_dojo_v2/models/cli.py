@@ -15,7 +15,12 @@ import json
 import math
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from transformers import BatchEncoding
+
+    from .generator import HFTacticGenerator
 
 # Bounds of the command's numbers. Search asks for 8 to 64 candidates per state; sampling more
 # than this from one prompt is a batch job, not a command: 100000 used to run for many minutes
@@ -56,7 +61,9 @@ def _positive_finite(text: str) -> float:
     return value
 
 
-def add_generate_parser(sub: Any) -> argparse.ArgumentParser:
+def add_generate_parser(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> argparse.ArgumentParser:
     """Register the ``generate`` subcommand on ``sub`` (the top-level subparsers)."""
     p = sub.add_parser(
         "generate",
@@ -152,7 +159,7 @@ def check_input(text: str, what: str) -> None:
         ) from None
 
 
-def _prompt_inputs(gen: Any, state: str, prefix: str | None) -> Any:
+def _prompt_inputs(gen: HFTacticGenerator, state: str, prefix: str | None) -> BatchEncoding:
     """The tokenised prompt of ``state``, as decoding builds it, on the model's device."""
     from .prompts import add_special_tokens_for
 
@@ -163,7 +170,9 @@ def _prompt_inputs(gen: Any, state: str, prefix: str | None) -> Any:
     ).to(gen.loaded.device)
 
 
-def check_prompt_fits(gen: Any, state: str, prefix: str | None, max_new_tokens: int) -> None:
+def check_prompt_fits(
+    gen: HFTacticGenerator, state: str, prefix: str | None, max_new_tokens: int
+) -> None:
     """Raise :class:`~lean_dojo_v2.errors.ModelError` when the prompt of ``state`` plus
     ``max_new_tokens`` is longer than the causal model's context (``max_position_embeddings``):
     past it a model decodes garbage, or fails deep inside, after a long wait. Models without
@@ -182,7 +191,7 @@ def check_prompt_fits(gen: Any, state: str, prefix: str | None, max_new_tokens: 
         )
 
 
-def check_finite_logits(gen: Any, state: str, prefix: str | None) -> None:
+def check_finite_logits(gen: HFTacticGenerator, state: str, prefix: str | None) -> None:
     """Raise :class:`~lean_dojo_v2.errors.ModelError` naming the model when its logits for the
     next token after ``state``'s prompt are not all finite: its weights hold NaN or inf (a
     training run that diverged). Such a model samples nothing (torch refuses NaN probabilities)
@@ -192,27 +201,18 @@ def check_finite_logits(gen: Any, state: str, prefix: str | None) -> None:
     model allows: the same work as the prefill of decoding, far below loading a model (a NaN
     in a weight the prompt does not touch, such as another token's embedding row, is not seen
     here; checking every parameter would read the whole model once more)."""
-    import inspect
-
     import torch
 
     from ..errors import ModelError
 
     loaded, model = gen.loaded, gen.model
     enc = _prompt_inputs(gen, state, prefix)
-    kwargs: dict[str, Any] = {}
+    kwargs: dict[str, object] = {}
     if loaded.kind == "seq2seq":
-        first = model.generation_config.decoder_start_token_id
-        if first is None:
-            first = model.config.decoder_start_token_id
+        first = gen.decoder_start_id()
         kwargs["decoder_input_ids"] = torch.full((1, 1), first, device=loaded.device)
-    else:
-        base = model.get_base_model() if hasattr(model, "get_base_model") else model
-        try:
-            if "logits_to_keep" in inspect.signature(base.forward).parameters:
-                kwargs["logits_to_keep"] = 1
-        except (TypeError, ValueError):  # pragma: no cover - exotic forward
-            pass
+    elif gen.takes_logits_to_keep():
+        kwargs["logits_to_keep"] = 1
     with torch.inference_mode():
         logits = model(**enc, **kwargs).logits[:, -1]
     if not bool(torch.isfinite(logits).all()):

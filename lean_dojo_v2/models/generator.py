@@ -438,7 +438,7 @@ class HFTacticGenerator(TacticGenerator):
                     top_p=self.top_p,
                     finished=finished,
                     share_prompt=self.share_prompt_cache,
-                    logits_to_keep=self._logits_to_keep(),
+                    logits_to_keep=self.takes_logits_to_keep(),
                     generator=self._rng(),
                 )
         with self._seeded():
@@ -496,7 +496,16 @@ class HFTacticGenerator(TacticGenerator):
 
         return finished
 
-    def _logits_to_keep(self) -> bool:
+    def decoder_start_id(self) -> int:
+        """The token a seq2seq model's decoder starts from (its generation config's, else its
+        model config's)."""
+        model = self.model
+        first = model.generation_config.decoder_start_token_id
+        if first is None:
+            first = model.config.decoder_start_token_id
+        return int(first)
+
+    def takes_logits_to_keep(self) -> bool:
         """Whether the model's forward takes ``logits_to_keep`` (skip the LM head on the prompt)."""
         import inspect
 
@@ -545,10 +554,7 @@ class HFTacticGenerator(TacticGenerator):
             start = 1
             if prefix:
                 dec = tok(prefix, add_special_tokens=False, return_tensors="pt")["input_ids"]
-                first = model.generation_config.decoder_start_token_id
-                if first is None:
-                    first = model.config.decoder_start_token_id
-                dec = torch.cat([torch.full((1, 1), first), dec], dim=1)
+                dec = torch.cat([torch.full((1, 1), self.decoder_start_id()), dec], dim=1)
                 kwargs["decoder_input_ids"] = dec.expand(num_states, -1).to(device)
                 start = dec.shape[1]
         recorder = None
