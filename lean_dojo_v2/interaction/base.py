@@ -44,7 +44,8 @@ def check_timeout(timeout: object) -> None:
         raise InvalidRequestError(
             f"timeout must be a number of seconds or None, not {type(timeout).__name__} {timeout!r}"
         )
-    if not (math.isfinite(timeout) and timeout > 0):
+    seconds = float(timeout)
+    if not (math.isfinite(seconds) and seconds > 0):
         raise InvalidRequestError(
             f"timeout must be a finite number of seconds > 0 (or None for the environment's "
             f"default limit), got {timeout!r}"

@@ -227,7 +227,7 @@ class ReplayEnv(ProofEnv):
         """Replay ``proof`` (tactic text, optionally starting with ``by``) from the theorem's first
         recorded state; accepted only when it reaches no goals."""
         try:
-            state: TacticResult = self.start(theorem)
+            state: ProofState | ProofFinished = self.start(theorem)
         except UnknownTheoremError as exc:
             return Verdict(False, BACKEND, "replay", (str(exc),))
         tactics = split_tactics(proof)
@@ -239,9 +239,10 @@ class ReplayEnv(ProofEnv):
                     "replay",
                     (f"tactic {i + 1} ({tactic!r}) after the proof ended",),
                 )
-            state = self.run_tactic(state, tactic)
-            if isinstance(state, TacticError):
-                return Verdict(False, BACKEND, "replay", (f"tactic {i + 1}: {state.message}",))
+            result = self.run_tactic(state, tactic)
+            if isinstance(result, TacticError):
+                return Verdict(False, BACKEND, "replay", (f"tactic {i + 1}: {result.message}",))
+            state = result
         if isinstance(state, ProofFinished):
             return Verdict(
                 True,

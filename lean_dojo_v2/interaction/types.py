@@ -10,11 +10,14 @@ off a replayed result as one checked by Lean.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..data.goals import NO_GOALS
 from ..errors import InteractionError  # noqa: F401  (re-exported: the Lean boundary's base error)
 from ..errors import LeanNotFoundError as _LeanNotFoundError
+
+if TYPE_CHECKING:
+    from ..data.model import Theorem
 
 # The public results and errors of the Lean boundary (re-exported by ``lean_dojo_v2.interaction``).
 __all__ = [
@@ -47,8 +50,8 @@ class ProofState:
 
     goals: tuple[str, ...]
     backend: str
-    handle: Any = field(default=None, compare=False)
-    theorem: Any = field(default=None, compare=False, repr=False)
+    handle: object = field(default=None, compare=False)
+    theorem: Theorem | None = field(default=None, compare=False, repr=False)
 
     @property
     def text(self) -> str:
@@ -67,7 +70,7 @@ class ProofFinished:
     """The tactic closed every goal."""
 
     backend: str
-    handle: Any = field(default=None, compare=False)
+    handle: object = field(default=None, compare=False)
     messages: tuple[str, ...] = ()
 
     @property

@@ -29,6 +29,7 @@ from lean_dojo_v2.interaction.pantograph import (
     PantographConfig,
     PantographEnv,
     ReplProcess,
+    StateHandle,
     TacticOutcome,
     Variable,
     canonical_goals,
@@ -582,3 +583,18 @@ def test_the_checked_name_follows_the_declaration_as_checked():
     assert text.endswith(" := by\n  trivial\n\n#print axioms b\n")
     assert text[start:].startswith("\n#print") and text[:start].endswith("trivial\n")
     assert CheckedText("x", "text").with_axioms_query() is None
+
+
+def test_goals_without_a_state_id_are_a_pantograph_error(monkeypatch):
+    # A "success" reply with goals must name the new state; without one, nothing could continue it.
+    aenv = AsyncPantographEnv(fake_config())
+    handle = StateHandle(aenv.env_id, aenv.client.generation, 1, ())
+    state = ProofState(("⊢ True",), "pantograph", handle=handle)
+    goal = {"name": "_uniq.1", "target": {"pp": "True"}, "vars": []}
+
+    async def goal_tactic(*args: object, **kwargs: object) -> TacticOutcome:
+        return TacticOutcome.from_json({"goals": [goal], "hasSorry": False, "hasUnsafe": False})
+
+    monkeypatch.setattr(aenv.client, "goal_tactic", goal_tactic)
+    with pytest.raises(PantographError, match="nextStateId"):
+        asyncio.run(aenv.run_tactic(state, "constructor"))

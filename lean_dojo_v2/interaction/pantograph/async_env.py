@@ -32,7 +32,7 @@ import logging
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Unpack
 
 from ...data.lean_lexer import index_of
 from ...data.model import Theorem
@@ -49,7 +49,7 @@ from ..types import (
     UnknownTheoremError,
     Verdict,
 )
-from .client import AsyncPantographClient
+from .client import AsyncPantographClient, GoalTacticFields
 from .config import PantographConfig
 from .lean_text import CheckedText, TheoremSource, option_items, parse_axioms
 from .locate import module_name
@@ -59,6 +59,7 @@ from .protocol import (
     GoalInfo,
     Message,
     PantographError,
+    TacticOutcome,
     canonical_goals,
     parse_goals,
 )
@@ -122,7 +123,7 @@ class StateHandle:
         goals = self._goals
         if not isinstance(goals, tuple) or (goals and not isinstance(goals[0], GoalInfo)):
             goals = self._goals = parse_goals(goals)
-        return goals  # type: ignore[return-value]
+        return goals
 
     def __repr__(self) -> str:
         return (
@@ -153,7 +154,7 @@ class AsyncPantographEnv(AsyncProofEnv):
         config: PantographConfig | None = None,
         *,
         env_id: str | None = None,
-        **overrides: Any,
+        **overrides: object,
     ) -> None:
         self.client = AsyncPantographClient(config, **overrides)
         self.config = self.client.config
@@ -176,7 +177,7 @@ class AsyncPantographEnv(AsyncProofEnv):
         return self.client.generation
 
     @property
-    def restarts(self) -> int:
+    def restarts(self) -> int:  # type: ignore[override]  # the contract's attribute, read-only here
         """How often the client relaunched the REPL (crash, watchdog, memory guard) so far."""
         return self.client.restarts
 
@@ -184,12 +185,12 @@ class AsyncPantographEnv(AsyncProofEnv):
         self,
         state_id: int,
         goals: Sequence[GoalInfo | dict[str, Any]],
-        theorem: Any,
+        theorem: Theorem | None,
         route: str = "tactic",
         source_route: str | None = None,
     ) -> ProofState:
         client = self.client
-        names = tuple(g["name"] if type(g) is dict else g.name for g in goals)  # type: ignore[index,union-attr]
+        names = tuple(g.name if isinstance(g, GoalInfo) else g["name"] for g in goals)
         handle = StateHandle(
             self.env_id, client.generation, state_id, names, goals, route, source_route
         )
@@ -302,7 +303,7 @@ class AsyncPantographEnv(AsyncProofEnv):
         sorrys, positioned = await self._sorry_goals(text)
         if positioned:
             byte = checked.decl_start_byte
-            own = [s.end > byte or not first for s in sorrys]
+            own = [not first or (s.end is not None and s.end > byte) for s in sorrys]
         else:
             before = 0
             if first and file_has_sorry(text[:first]):
@@ -411,7 +412,7 @@ class AsyncPantographEnv(AsyncProofEnv):
         )
 
     async def run_tactic_raw(
-        self, state: ProofState, timeout: float | None = None, **fields: Any
+        self, state: ProofState, timeout: float | None = None, **fields: Unpack[GoalTacticFields]
     ) -> TacticResult:
         """Like :meth:`run_tactic` with the other ``goal.tactic`` fields (``mode``, ``expr``,
         ``have``, ``let``, ``draft``, ``binder_name``, ``goal_id``, ``auto_resume``)."""
@@ -430,7 +431,7 @@ class AsyncPantographEnv(AsyncProofEnv):
         return await self._result(handle, out, state.theorem, limit)
 
     async def _result(
-        self, handle: StateHandle, out: Any, theorem: Any, limit: float | None
+        self, handle: StateHandle, out: TacticOutcome, theorem: Theorem | None, limit: float | None
     ) -> TacticResult:
         shape = out.shape
         if shape == "success":
@@ -446,6 +447,13 @@ class AsyncPantographEnv(AsyncProofEnv):
                 return TacticError(f"the tactic closed goals with {what}", BACKEND, "sorry")
             if not out.raw_goals:
                 return self._finished(out.next_state_id, out.messages)
+            if out.next_state_id is None:
+                raise PantographError(
+                    "protocol",
+                    "the REPL answered goals without a nextStateId; use a Pantograph REPL this "
+                    "client supports",
+                    "goal.tactic",
+                )
             return self._make_state(out.next_state_id, out.raw_goals, theorem)
         if shape == "parse":
             return TacticError(out.error_text(), BACKEND, "parse")

@@ -13,13 +13,13 @@ import queue
 import signal
 import threading
 from collections.abc import Coroutine, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, Unpack
 
 from ...data.model import Theorem
 from ..base import ProofEnv
 from ..types import EnvClosedError, ProofFinished, ProofState, TacticResult, Verdict
 from .async_env import BACKEND, AsyncPantographEnv
-from .client import AsyncPantographClient
+from .client import AsyncPantographClient, GoalTacticFields
 from .config import PantographConfig
 
 logger = logging.getLogger("lean_dojo_v2.interaction.pantograph")
@@ -100,9 +100,15 @@ class PantographEnv(ProofEnv):
 
     backend = BACKEND
 
-    def __init__(self, config: PantographConfig | None = None, **overrides: Any) -> None:
+    def __init__(
+        self,
+        config: PantographConfig | None = None,
+        *,
+        env_id: str | None = None,
+        **overrides: object,
+    ) -> None:
         self._thread = _LoopThread("pantograph-env")
-        self.aenv = AsyncPantographEnv(config, **overrides)
+        self.aenv = AsyncPantographEnv(config, env_id=env_id, **overrides)
         self.config = self.aenv.config
         self._closed = False
 
@@ -112,7 +118,7 @@ class PantographEnv(ProofEnv):
         return self.aenv.client
 
     @property
-    def restarts(self) -> int:
+    def restarts(self) -> int:  # type: ignore[override]  # the contract's attribute, read-only here
         """How often the client relaunched the REPL so far."""
         return self.aenv.restarts
 
@@ -147,7 +153,7 @@ class PantographEnv(ProofEnv):
         return self.run_async(self.aenv.run_tactic(state, tactic, timeout))
 
     def run_tactic_raw(
-        self, state: ProofState, timeout: float | None = None, **fields: Any
+        self, state: ProofState, timeout: float | None = None, **fields: Unpack[GoalTacticFields]
     ) -> TacticResult:
         return self.run_async(self.aenv.run_tactic_raw(state, timeout, **fields))
 

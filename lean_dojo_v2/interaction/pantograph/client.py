@@ -20,7 +20,7 @@ import weakref
 from collections import deque
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import orjson
 
@@ -49,6 +49,20 @@ from .protocol import (
 
 logger = logging.getLogger("lean_dojo_v2.interaction.pantograph")
 
+
+class GoalTacticFields(TypedDict, total=False):
+    """The fields of ``goal.tactic`` other than the tactic text (:meth:`goal_tactic`)."""
+
+    mode: str | None
+    expr: str | None
+    have: str | None
+    let: str | None
+    draft: str | None
+    binder_name: str | None
+    goal_id: int | None
+    auto_resume: bool | None
+
+
 # Commands that run Lean code: the REPL `timeout` option bounds them.
 _TIMED = frozenset(
     {
@@ -73,7 +87,7 @@ class AsyncPantographClient:
     """One REPL process (relaunched as needed). Create it, ``await client.start()`` (or let the
     first request start it), call the command methods, ``await client.close()``."""
 
-    def __init__(self, config: PantographConfig | None = None, **overrides: Any) -> None:
+    def __init__(self, config: PantographConfig | None = None, **overrides: object) -> None:
         cfg = config or PantographConfig()
         self.config = cfg.with_(**overrides) if overrides else cfg
         self.generation = 0
@@ -319,7 +333,7 @@ class AsyncPantographClient:
         await self.close()
 
     # ---------------------------------------------------------------------------- state GC
-    def track(self, owner: Any, state_id: int) -> None:
+    def track(self, owner: object, state_id: int) -> None:
         """Count ``state_id`` as live while ``owner`` (a state handle) is alive; once it is
         garbage-collected the state is released (freed by the next batched ``goal.delete``)."""
         gen = self.generation
@@ -355,7 +369,7 @@ class AsyncPantographClient:
     async def request(
         self,
         cmd: str,
-        payload: Any = None,
+        payload: object = None,
         *,
         timeout: float | None = None,
         generation: int | None = None,
@@ -373,7 +387,7 @@ class AsyncPantographClient:
             return await self._request_locked(cmd, payload, timeout, generation)
 
     async def _request_locked(
-        self, cmd: str, payload: Any, timeout: float | None, generation: int | None = None
+        self, cmd: str, payload: object, timeout: float | None, generation: int | None = None
     ) -> dict[str, Any]:
         cfg = self.config
         proc = self._proc
@@ -411,7 +425,7 @@ class AsyncPantographClient:
     async def call(
         self,
         cmd: str,
-        payload: Any = None,
+        payload: object = None,
         *,
         timeout: float | None = None,
         generation: int | None = None,
@@ -425,7 +439,7 @@ class AsyncPantographClient:
         return reply
 
     # -------------------------------------------------------------------------- commands
-    async def options_set(self, **options: Any) -> None:
+    async def options_set(self, **options: bool | int | str) -> None:
         """``options.set``; the options are kept and restored after every relaunch."""
         for key in ("printJsonPretty", "noRepeat"):
             if options.get(key):
@@ -633,8 +647,8 @@ class AsyncPantographClient:
         }
         if file is not None:
             payload["file"] = file
-        else:
-            payload["fileName"] = os.fspath(file_name)  # type: ignore[arg-type]
+        elif file_name is not None:
+            payload["fileName"] = os.fspath(file_name)
         payload["sorrys"] = bool(sorrys)
         payload["typeErrorsAsGoals"] = bool(type_errors_as_goals)
         tmp: tempfile.TemporaryDirectory[str] | None = None

@@ -176,11 +176,11 @@ class PantographConfig:
     def project_path(self) -> Path | None:
         return Path(self.project_dir).expanduser().resolve() if self.project_dir else None
 
-    def with_(self, **changes: Any) -> PantographConfig:
+    def with_(self, **changes: Any) -> PantographConfig:  # each a field's own type
         return replace(self, **changes)
 
 
-def _opt_value(v: Any) -> str:
+def _opt_value(v: object) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
     return str(v)

@@ -75,8 +75,8 @@ def _as_command(value: str | os.PathLike[str] | Sequence[str]) -> tuple[str, ...
         text = os.fspath(value)
         if Path(text).expanduser().exists():
             return (str(Path(text).expanduser()),)
-        parts = shlex.split(text)
-        return tuple(parts) if parts else (text,)
+        words = shlex.split(text)
+        return tuple(words) if words else (text,)
     parts = tuple(os.fspath(p) for p in value)
     if not parts:
         raise LeanNotFoundError("an empty Pantograph command was given. " + INSTALL_HINT)

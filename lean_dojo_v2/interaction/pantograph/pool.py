@@ -13,14 +13,17 @@ import asyncio
 import itertools
 import logging
 import os
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Awaitable, Mapping, Sequence
+from typing import Any, TypeVar, Unpack
 
 from ...data.model import Theorem
 from ..base import AsyncProofEnv
 from ..types import ProofFinished, ProofState, StaleStateError, TacticResult, Verdict
 from .async_env import BACKEND, AsyncPantographEnv, StateHandle
+from .client import GoalTacticFields
 from .config import PantographConfig
+
+T = TypeVar("T")
 
 logger = logging.getLogger("lean_dojo_v2.interaction.pantograph")
 _pool_ids = itertools.count(1)
@@ -31,7 +34,9 @@ class PantographPool(AsyncProofEnv):
 
     backend = BACKEND
 
-    def __init__(self, config: PantographConfig | None = None, size: int = 4, **overrides: Any):
+    def __init__(
+        self, config: PantographConfig | None = None, size: int = 4, **overrides: object
+    ) -> None:
         if size < 1:
             raise ValueError("a PantographPool needs at least one server")
         pool_id = f"pantograph-pool-{os.getpid()}-{next(_pool_ids)}"
@@ -82,7 +87,7 @@ class PantographPool(AsyncProofEnv):
             raise StaleStateError(f"this state was not made by this pool (handle {handle!r})")
         return self._by_id[handle.env_id]
 
-    async def _on(self, i: int, coro: Any) -> Any:
+    async def _on(self, i: int, coro: Awaitable[T]) -> T:
         self._busy[i] += 1
         try:
             return await coro
@@ -112,14 +117,22 @@ class PantographPool(AsyncProofEnv):
         finally:
             self._busy[i] -= 1
 
-    async def start_from_source(self, file_text: str, **kwargs: Any) -> list[ProofState]:
+    async def start_from_source(
+        self,
+        file_text: str,
+        *,
+        binder_name: str | None = None,
+        theorem: Theorem | None = None,
+    ) -> list[ProofState]:
         i, recycle = self._pick()
         self._busy[i] += 1
         try:
             env = self.envs[i]
             if recycle:
                 await env.client.recycle_if_needed()
-            return await env.start_from_source(file_text, recycle=False, **kwargs)
+            return await env.start_from_source(
+                file_text, binder_name=binder_name, recycle=False, theorem=theorem
+            )
         finally:
             self._busy[i] -= 1
 
@@ -130,7 +143,7 @@ class PantographPool(AsyncProofEnv):
         return await self._on(i, self.envs[i].run_tactic(state, tactic, timeout))
 
     async def run_tactic_raw(
-        self, state: ProofState, timeout: float | None = None, **fields: Any
+        self, state: ProofState, timeout: float | None = None, **fields: Unpack[GoalTacticFields]
     ) -> TacticResult:
         i = self._server_of(state)
         return await self._on(i, self.envs[i].run_tactic_raw(state, timeout, **fields))

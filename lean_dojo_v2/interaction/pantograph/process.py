@@ -19,7 +19,7 @@ import signal
 import time
 from collections import deque
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import orjson
 
@@ -90,7 +90,7 @@ class _ReplPipes(asyncio.SubprocessProtocol):
 
     # -- asyncio callbacks
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
+        self.transport = transport  # type: ignore[assignment]  # subprocess_exec: a SubprocessTransport
 
     def pipe_data_received(self, fd: int, data: bytes) -> None:
         if fd == 1:
@@ -143,8 +143,9 @@ class _ReplPipes(asyncio.SubprocessProtocol):
         ring.append(first[:_MAX_STDERR_LINE])
         # Only the last maxlen lines can survive: skip the rest of a flood without copying it.
         middle = parts[1:-1]
-        if len(middle) > ring.maxlen:  # type: ignore[operator]
-            middle = middle[-ring.maxlen :]  # type: ignore[operator]
+        keep = ring.maxlen or len(middle)  # the ring is made with a maxlen
+        if len(middle) > keep:
+            middle = middle[-keep:]
         for p in middle:
             ring.append(p[:_MAX_STDERR_LINE])
         last = parts[-1]
@@ -233,7 +234,8 @@ class ReplProcess:
         self.transport = transport
         self.pipes = pipes
         self.pid: int = transport.get_pid()
-        self.stdin = transport.get_pipe_transport(0)
+        # Launched with stdin=PIPE: pipe 0 is there and it is a write pipe.
+        self.stdin = cast(asyncio.WriteTransport, transport.get_pipe_transport(0))
         self.requests = 0
         self.started_at = time.monotonic()
         self.stderr_tail_lines = stderr_tail_lines
@@ -347,7 +349,7 @@ class ReplProcess:
         )
 
     @staticmethod
-    def encode(cmd: str, payload: Any) -> bytes:
+    def encode(cmd: str, payload: object) -> bytes:
         """``cmd payload`` as one line: compact JSON, raw UTF-8, never a blank line.
 
         A payload is always sent (``{}`` for None): Pantograph's ``parseCommand`` (Main.lean)
@@ -386,7 +388,7 @@ class ReplProcess:
         self.stdin.write(line)
         return fut
 
-    async def request(self, cmd: str, payload: Any, timeout: float) -> dict[str, Any]:
+    async def request(self, cmd: str, payload: object, timeout: float) -> dict[str, Any]:
         """Send one command and return its decoded reply (error objects included). Raises
         :class:`ReplTimeoutError` (after killing the process), :class:`ReplDiedError`,
         :class:`ReplProtocolError` (after killing it)."""

@@ -9,7 +9,7 @@ say ``isConversion`` (≤ 0.3.2) instead of ``fragment``, a failed tactic may ca
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -59,7 +59,7 @@ class PantographError(InteractionError):
         return "Symbol not found" in self.desc or "Unknown constant" in self.desc
 
 
-def _pp(expr: Any) -> str | None:
+def _pp(expr: object) -> str | None:
     """An Expression object's ``pp`` text (a bare string is accepted too)."""
     if expr is None:
         return None
@@ -137,7 +137,7 @@ class GoalInfo(NamedTuple):
 
 def _render(
     user_name: str | None,
-    hyps: Any,
+    hyps: Iterable[tuple[str, str | None, str | None]],
     target: str,
     fragment: str,
 ) -> str:
@@ -197,17 +197,17 @@ def render_goal_json(d: dict[str, Any]) -> str:
                 names.append(v.get("userName", ""))
                 continue
             if names:
-                lines.append(" ".join(names) + " : " + group_type)  # type: ignore[operator]
+                lines.append(f"{' '.join(names)} : {group_type}")
             names = [v.get("userName", "")]
             group_type = vtype
         else:
             if names:
-                lines.append(" ".join(names) + " : " + group_type)  # type: ignore[operator]
+                lines.append(f"{' '.join(names)} : {group_type}")
                 names = []
             value = val.get("pp") if type(val) is dict else _pp(val)
             lines.append(f"{v.get('userName', '')} : {vtype} := {_one_line(value or '')}")
     if names:
-        lines.append(" ".join(names) + " : " + group_type)  # type: ignore[operator]
+        lines.append(f"{' '.join(names)} : {group_type}")
     fragment = d.get("fragment")
     if fragment is None and d.get("isConversion"):
         fragment = "conv"
@@ -218,7 +218,7 @@ def render_goal_json(d: dict[str, Any]) -> str:
 
 
 def _render_any(g: GoalInfo | dict[str, Any]) -> str:
-    return render_goal_json(g) if type(g) is dict else g.render()  # type: ignore[union-attr,arg-type]
+    return g.render() if isinstance(g, GoalInfo) else render_goal_json(g)
 
 
 def render_goals(goals: Sequence[GoalInfo | dict[str, Any]]) -> str:
@@ -306,7 +306,7 @@ class Message:
     caption: str = ""
 
     @classmethod
-    def from_json(cls, d: Any) -> Message:
+    def from_json(cls, d: str | Mapping[str, Any]) -> Message:
         if isinstance(d, str):
             return cls(d)
         pos = d.get("pos")
@@ -342,7 +342,7 @@ class Message:
         return self.data
 
 
-def _messages(items: Any) -> tuple[Message, ...]:
+def _messages(items: Iterable[str | Mapping[str, Any]] | None) -> tuple[Message, ...]:
     return tuple(Message.from_json(m) for m in items or ())
 
 
