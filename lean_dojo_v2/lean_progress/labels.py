@@ -132,7 +132,7 @@ def label_tactics(tactics: Sequence[TracedTactic]) -> list[TacticLabel]:
             (k for k in range(len(pool)) if pool[k].owner > j),
             key=lambda k: (pool[k].owner, k),
         )
-        inst = _find(pool, key, lambda owner, below=below: owner not in below, order)
+        inst = _find(pool, key, _outside(below), order)
         if inst is None:
             still_unmatched[j] += 1
         else:
@@ -171,6 +171,11 @@ def _children_of(parents: list[set[int]], n: int) -> list[set[int]]:
         for p in ps:
             children[p].add(j)
     return children
+
+
+def _outside(tactics: set[int]) -> Callable[[int], bool]:
+    """Whether a tactic is none of ``tactics``."""
+    return lambda owner: owner not in tactics
 
 
 def _descendants(i: int, children: list[set[int]]) -> set[int]:

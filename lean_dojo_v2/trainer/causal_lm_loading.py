@@ -11,24 +11,32 @@ import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypeAlias
 
 from ..errors import ConfigValueError
-from .lora import adapter_start, base_model_name, portable_adapter_config
+from .lora import adapter_start, base_model_name, build_lora, portable_adapter_config
 
 if TYPE_CHECKING:
+    from peft import LoraConfig, PeftModel
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
     from .causal_lm_config import CausalLMConfig
     from .numerics import TrainingPrecision
+
+    TrainedModel: TypeAlias = PreTrainedModel | PeftModel
+    """The model a causal-LM trainer trains: a transformers model, or one wrapped with a LoRA
+    adapter."""
 
 log = logging.getLogger(__name__)
 
 
 @dataclass
 class LoadedCausalLM:
-    """The model to train and its tokenizer, the device it trains on and its precision."""
+    """The model to train and its tokenizer (None when only planned: :func:`plan_training`),
+    the device it trains on and its precision."""
 
-    model: Any
-    tokenizer: Any
+    model: TrainedModel | None
+    tokenizer: PreTrainedTokenizerBase | None
     target: str
     precision: TrainingPrecision
 
@@ -96,7 +104,7 @@ def load_causal_lm(
     cfg: CausalLMConfig,
     from_dir: Path | None,
     *,
-    lora_config: Any,
+    lora_config: LoraConfig | None,
     who: str,
     planned: LoadedCausalLM | None = None,
 ) -> LoadedCausalLM:
@@ -105,7 +113,8 @@ def load_causal_lm(
     ``from_dir``: the output of the last finished pass (resume), else the start,
     ``cfg.model_name``. A start that is a PEFT adapter folder (an SFT run with LoRA) keeps
     training that adapter with ``cfg.lora``; without, it is merged into its base and every weight
-    trains. ``lora_config``: the ``peft.LoraConfig`` a fresh adapter gets. ``who`` names the
+    trains. ``lora_config``: the ``peft.LoraConfig`` a fresh adapter gets (None: the config's
+    ``lora_*`` fields). ``who`` names the
     trainer in errors. ``planned``: :func:`plan_training`'s answer, when the run has it already.
     """
     from ..models.loading import load_model
@@ -133,10 +142,14 @@ def load_causal_lm(
             f"{who} trains causal language models; {loaded.source} is a {loaded.kind} "
             "model (use a decoder-only model such as smollm2 or DeepSeek-Prover)"
         )
-    model, tokenizer = loaded.model, loaded.tokenizer
+    model: TrainedModel = loaded.model
+    tokenizer = loaded.tokenizer
     tokenizer.padding_side = "right"
     if from_dir is None and start_adapter is not None and not cfg.lora:
+        from peft import PeftModel
+
         log.info("merging the adapter %s into its base: every weight trains", start_adapter)
+        assert isinstance(model, PeftModel)  # an adapter start loads as one
         model = model.merge_and_unload()
         model.requires_grad_(True)  # PEFT froze the base it wrapped; every weight trains now
     elif from_dir is None and start_adapter is not None:
@@ -148,13 +161,16 @@ def load_causal_lm(
         # A fresh adapter's weights are drawn at random: from the run's seed, so that two runs
         # of one config start (and so end) alike, as `seed` promises.
         transformers.set_seed(cfg.seed)
-        model = get_peft_model(model, lora_config)
+        lora = lora_config if lora_config is not None else build_lora(cfg)
+        model = get_peft_model(model, lora)
     if precision.adapter_float32:
         upcast_trainable(model)
     return LoadedCausalLM(model, tokenizer, target, precision)
 
 
-def save_trained(model: Any, tokenizer: Any, out: Path, cfg: CausalLMConfig) -> None:
+def save_trained(
+    model: TrainedModel, tokenizer: PreTrainedTokenizerBase, out: Path, cfg: CausalLMConfig
+) -> None:
     """Save the model (or adapter only, with LoRA) and tokenizer to ``out``; refuse NaN weights."""
     from .numerics import check_finite_weights
 

@@ -41,10 +41,10 @@ import json
 import logging
 import os
 from abc import abstractmethod
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
 
 from ..config.loading import config_argument, load_config, replace_config
 from ..data.model import Theorem
@@ -58,11 +58,19 @@ from .causal_lm_loading import (
     save_trained,
 )
 from .configured import ConfiguredTrainer, changed_arguments
-from .errors import OutputDirArgumentError
+from .errors import OutputDirArgumentError, TrainingStateError
 from .lora import build_lora, lora_config_values, peft_config_dict
 from .pass_loop import CurriculumTrainer, Pass, PassDataset, PassRun, ResultT
 from .run_dir import CHECKPOINTS, LOGS, is_main_process, pass_name
 from .trl_config import apply_trl_args, build_trl_config, training_arguments
+
+if TYPE_CHECKING:
+    from peft import LoraConfig
+    from transformers import PreTrainedTokenizerBase, Trainer, TrainerCallback, TrainingArguments
+
+    from ..database import DynamicDatabase
+    from .causal_lm_loading import TrainedModel
+    from .lora import LoraArgument
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +91,7 @@ class PassRows:
     what was kept (``note``) and, by key, the theorems the rows ask about (GRPO's rewards check
     completions against them)."""
 
-    rows: list[dict[str, Any]]
+    rows: Sequence[Mapping[str, object]]
     what: str
     count: int
     stats: RowCounts
@@ -111,14 +119,15 @@ class CausalLMTrainer(
         self,
         model_name: str | os.PathLike[str] | ConfigT | None = None,
         *,
-        lora_config: Any = None,
-        callbacks: Sequence[Any] = (),
-        arguments: Mapping[str, Any],
-        **config_values: Any,
+        lora_config: LoraArgument = None,
+        callbacks: Sequence[TrainerCallback | type[TrainerCallback]] = (),
+        arguments: Mapping[str, object],
+        **config_values: object,
     ) -> None:
         """``arguments``: the subclass's positional arguments (upstream's), by name."""
         who = type(self).__name__
         given: ConfigT | None = None
+        values: dict[str, object]
         if isinstance(model_name, CausalLMConfig):
             given = config_argument(self.config_class, model_name, who=who)
             values = changed_arguments(type(self).__init__, arguments)
@@ -135,8 +144,8 @@ class CausalLMTrainer(
             self.config = replace_config(given, **values) if values else given
         self._peft_object = peft_object
         self.callbacks = callbacks_argument(callbacks, who)
-        self.model: Any = None
-        self.tokenizer: Any = None
+        self.model: TrainedModel | None = None
+        self.tokenizer: PreTrainedTokenizerBase | None = None
         self.result = None
 
     # ------------------------------------------------------------------ upstream's attributes
@@ -162,7 +171,7 @@ class CausalLMTrainer(
         return self.config.lr
 
     @property
-    def lora_config(self) -> Any:
+    def lora_config(self) -> LoraConfig | None:
         """The ``peft.LoraConfig`` used (built from the config's ``lora_*`` fields), or None."""
         if not self.config.lora:
             return None
@@ -179,7 +188,7 @@ class CausalLMTrainer(
         text = ", ".join(f"{k}={v!r}" for k, v in shown.items())
         return f"{type(self).__name__}({text}, lora={cfg.lora})"
 
-    def _repr_fields(self) -> dict[str, Any]:
+    def _repr_fields(self) -> dict[str, object]:
         return {}
 
     # ------------------------------------------------------------------ the pass loop's hooks
@@ -192,7 +201,9 @@ class CausalLMTrainer(
             )
         return split_files(path, self.config)
 
-    def _check_inputs(self, plan: Sequence[Pass], sources: Sequence[Path], db: Any) -> None:
+    def _check_inputs(
+        self, plan: Sequence[Pass], sources: Sequence[Path], db: DynamicDatabase | None
+    ) -> None:
         """Before the run directory is created or written: the model to load is there (and
         takes the lengths asked), a dataset parses and yields examples (its theorems are kept
         for the first pass), and TRL takes the arguments the config makes."""
@@ -208,7 +219,7 @@ class CausalLMTrainer(
         self._planned: LoadedCausalLM | None = plan_training(cfg)
         self._trl_args(0, Path(cfg.output_dir), loaded=self._planned)
 
-    def _fingerprint_extra(self) -> dict[str, Any]:
+    def _fingerprint_extra(self) -> dict[str, object]:
         if self._peft_object is None:
             return {}
         return {"peft": peft_config_dict(self._peft_object)}
@@ -238,7 +249,7 @@ class CausalLMTrainer(
         return {**head, "stats": built.stats.to_dict(), **trained}
 
     def _save_pass(self, out: Path) -> None:
-        save_trained(self.model, self.tokenizer, out, self.config)
+        save_trained(*self._loaded_model(), out, self.config)
 
     def _summarise(self, run: PassRun) -> ResultT:
         out, passes, cfg = run.out, run.state["passes"], self.config
@@ -291,7 +302,17 @@ class CausalLMTrainer(
         self.model, self.tokenizer = loaded.model, loaded.tokenizer
         self._loaded = True
 
-    def _trl_args(self, k: int, out: Path, loaded: LoadedCausalLM | None = None) -> Any:
+    def _loaded_model(self) -> tuple[TrainedModel, PreTrainedTokenizerBase]:
+        """The model and tokenizer :meth:`_load` loaded."""
+        if self.model is None or self.tokenizer is None:
+            raise TrainingStateError(
+                f"{type(self).__name__} has no model loaded yet: call train() first"
+            )
+        return self.model, self.tokenizer
+
+    def _trl_args(
+        self, k: int, out: Path, loaded: LoadedCausalLM | None = None
+    ) -> TrainingArguments:
         """TRL's config of pass ``k``: the values every config gives, this trainer's, then the
         config's ``trl_args``, checked by TRL's config class itself."""
         trl_config = self._trl_config_class()
@@ -301,7 +322,7 @@ class CausalLMTrainer(
         args = apply_trl_args(args, trl_config, self.config.trl_args, name)
         return build_trl_config(trl_config, args, name)
 
-    def _train_rows(self, k: int, built: PassRows, out: Path, **kwargs: Any) -> dict[str, Any]:
+    def _train_rows(self, k: int, built: PassRows, out: Path, **kwargs: object) -> dict[str, Any]:
         """Train pass ``k`` on ``built.rows`` with TRL (``kwargs``: more arguments of TRL's
         trainer), from the pass's last checkpoint when there is one; its ``steps`` and
         ``history``."""
@@ -309,11 +330,12 @@ class CausalLMTrainer(
 
         args = self._trl_args(k, out)
         self._check_rows(built, args, k)
+        model, tokenizer = self._loaded_model()
         trainer = self._trl_trainer_class()(
-            model=self.model,
+            model=model,
             args=args,
             train_dataset=Dataset.from_list(built.rows),
-            processing_class=self.tokenizer,
+            processing_class=tokenizer,
             callbacks=self._pass_callbacks(out, k),
             **kwargs,
         )
@@ -326,17 +348,20 @@ class CausalLMTrainer(
         if checkpoint is not None:
             log.info("resuming pass %d from %s", k + 1, checkpoint)
         trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
-        self.model = trainer.model
+        self.model = cast("TrainedModel", trainer.model)  # TRL trains the model it was given
         entries = (self._history_entry(e) for e in trainer.state.log_history)
         history = [e for e in entries if e is not None]
         return {"steps": int(trainer.state.global_step), "history": history}
 
-    def _pass_callbacks(self, out: Path, k: int) -> list[Any]:
+    def _pass_callbacks(self, out: Path, k: int) -> list[TrainerCallback | type[TrainerCallback]]:
         """The non-finite stop, the user's callbacks, and TensorBoard writing to
         ``out/logs/pass-NNN`` when ``report_to`` has it."""
         from .nonfinite_callback import StopOnNonFinite
 
-        callbacks = [StopOnNonFinite(), *self.callbacks]
+        callbacks: list[TrainerCallback | type[TrainerCallback]] = [
+            StopOnNonFinite(),
+            *self.callbacks,
+        ]
         if "tensorboard" in self.config.reporters:
             from transformers.integrations import TensorBoardCallback
 
@@ -347,10 +372,14 @@ class CausalLMTrainer(
 
     def _save_merged(self, dst: Path) -> Path:
         """Base + adapter merged, as a plain model in ``dst`` (``merge_lora``)."""
-        merged = self.model.merge_and_unload()
+        from peft import PeftModel
+
+        model, tokenizer = self._loaded_model()
+        assert isinstance(model, PeftModel)  # merge_lora is read only with LoRA
+        merged = model.merge_and_unload()
         dst.mkdir(parents=True, exist_ok=True)
         merged.save_pretrained(str(dst))
-        self.tokenizer.save_pretrained(str(dst))
+        tokenizer.save_pretrained(str(dst))
         self.model = merged
         return dst
 
@@ -368,15 +397,15 @@ class CausalLMTrainer(
         """Raise :class:`ConfigValueError` when the config's lengths exceed ``model``'s context
         (``model``: :func:`check_start_model`'s answer)."""
 
-    def _check_rows(self, built: PassRows, args: Any, k: int) -> None:
+    def _check_rows(self, built: PassRows, args: TrainingArguments, k: int) -> None:
         """Raise when ``built`` cannot train a step with TRL's config ``args``."""
 
     @abstractmethod
-    def _trl_config_class(self) -> type:
+    def _trl_config_class(self) -> type[TrainingArguments]:
         """TRL's config class (imported here: ``trl.SFTConfig``, ``trl.GRPOConfig``)."""
 
     @abstractmethod
-    def _trl_trainer_class(self) -> type:
+    def _trl_trainer_class(self) -> Callable[..., Trainer]:
         """TRL's trainer class (or a subclass of it)."""
 
     @abstractmethod
@@ -402,7 +431,7 @@ class CausalLMTrainer(
 # ---------------------------------------------------------------------- constructor arguments
 
 
-def output_dir_argument(output_dir: Any, who: str) -> str:
+def output_dir_argument(output_dir: object, who: str) -> str:
     """A trainer constructor's ``output_dir`` as text: :class:`OutputDirArgumentError` for None,
     an empty path, or something that is not a path."""
     if not isinstance(output_dir, str | os.PathLike):
@@ -420,7 +449,7 @@ def output_dir_argument(output_dir: Any, who: str) -> str:
     return text
 
 
-def model_name_argument(model_name: Any, who: str) -> str | None:
+def model_name_argument(model_name: object, who: str) -> str | None:
     """A trainer constructor's ``model_name`` as text (a ``pathlib.Path`` is a local path);
     :class:`ConfigValueError` for anything else but None."""
     if model_name is None or isinstance(model_name, str):
@@ -435,7 +464,9 @@ def model_name_argument(model_name: Any, who: str) -> str | None:
     )
 
 
-def callbacks_argument(callbacks: Any, who: str) -> list[Any]:
+def callbacks_argument(
+    callbacks: object, who: str
+) -> list[TrainerCallback | type[TrainerCallback]]:
     """A trainer's ``callbacks`` as a list; :class:`ConfigValueError` unless it is a sequence of
     ``transformers.TrainerCallback`` objects or classes (checked by their ``on_*`` hooks:
     transformers is not imported to build a trainer)."""

@@ -20,7 +20,9 @@ from .sft_cli import add_sft_parser
 __all__ = ["add_train_parser"]
 
 
-def add_train_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+def add_train_parser(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> argparse.ArgumentParser:
     """Add ``train`` and its subcommands to the top-level subparsers ``sub``."""
     train = sub.add_parser(
         "train", help="train models (sft, grpo, retrieval, progress, premise-selector)"

@@ -14,13 +14,21 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 log = logging.getLogger(__name__)
 
+Entry = dict[str, Any]
+"""One step of a pass's ``history`` (``training_state.json``): its ``step`` and logged values."""
+
 
 def _series(
-    passes: Sequence[dict[str, Any]], pick: Callable[[dict[str, Any]], float | None]
+    passes: Sequence[dict[str, Any]], pick: Callable[[Entry], float | None]
 ) -> tuple[list[int], list[float]]:
     """``(steps, values)`` of ``pick(entry)`` over the passes, steps offset pass after pass."""
     xs: list[int] = []
@@ -36,7 +44,7 @@ def _series(
     return xs, ys
 
 
-def _pyplot(dst: Path) -> Any:
+def _pyplot(dst: Path) -> ModuleType | None:
     """``matplotlib.pyplot`` on the file backend, or None (and a warning) without matplotlib."""
     try:
         import matplotlib
@@ -50,7 +58,7 @@ def _pyplot(dst: Path) -> Any:
 
 
 def _finish(
-    plt: Any, fig: Any, axes: Sequence[Any], passes: Sequence[dict[str, Any]], dst: Path
+    plt: ModuleType, fig: Figure, axes: Sequence[Axes], passes: Sequence[dict[str, Any]], dst: Path
 ) -> Path:
     """Mark where each pass starts, label the step axis, write ``dst`` atomically."""
     from ..data.jsonio import atomic_write
@@ -93,6 +101,16 @@ def plot_loss_curve(passes: Sequence[dict[str, Any]], dst: Path) -> Path | None:
     return _finish(plt, fig, [ax], passes, dst)
 
 
+def _logged(key: str) -> Callable[[Entry], float | None]:
+    """The value ``key`` of a history entry (None where it was not logged)."""
+    return lambda e: e.get(key)
+
+
+def _reward_part(name: str) -> Callable[[Entry], float | None]:
+    """The mean of reward function ``name`` in a history entry (None where it was not logged)."""
+    return lambda e: e.get("rewards", {}).get(name)
+
+
 def plot_grpo_curves(
     passes: Sequence[dict[str, Any]], dst: Path, *, title: str = "GRPO"
 ) -> Path | None:
@@ -107,17 +125,17 @@ def plot_grpo_curves(
             names.extend(n for n in e.get("rewards", {}) if n not in names)
     fig, axes = plt.subplots(1, 3, figsize=(15, 4), dpi=100)
     ax_r, ax_l, ax_k = axes
-    xs, ys = _series(passes, lambda e: e.get("reward"))
+    xs, ys = _series(passes, _logged("reward"))
     marker = "." if len(xs) < 50 else None
     ax_r.plot(xs, ys, marker=marker, color="black", linewidth=2, label="mean (weighted sum)")
     for n in names:
-        xn, yn = _series(passes, lambda e, n=n: e.get("rewards", {}).get(n))
+        xn, yn = _series(passes, _reward_part(n))
         if xn:
             ax_r.plot(xn, yn, marker=marker, linewidth=1, label=n)
     ax_r.set_title("reward")
     ax_r.legend(fontsize="small")
     for ax, key, what in ((ax_l, "loss", "loss"), (ax_k, "kl", "KL to the reference")):
-        xk, yk = _series(passes, lambda e, key=key: e.get(key))
+        xk, yk = _series(passes, _logged(key))
         if xk:
             ax.plot(xk, yk, marker=marker)
         else:

@@ -66,7 +66,7 @@ class UnknownAlgorithmError(TrainerError, ValueError):
             f"unknown GRPO algorithm {name!r}{hint}; valid algorithms: {', '.join(self.valid)}"
         )
 
-    def __reduce__(self):  # type: ignore[override]  # survive pickling (worker processes)
+    def __reduce__(self) -> tuple[object, ...]:  # survive pickling (worker processes)
         return (type(self), (self.name, self.valid))
 
 
@@ -85,7 +85,7 @@ class UnknownRewardError(TrainerError, ValueError):
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         super().__init__(f"unknown {what} {name!r}{hint}; valid names: {', '.join(self.valid)}")
 
-    def __reduce__(self):  # type: ignore[override]  # survive pickling (worker processes)
+    def __reduce__(self) -> tuple[object, ...]:  # survive pickling (worker processes)
         return (_rebuild_unknown_reward, (self.name, self.valid, self.what))
 
 

@@ -105,11 +105,11 @@ class EWC:
         cache = self._on_device
         total = torch.zeros((), device=device, dtype=torch.float32)
         for name, p in params:
-            f, star = cache.get(name, (None, None))
-            if f is None or f.device != p.device:
-                f = self.fisher[name].to(p.device)
-                star = self.params[name].to(p.device)
-                cache[name] = (f, star)
+            moved = cache.get(name)
+            if moved is None or moved[0].device != p.device:
+                moved = (self.fisher[name].to(p.device), self.params[name].to(p.device))
+                cache[name] = moved
+            f, star = moved
             total = total + (f * (p.float() - star) ** 2).sum()
         self._on_device = cache
         return self.lambda_value * total

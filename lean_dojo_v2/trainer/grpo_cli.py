@@ -34,7 +34,9 @@ def registry_help() -> str:
     )
 
 
-def add_grpo_parser(train_sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+def add_grpo_parser(
+    train_sub: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> argparse.ArgumentParser:
     """Add ``grpo`` to the subcommands of ``train``."""
     grpo = train_sub.add_parser(
         "grpo",

@@ -18,11 +18,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..data import Theorem
 from ..errors import EmptyDatasetError
 from .sft_data import is_sorry_tactic
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +53,7 @@ class PromptStats:
 class PromptRows:
     """The rows of a pass, the theorems they come from (by ``theorem_key``), and the counts."""
 
-    rows: list[dict[str, Any]] = field(default_factory=list)
+    rows: list[dict[str, object]] = field(default_factory=list)
     theorems: dict[str, Theorem] = field(default_factory=dict)
     stats: PromptStats = field(default_factory=PromptStats)
 
@@ -115,7 +118,7 @@ def check_prompt_theorems(
 
 def build_prompt_rows(
     theorems: Iterable[Theorem],
-    tokenizer: Any,
+    tokenizer: PreTrainedTokenizerBase,
     *,
     mode: str = "tactic",
     max_prompts: int | None = None,
@@ -189,7 +192,7 @@ def _empty(
     return EmptyDatasetError(f"no {unit} in {source}: {why}")
 
 
-def row_summary(rows: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+def row_summary(rows: Sequence[Mapping[str, object]]) -> dict[str, int]:
     """How many rows and distinct theorems (for logs)."""
     return {"prompts": len(rows), "theorems": len({r["theorem_key"] for r in rows})}
 

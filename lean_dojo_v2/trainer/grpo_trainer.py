@@ -31,7 +31,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, SupportsFloat
 
 from ..data.model import Theorem
 from ..errors import ConfigValueError, EmptyDatasetError, UnknownConfigKeyError
@@ -42,12 +42,18 @@ from .grpo_data import build_prompt_rows, check_prompt_theorems
 from .result import DictResult
 
 if TYPE_CHECKING:
+    from transformers import Trainer, TrainerCallback, TrainingArguments
+
+    from .lora import LoraArgument
     from .rl.rewards.base import BaseRewardScorer
     from .rl.rewards.context import RewardContext
 
 log = logging.getLogger(__name__)
 
-RewardFunction = Callable[..., Any]
+RewardFunction = Callable[..., object]
+"""A user's reward function: ``(completions, **kwargs)`` to a list of numbers or a 1-D tensor."""
+TRLRewardFunction = Callable[..., list[float]]
+"""A reward function as TRL calls it: one float per completion."""
 
 
 @dataclass
@@ -110,12 +116,12 @@ class GRPOTrainer(CausalLMTrainer[GRPOConfig, GRPOResult]):
         epochs_per_repo: float = 1,
         batch_size: int = 8,
         lr: float = 2e-5,
-        lora_config: Any = None,
+        lora_config: LoraArgument = None,
         *,
-        callbacks: Sequence[Any] = (),
-        **config_values: Any,
+        callbacks: Sequence[TrainerCallback | type[TrainerCallback]] = (),
+        **config_values: object,
     ) -> None:
-        arguments = dict(
+        arguments: dict[str, object] = dict(
             output_dir=output_dir, epochs_per_repo=epochs_per_repo, batch_size=batch_size, lr=lr
         )
         super().__init__(
@@ -129,7 +135,7 @@ class GRPOTrainer(CausalLMTrainer[GRPOConfig, GRPOResult]):
 
         self.reward_func = reward_func
         self.algorithm = resolve_algorithm(self.config.algorithm, self.config.algorithm_config)
-        self._user_reward: RewardFunction | None = None
+        self._user_reward: TRLRewardFunction | None = None
         if reward_func is not None:
             from .rl.rewards.trl_adapter import wrap_user_reward
 
@@ -152,9 +158,10 @@ class GRPOTrainer(CausalLMTrainer[GRPOConfig, GRPOResult]):
                 raise UnknownConfigKeyError(
                     key, user + names, source="reward_weights", config="rewards"
                 )
-        return [get_scorer(n, **self._scorer_kwargs(n)) for n in names]
+        # Bound to each pass's context when the pass opens it (reward_functions).
+        return [get_scorer(n, context=None, **self._scorer_kwargs(n)) for n in names]
 
-    def _scorer_kwargs(self, name: str) -> dict[str, Any]:
+    def _scorer_kwargs(self, name: str) -> dict[str, int]:
         """What a scorer needs from the config (the overlong punishment: the length cap)."""
         if name == "overlong":
             # DAPO's soft zone is the last fifth of the cap (4k of 20k in the paper); a quarter
@@ -167,10 +174,10 @@ class GRPOTrainer(CausalLMTrainer[GRPOConfig, GRPOResult]):
         names = [s.name for s in self.scorers]
         return ([self._user_name] if self._user_reward is not None else []) + names
 
-    def _repr_fields(self) -> dict[str, Any]:
+    def _repr_fields(self) -> dict[str, object]:
         return {"algorithm": self.config.algorithm, "mode": self.config.mode}
 
-    def _fingerprint_extra(self) -> dict[str, Any]:
+    def _fingerprint_extra(self) -> dict[str, object]:
         extra = super()._fingerprint_extra()
         if self.reward_func is not None:
             f = self.reward_func
@@ -197,7 +204,7 @@ class GRPOTrainer(CausalLMTrainer[GRPOConfig, GRPOResult]):
         cfg = self.config
         built = build_prompt_rows(
             theorems,
-            self.tokenizer,
+            self._loaded_model()[1],
             mode=cfg.mode,
             max_prompts=cfg.max_prompts,
             max_prompt_len=cfg.max_prompt_len,
@@ -211,7 +218,12 @@ class GRPOTrainer(CausalLMTrainer[GRPOConfig, GRPOResult]):
         )
         return PassRows(built.rows, "prompts", st.prompts, st, note, built.theorems)
 
-    def _check_rows(self, built: PassRows, args: Any, k: int) -> None:
+    def _check_rows(self, built: PassRows, args: TrainingArguments, k: int) -> None:
+        from trl import GRPOConfig as TRLConfig
+
+        assert isinstance(args, TRLConfig)  # built by _trl_config_class
+        # TRL's config fills both in when it is built.
+        assert args.generation_batch_size is not None and args.num_generations is not None
         # TRL's sampler drops an incomplete generation batch: fewer prompts would train 0 steps.
         needed = args.generation_batch_size // args.num_generations
         if len(built.rows) < needed:
@@ -223,12 +235,12 @@ class GRPOTrainer(CausalLMTrainer[GRPOConfig, GRPOResult]):
 
     # ------------------------------------------------------------------ TRL and the rewards
 
-    def _trl_config_class(self) -> type:
+    def _trl_config_class(self) -> type[TrainingArguments]:
         from trl import GRPOConfig as TRLConfig
 
         return TRLConfig
 
-    def _trl_trainer_class(self) -> type:
+    def _trl_trainer_class(self) -> Callable[..., Trainer]:
         from .rl.trl_trainer import LeanGRPOTrainer
 
         return LeanGRPOTrainer
@@ -255,9 +267,10 @@ class GRPOTrainer(CausalLMTrainer[GRPOConfig, GRPOResult]):
             args["vllm_server_base_url"] = cfg.vllm_server_base_url
         return args
 
-    def _train_rows(self, k: int, built: PassRows, out: Path, **kwargs: Any) -> dict[str, Any]:
+    def _train_rows(self, k: int, built: PassRows, out: Path, **kwargs: object) -> dict[str, Any]:
         """The pass within its reward context (its environments, closed after the pass)."""
         from ..models.prompts import add_special_tokens_for, prompt_style
+        from .rl.trl_trainer import LeanGRPOTrainer
 
         context = self._open_context(built.theorems)
         try:
@@ -268,10 +281,12 @@ class GRPOTrainer(CausalLMTrainer[GRPOConfig, GRPOResult]):
                 reward_funcs=self._reward_functions(context),
                 extensions=self.algorithm.extensions,
                 # The prompts are rendered text (models.prompts): tokenised as search does.
-                prompt_add_special_tokens=add_special_tokens_for(prompt_style(self.tokenizer)),
+                prompt_add_special_tokens=add_special_tokens_for(
+                    prompt_style(self._loaded_model()[1])
+                ),
             )
             backend = None
-            checks: dict[str, Any] = {}
+            checks: dict[str, object] = {}
             if context is not None:
                 backend = getattr(context, "last_backend", None) or context.backend
                 checks = dict(context.stats())
@@ -279,7 +294,9 @@ class GRPOTrainer(CausalLMTrainer[GRPOConfig, GRPOResult]):
             if context is not None:
                 context.close()
         log.info("pass %d: rewards checked by %s: %s", k + 1, backend or "no Lean check", checks)
-        sampling = dict(self._trl_trainer.sampling_stats())
+        trainer = self._trl_trainer
+        assert isinstance(trainer, LeanGRPOTrainer)  # built by _trl_trainer_class
+        sampling = dict(trainer.sampling_stats())
         return {**info, "reward_backend": backend, "reward_checks": checks, "sampling": sampling}
 
     def _open_context(self, theorems: Mapping[str, Theorem]) -> RewardContext | None:
@@ -297,11 +314,11 @@ class GRPOTrainer(CausalLMTrainer[GRPOConfig, GRPOResult]):
             max_proof_steps=cfg.max_proof_steps,
         )
 
-    def _reward_functions(self, context: RewardContext | None) -> list[RewardFunction]:
+    def _reward_functions(self, context: RewardContext | None) -> list[TRLRewardFunction]:
         """TRL's reward functions of a pass, each within ``reward_timeout`` and finite."""
         from .rl.rewards.trl_adapter import guard_reward, reward_functions
 
-        funcs: list[RewardFunction] = []
+        funcs: list[TRLRewardFunction] = []
         if self._user_reward is not None:
             funcs.append(self._user_reward)
         if self.scorers:
@@ -356,7 +373,10 @@ class GRPOTrainer(CausalLMTrainer[GRPOConfig, GRPOResult]):
         )
 
 
-def _finite(value: Any) -> float | None:
+def _finite(value: object) -> float | None:
+    """A logged value as a finite float; None for anything else (absent, NaN, infinite)."""
+    if not isinstance(value, (SupportsFloat, str)):
+        return None
     try:
         x = float(value)
     except (TypeError, ValueError):

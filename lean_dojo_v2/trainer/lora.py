@@ -7,18 +7,24 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from ..errors import ConfigValueError, UnknownConfigKeyError
 from .run_dir import write_json
 
 if TYPE_CHECKING:
+    from peft import LoraConfig
+
     from .causal_lm_config import CausalLMConfig
+
+    LoraArgument: TypeAlias = LoraConfig | Mapping[str, Any] | bool | None
+    """A trainer's ``lora_config`` (upstream LeanDojo-v2's): a ``peft.LoraConfig``, a mapping of
+    its arguments, True (LoRA from the config's ``lora_*`` fields), or False/None (no LoRA)."""
 
 LORA_KEYS = ("r", "lora_alpha", "lora_dropout", "target_modules")
 
 
-def peft_config_dict(lora: Any) -> dict[str, Any]:
+def peft_config_dict(lora: object) -> dict[str, Any]:
     """The arguments of ``lora`` (a ``peft.LoraConfig`` or a mapping) as plain JSON values."""
     if isinstance(lora, Mapping):
         return dict(lora)
@@ -54,7 +60,7 @@ def lora_fields(d: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def lora_config_values(lora_config: Any) -> tuple[dict[str, Any], Any]:
+def lora_config_values(lora_config: LoraArgument) -> tuple[dict[str, Any], LoraConfig | None]:
     """A trainer's ``lora_config`` argument (upstream LeanDojo-v2's: a ``peft.LoraConfig``, a
     mapping of its arguments, True or None) as config values, and the ready ``peft.LoraConfig``
     to use as is (None unless one was given)."""
@@ -67,7 +73,7 @@ def lora_config_values(lora_config: Any) -> tuple[dict[str, Any], Any]:
     return {}, None
 
 
-def build_lora(cfg: CausalLMConfig) -> Any:
+def build_lora(cfg: CausalLMConfig) -> LoraConfig:
     """A ``peft.LoraConfig`` from the config's ``lora_*`` fields."""
     from peft import LoraConfig
 

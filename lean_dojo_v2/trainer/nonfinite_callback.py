@@ -7,9 +7,10 @@ so that ``import lean_dojo_v2.trainer`` stays light.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
 
-from transformers import TrainerCallback
+import torch
+from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 
 from .numerics import check_finite, check_finite_step
 
@@ -27,13 +28,26 @@ class StopOnNonFinite(TrainerCallback):
     only the logged values are checked.
     """
 
-    def on_pre_optimizer_step(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+    def on_pre_optimizer_step(
+        self,
+        args: TrainingArguments,
+        state: TrainerState,
+        control: TrainerControl,
+        **kwargs: object,
+    ) -> None:
         model = kwargs.get("model")
-        if model is None or getattr(args, "fp16", False):
+        if not isinstance(model, torch.nn.Module) or getattr(args, "fp16", False):
             return
         check_finite_step(None, model.parameters(), state.global_step + 1, lr=args.learning_rate)
 
-    def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kwargs: Any) -> None:
+    def on_log(
+        self,
+        args: TrainingArguments,
+        state: TrainerState,
+        control: TrainerControl,
+        logs: Mapping[str, float] | None = None,
+        **kwargs: object,
+    ) -> None:
         for key, what in (("loss", "the training loss"), ("grad_norm", "the gradient norm")):
             if key == "grad_norm" and getattr(args, "fp16", False):
                 continue  # an overflow the loss scaler skipped

@@ -25,9 +25,12 @@ import logging
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .errors import NonFiniteLossError
+
+if TYPE_CHECKING:
+    import torch
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +89,7 @@ def training_precision(
     return TrainingPrecision(resolved, autocast, adapter_float32=not full)
 
 
-def upcast_trainable(model: Any) -> int:
+def upcast_trainable(model: torch.nn.Module) -> int:
     """Cast every trainable parameter held in bf16/fp16 to float32 (a LoRA adapter on a bf16
     base: PEFT does so by default, this makes it hold on every path, resume included); returns
     how many were cast."""
@@ -118,16 +121,16 @@ def check_finite(value: float, what: str, step: int, *, lr: float | None = None)
         raise NonFiniteLossError(f"{what} is {value} at step {step}: {_hint(lr)}")
 
 
-def grad_norm(parameters: Iterable[Any]) -> float | None:
+def grad_norm(parameters: Iterable[torch.Tensor]) -> float | None:
     """The global L2 norm of the gradients of ``parameters`` (None when none has one, e.g.
     under DeepSpeed, which keeps its own); NaN or inf when any gradient is."""
     import torch
 
-    grads = [p.grad for p in parameters if getattr(p, "grad", None) is not None]
+    grads = [g for p in parameters if (g := getattr(p, "grad", None)) is not None]
     if not grads:
         return None
     # One norm per device, then their norm: model-parallel parameters live on several devices.
-    by_device: dict[Any, list[Any]] = {}
+    by_device: dict[torch.device, list[torch.Tensor]] = {}
     for g in grads:
         by_device.setdefault(g.device, []).append(g.detach())
     norms = [torch.nn.utils.get_total_norm(gs, 2.0).float().cpu() for gs in by_device.values()]
@@ -136,7 +139,7 @@ def grad_norm(parameters: Iterable[Any]) -> float | None:
 
 def check_finite_step(
     loss: float | None,
-    parameters: Iterable[Any] | None,
+    parameters: Iterable[torch.Tensor] | None,
     step: int,
     *,
     lr: float | None = None,
@@ -151,7 +154,7 @@ def check_finite_step(
             check_finite(norm, "the gradient norm", step, lr=lr)
 
 
-def check_finite_weights(module: Any, where: str) -> None:
+def check_finite_weights(module: torch.nn.Module, where: str) -> None:
     """Raise :class:`NonFiniteLossError` when a weight of ``module`` is NaN or infinite (the
     last guard before ``where``, a save, is written)."""
     import torch

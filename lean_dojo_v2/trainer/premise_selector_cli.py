@@ -208,7 +208,9 @@ _FLAGS: list[tuple[tuple[str, ...], str, dict[str, Any]]] = [
 ]
 
 
-def add_premise_selector_parser(train_sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+def add_premise_selector_parser(
+    train_sub: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> argparse.ArgumentParser:
     """Add ``premise-selector`` to the ``train`` subcommands."""
     p = train_sub.add_parser(
         "premise-selector",

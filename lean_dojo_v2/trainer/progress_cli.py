@@ -17,7 +17,9 @@ RESTART_NOTE = (
 )
 
 
-def add_progress_parser(train_sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+def add_progress_parser(
+    train_sub: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> argparse.ArgumentParser:
     """Add ``progress`` to the subcommands of ``train``."""
     p = train_sub.add_parser(
         "progress",

@@ -18,6 +18,7 @@ class DictResult:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)  # type: ignore[call-overload]
 
+    # Any, as a dict's value is to its reader: the fields differ in type by key.
     def __getitem__(self, key: str) -> Any:
         if key not in self.keys():
             raise KeyError(key)
@@ -26,7 +27,7 @@ class DictResult:
     def __contains__(self, key: object) -> bool:
         return key in self.keys()
 
-    def get(self, key: str, default: Any = None) -> Any:
+    def get(self, key: str, default: object = None) -> Any:
         return getattr(self, key) if key in self.keys() else default
 
     def keys(self) -> list[str]:

@@ -22,7 +22,9 @@ from .cli_options import (
 )
 
 
-def add_retrieval_parser(train_sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+def add_retrieval_parser(
+    train_sub: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> argparse.ArgumentParser:
     """Add ``retrieval`` to the ``train`` subcommands."""
     p = train_sub.add_parser(
         "retrieval",

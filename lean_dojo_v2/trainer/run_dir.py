@@ -23,7 +23,8 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from ..config.loading import config_to_dict, dump_config, unfingerprinted_fields
 from ..data.output_dir import (
@@ -37,6 +38,14 @@ from ..data.output_dir import (
 from ..errors import EmptyDatasetError, OutputExistsError, TrainerError
 from .errors import TrainingStateError
 
+if TYPE_CHECKING:
+    from dataclasses import Field
+
+    from ..database import DynamicDatabase
+    from ..database.common import RepositoryRef
+    from ..database.records import RepositoryInfo
+    from .pass_loop import Pass
+
 log = logging.getLogger(__name__)
 
 STATE_FILE = "training_state.json"
@@ -44,6 +53,22 @@ SUMMARY_FILE = "summary.json"
 CHECKPOINTS = "checkpoints"
 LOGS = "logs"
 DATA = "data"
+
+
+class RunConfig(Protocol):
+    """What the run directory reads of a trainer's config (a dataclass: it is written to the
+    run directory and fingerprinted)."""
+
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]]
+
+    @property
+    def output_dir(self) -> str: ...
+    @property
+    def model_name(self) -> str | None: ...
+    @property
+    def resume(self) -> bool: ...
+    @property
+    def overwrite_output_dir(self) -> bool: ...
 
 
 def is_main_process() -> bool:
@@ -59,7 +84,7 @@ def wait_for_everyone() -> None:
         PartialState().wait_for_everyone()
 
 
-def write_json(path: Path, obj: Any, *, indent: int = 2) -> None:
+def write_json(path: Path, obj: object, *, indent: int = 2) -> None:
     """Write ``obj`` as JSON to ``path`` atomically (a reader never sees half a file)."""
     from ..data.jsonio import atomic_write
 
@@ -82,7 +107,7 @@ def read_state(out: Path) -> dict[str, Any] | None:
 
 
 def config_fingerprint(
-    config: Any, plan_id: Mapping[str, Any], exclude: Iterable[str] = (), **extra: Any
+    config: RunConfig, plan_id: Mapping[str, object], exclude: Iterable[str] = (), **extra: object
 ) -> str:
     """SHA-256 of ``config`` (less its fields declared ``config_field(..., fingerprint=False)``
     and the ``exclude`` keys, plus ``extra``) and the data plan: two runs with the same
@@ -127,7 +152,7 @@ def check_export_dir(
     export: str | os.PathLike[str],
     *,
     out: str | os.PathLike[str],
-    inputs: Iterable[str | os.PathLike[str]],
+    inputs: Iterable[str | Path],
     force: bool,
 ) -> Path:
     """``--export DIR`` is an output too: refuse it (:class:`OutputExistsError`) where the run
@@ -155,10 +180,10 @@ class RunStart:
 
 def resume_or_start(
     out: Path,
-    config: Any,
+    config: RunConfig,
     *,
     fingerprint: str,
-    plan_id: Mapping[str, Any],
+    plan_id: Mapping[str, object],
     sources: list[Path],
     config_file: str,
     has_checkpoint: Callable[[Path, int], bool],
@@ -188,7 +213,13 @@ def resume_or_start(
     old = read_state(out) if out.is_dir() and is_ours(out) else None
     # A run that stopped before its first checkpoint has nothing to resume: start afresh.
     progressed = old is not None and (int(old.get("passes_done", 0)) > 0 or has_checkpoint(out, 0))
-    if progressed and not old.get("finished") and config.resume and not config.overwrite_output_dir:
+    if (
+        old is not None
+        and progressed
+        and not old.get("finished")
+        and config.resume
+        and not config.overwrite_output_dir
+    ):
         if old.get("fingerprint") != fingerprint:
             raise TrainingStateError(
                 f"{out} holds an unfinished {what} run of another config or data "
@@ -241,18 +272,20 @@ def settle_previous(previous: Path | None, out: Path, *, keep_new: bool) -> None
 # ---------------------------------------------------------------------- the database curriculum
 
 
-def open_database(database: Any) -> tuple[Any, bool]:
+def open_database(
+    database: DynamicDatabase | str | os.PathLike[str] | None,
+) -> tuple[DynamicDatabase | None, bool]:
     """``(database, opened here?)`` for a DynamicDatabase, a path to one, or None."""
     if database is None:
         return None, False
     if isinstance(database, (str, os.PathLike)):
         from ..database import DynamicDatabase
 
-        return DynamicDatabase(database, create=False), True
+        return DynamicDatabase(Path(database), create=False), True
     return database, False
 
 
-def empty_database_error(db: Any) -> TrainerError:
+def empty_database_error(db: DynamicDatabase) -> TrainerError:
     """The error for a database with no repository to train on."""
     return EmptyDatasetError(
         f"the database {getattr(db, 'path', '')} has no repositories to train on; add one "
@@ -268,7 +301,15 @@ class TrainingRunRecord:
     of the curriculum so far (the record lists each pass's last one). ``id`` is the record's id,
     or None."""
 
-    def __init__(self, db: Any, kind: str, *, model: str, config: Any, plan: Iterable[Any]) -> None:
+    def __init__(
+        self,
+        db: DynamicDatabase | None,
+        kind: str,
+        *,
+        model: str,
+        config: RunConfig,
+        plan: Iterable[Pass],
+    ) -> None:
         self.db = db
         self.id: int | None = None
         if db is not None and is_main_process():
@@ -282,20 +323,25 @@ class TrainingRunRecord:
     def __enter__(self) -> TrainingRunRecord:
         return self
 
-    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
-        if exc is not None and self.id is not None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc is not None and self.id is not None and self.db is not None:
             status = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
             self.db.finish_training_run(
                 self.id, status=status, metrics={"error": f"{type(exc).__name__}: {exc}"}
             )
 
-    def finish(self, metrics: Mapping[str, Any], checkpoint: Path) -> None:
+    def finish(self, metrics: Mapping[str, object], checkpoint: Path) -> None:
         """Mark the run finished with ``metrics`` and its ``checkpoint``."""
-        if self.id is not None:
+        if self.id is not None and self.db is not None:
             self.db.finish_training_run(self.id, metrics=metrics, checkpoint=str(checkpoint))
 
 
-def repo_ref(repo: Any) -> Any:
+def repo_ref(repo: object) -> RepositoryRef:
     """A repository reference the database understands: LeanGitRepo-like objects become
     ``(url, commit)``."""
     from ..database.records import RepositoryInfo
@@ -312,8 +358,8 @@ def repo_ref(repo: Any) -> Any:
 
 
 def curriculum(
-    db: Any, repos: Iterable[Any] | None
-) -> tuple[list[Any], list[Path], dict[str, Any]]:
+    db: DynamicDatabase, repos: Iterable[object] | None
+) -> tuple[list[RepositoryInfo], list[Path], dict[str, object]]:
     """The repositories of database ``db`` to train on, easiest first (``repos``: only these;
     None: all), the files the run reads (the database) and the plan's identity (for the
     fingerprint)."""
@@ -327,12 +373,14 @@ def curriculum(
     return order, sources, {"database": [[i.url, i.commit] for i in order]}
 
 
-def pass_label(repo: Any) -> str:
+def pass_label(repo: RepositoryInfo) -> str:
     """The label of a curriculum pass over repository ``repo`` (``name@commit12``)."""
     return f"{repo.name}@{repo.commit[:12]}"
 
 
-def dataset_source(repos: Iterable[Any] | None, data_path: str | os.PathLike[str] | None) -> Path:
+def dataset_source(
+    repos: Iterable[object] | None, data_path: str | os.PathLike[str] | None
+) -> Path:
     """``data_path`` when training without a database (an error if ``repos`` are given, or no
     ``data_path``)."""
     if repos is not None:

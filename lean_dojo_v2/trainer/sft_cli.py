@@ -18,7 +18,9 @@ from .cli_options import (
 )
 
 
-def add_sft_parser(train_sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+def add_sft_parser(
+    train_sub: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> argparse.ArgumentParser:
     """Add ``sft`` to the subcommands of ``train``."""
     sft = train_sub.add_parser(
         "sft",

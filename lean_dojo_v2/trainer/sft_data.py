@@ -16,13 +16,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..data import Theorem
 from ..data.sorry import find_sorry_tokens
 from ..errors import EmptyDatasetError
 
 if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+
     from .sft_config import SFTConfig
 
 log = logging.getLogger(__name__)
@@ -73,7 +75,7 @@ def _words(text: str) -> Iterable[str]:
 
 def build_examples(
     theorems: Iterable[Theorem],
-    tokenizer: Any,
+    tokenizer: PreTrainedTokenizerBase,
     *,
     use_premises: bool = False,
     max_examples: int | None = None,
@@ -140,7 +142,7 @@ def _empty(st: ExampleStats, source: str) -> EmptyDatasetError:
 
 
 def tokenize_pairs(
-    pairs: Sequence[tuple[str, str]], tokenizer: Any, *, max_seq_len: int
+    pairs: Sequence[tuple[str, str]], tokenizer: PreTrainedTokenizerBase, *, max_seq_len: int
 ) -> tuple[list[dict[str, list[int]]], int]:
     """Token ids and completion masks of ``pairs`` as the generators tokenise them; examples longer
     than ``max_seq_len`` are left out (never cut). Returns the rows and how many were left out."""
@@ -167,7 +169,7 @@ def tokenize_pairs(
 
 
 def training_rows(
-    theorems: Sequence[Theorem], tokenizer: Any, cfg: SFTConfig, *, source: str
+    theorems: Sequence[Theorem], tokenizer: PreTrainedTokenizerBase, cfg: SFTConfig, *, source: str
 ) -> tuple[list[dict[str, list[int]]], ExampleStats]:
     """The rows one SFT pass trains on (:func:`build_examples`, then :func:`tokenize_pairs` with
     ``cfg``'s settings) and their counts; :class:`EmptyDatasetError` when every example is longer

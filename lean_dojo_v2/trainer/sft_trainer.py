@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..data.model import Theorem
 from .causal_lm_trainer import CausalLMTrainer, PassRows
@@ -28,6 +28,11 @@ from .curves import plot_loss_curve
 from .result import DictResult
 from .sft_config import SFTConfig
 from .sft_data import check_usable, training_rows
+
+if TYPE_CHECKING:
+    from transformers import Trainer, TrainerCallback, TrainingArguments
+
+    from .lora import LoraArgument
 
 
 @dataclass
@@ -87,15 +92,15 @@ class SFTTrainer(CausalLMTrainer[SFTConfig, TrainResult]):
         epochs_per_repo: float = 1,
         batch_size: int = 1,
         lr: float = 2e-5,
-        lora_config: Any = None,
+        lora_config: LoraArgument = None,
         max_seq_len: int = 1024,
         warmup_steps: int = 0,
         gradient_checkpointing: bool = False,
         *,
-        callbacks: Sequence[Any] = (),
-        **config_values: Any,
+        callbacks: Sequence[TrainerCallback | type[TrainerCallback]] = (),
+        **config_values: object,
     ) -> None:
-        arguments = dict(
+        arguments: dict[str, object] = dict(
             output_dir=output_dir,
             epochs_per_repo=epochs_per_repo,
             batch_size=batch_size,
@@ -116,19 +121,19 @@ class SFTTrainer(CausalLMTrainer[SFTConfig, TrainResult]):
         check_usable(theorems, source=source)
 
     def _build_rows(self, theorems: list[Theorem], source: str) -> PassRows:
-        rows, st = training_rows(theorems, self.tokenizer, self.config, source=source)
+        rows, st = training_rows(theorems, self._loaded_model()[1], self.config, source=source)
         note = (
             f"{st.examples} examples ({st.sorry_dropped} sorry tactics and {st.too_long_dropped} "
             f"longer than {self.config.max_seq_len} tokens left out)"
         )
         return PassRows(rows, "examples", st.examples, st, note)
 
-    def _trl_config_class(self) -> type:
+    def _trl_config_class(self) -> type[TrainingArguments]:
         from trl import SFTConfig as TRLConfig
 
         return TRLConfig
 
-    def _trl_trainer_class(self) -> type:
+    def _trl_trainer_class(self) -> Callable[..., Trainer]:
         from trl import SFTTrainer as TRLSFTTrainer
 
         return TRLSFTTrainer

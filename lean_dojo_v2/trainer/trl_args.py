@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TypeGuard
 
 from ..errors import ConfigValueError
 
@@ -58,22 +58,22 @@ def _forbidden_reason(key: str) -> str | None:
 # ---------------------------------------------------------------------- ranges
 
 
-def _is_int(v: Any) -> bool:
+def _is_int(v: object) -> TypeGuard[int]:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def _is_number(v: Any) -> bool:
+def _is_number(v: object) -> TypeGuard[int | float]:
     return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
 
 
-def _whole(low: int, high: int | None = None) -> Callable[[Any], bool]:
+def _whole(low: int, high: int | None = None) -> Callable[[object], bool]:
     return lambda v: _is_int(v) and v >= low and (high is None or v <= high)
 
 
 def _number(
     low: float, *, strict: bool = False, high: float | None = None, high_strict: bool = False
-) -> Callable[[Any], bool]:
-    def ok(v: Any) -> bool:
+) -> Callable[[object], bool]:
+    def ok(v: object) -> bool:
         if not _is_number(v) or (v <= low if strict else v < low):
             return False
         return high is None or (v < high if high_strict else v <= high)
@@ -81,7 +81,7 @@ def _number(
     return ok
 
 
-def _or_none(check: Callable[[Any], bool]) -> Callable[[Any], bool]:
+def _or_none(check: Callable[[object], bool]) -> Callable[[object], bool]:
     return lambda v: v is None or check(v)
 
 
@@ -92,7 +92,7 @@ _NON_NEGATIVE = (_number(0), "a number of 0 or more")
 _BETA = (_number(0, high=1, high_strict=True), "a number in [0, 1)")
 _PROBABILITY = (_number(0, strict=True, high=1), "a number in (0, 1]")
 
-TRL_ARG_RANGES: Mapping[str, tuple[Callable[[Any], bool], str]] = {
+TRL_ARG_RANGES: Mapping[str, tuple[Callable[[object], bool], str]] = {
     "seed": _SEED,
     "data_seed": (_or_none(_SEED[0]), f"None or {_SEED[1]}"),
     "per_device_train_batch_size": _AT_LEAST_1,
@@ -136,7 +136,7 @@ TRL_ARG_RANGES: Mapping[str, tuple[Callable[[Any], bool], str]] = {
 }
 
 
-def check_trl_arg_values(trl_args: Mapping[str, Any]) -> None:
+def check_trl_arg_values(trl_args: Mapping[str, object]) -> None:
     """Raise the one-line :class:`ConfigValueError` of the first ``trl_args`` key that writes
     outside the run directory (:data:`FORBIDDEN_TRL_ARGS`, every ``hub_*``) or whose value is
     out of the range TRL needs (:data:`TRL_ARG_RANGES`)."""
