@@ -78,7 +78,7 @@ class BM25Retriever(Retriever):
         accessible: Sequence[AccessibleAt | None] | None = None,
     ) -> list[list[tuple[Premise, float]]]:
         check_retrieve_args(states, k, accessible)
-        masks = [None] * len(states)
+        masks: list[np.ndarray | None] = [None] * len(states)
         if accessible is not None:
             masks = [None if a is None else self.mask(a[0], a[1]) for a in accessible]
         if not states:

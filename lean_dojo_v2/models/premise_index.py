@@ -25,7 +25,7 @@ import os
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -156,29 +156,39 @@ def top_k_rows(scores: np.ndarray, k: int) -> list[list[tuple[int, float]]]:
     """Per row of ``scores`` ``[Q, N]``, the ``k`` best ``(column, score)`` pairs, best first,
     leaving out ``-inf`` (masked) entries. Uses ``torch.topk`` (several times faster than
     ``numpy.argpartition`` on 100k columns), numpy when torch is missing."""
-    n = scores.shape[1]
-    k = min(k, n)
+    k = min(k, scores.shape[1])
     try:
         import torch
     except ImportError:  # pragma: no cover - torch is a dependency
-        torch = None
-    if torch is not None:
+        top, top_scores = _top_k_numpy(scores, k)
+    else:
         values, indices = torch.from_numpy(np.ascontiguousarray(scores)).topk(k, dim=1)
         top, top_scores = indices.numpy(), values.numpy()
-    else:  # pragma: no cover
-        top = (
-            np.argpartition(-scores, k - 1, axis=1)[:, :k]
-            if k < n
-            else (np.broadcast_to(np.arange(n), (scores.shape[0], n)))
-        )
-        top_scores = np.take_along_axis(scores, top, axis=1)
-        order = np.argsort(-top_scores, axis=1, kind="stable")
-        top = np.take_along_axis(top, order, axis=1)
-        top_scores = np.take_along_axis(top_scores, order, axis=1)
     return [
         [(r, v) for r, v in zip(rows, vals, strict=False) if v != -np.inf]
         for rows, vals in zip(top.tolist(), top_scores.tolist(), strict=False)
     ]
+
+
+class _FlatIndex(Protocol):
+    """What search asks of a FAISS ``IndexFlatIP`` (faiss ships no types)."""
+
+    def add(self, x: np.ndarray) -> None: ...
+
+    def search(self, x: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]: ...
+
+
+def _top_k_numpy(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover
+    """:func:`top_k_rows`' columns and scores, best first, with numpy only."""
+    n = scores.shape[1]
+    top = (
+        np.argpartition(-scores, k - 1, axis=1)[:, :k]
+        if k < n
+        else (np.broadcast_to(np.arange(n), (scores.shape[0], n)))
+    )
+    top_scores = np.take_along_axis(scores, top, axis=1)
+    order = np.argsort(-top_scores, axis=1, kind="stable")
+    return np.take_along_axis(top, order, axis=1), np.take_along_axis(top_scores, order, axis=1)
 
 
 class PremiseIndex:
@@ -222,7 +232,7 @@ class PremiseIndex:
         )
         self._keys = {_premise_key(p): i for i, p in enumerate(self.premises)}
         self._by_name: dict[str, list[int]] | None = None
-        self._faiss: Any = None
+        self._faiss: _FlatIndex | None = None
 
     def __len__(self) -> int:
         return len(self.premises)
@@ -358,12 +368,12 @@ class PremiseIndex:
                         f"[{n}] (PremiseIndex.mask)"
                     )
             blocked = np.stack(
-                [np.zeros(n, bool) if masks[q] is None else ~masks[q] for q in which]
+                [np.zeros(n, bool) if m is None else ~m for m in (masks[q] for q in which)]
             )
             np.putmask(scores, blocked, -np.inf)
         return top_k_rows(scores, k)
 
-    def _faiss_index(self) -> Any:
+    def _faiss_index(self) -> _FlatIndex:
         if self._faiss is None:
             try:
                 import faiss
@@ -475,8 +485,8 @@ class PremiseIndex:
                     file=folder / INDEX_META,
                     field=f"rows[{i}]",
                 ) from None
-            p = next((c for c in found if c.start == pos), None)
-            if p is None:
+            premise = next((c for c in found if c.start == pos), None)
+            if premise is None:
                 where = (
                     f"{CORPUS} has it at {', '.join(str(c.start.to_list()) for c in found)}"
                     if found
@@ -488,7 +498,7 @@ class PremiseIndex:
                     file=folder / INDEX_META,
                     field=f"rows[{i}]",
                 )
-            premises.append(p)
+            premises.append(premise)
         return cls(corpus, premises, embeddings, encoder_name=meta.get("encoder"), backend=backend)
 
 

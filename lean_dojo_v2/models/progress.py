@@ -38,10 +38,13 @@ import math
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..data.goals import clean_state, is_no_goals
 from ..errors import ModelError, ModelNotFoundError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 log = logging.getLogger(__name__)
 
@@ -140,7 +143,9 @@ def resolve_progress_base(model_name: str | os.PathLike[str] | None) -> tuple[st
     return resolve_model_path(model_name), None
 
 
-def effective_max_length(model: Any, tokenizer: Any, requested: int) -> int:
+def effective_max_length(
+    model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, requested: int
+) -> int:
     """``requested``, capped by the model's position embeddings and the tokenizer's limit."""
     limit = requested
     positions = getattr(getattr(model, "config", None), "max_position_embeddings", None)
@@ -224,8 +229,8 @@ class ProgressModel:
 
     def __init__(
         self,
-        model: Any,
-        tokenizer: Any,
+        model: PreTrainedModel,
+        tokenizer: PreTrainedTokenizerBase,
         *,
         device: str = "cpu",
         max_length: int = 512,
@@ -304,7 +309,7 @@ class ProgressModel:
         each is :func:`progress_text`; a finished state (``no goals``) is 0.0.
         """
         single = isinstance(goals, str)
-        goal_list = [goals] if single else list(goals)
+        goal_list = [goals] if isinstance(goals, str) else list(goals)
         tactic_list = self._per_goal("tactics", tactics, single, len(goal_list))
         prefix_list = self._per_goal("prefixes", prefixes, single, len(goal_list))
         for name, items in (
@@ -324,7 +329,9 @@ class ProgressModel:
                 out[i] = max(0.0, v)
         return out[0] if single else out
 
-    def _per_goal(self, name: str, value: Any, single: bool, n: int) -> list[str | None]:
+    def _per_goal(
+        self, name: str, value: str | Sequence[str | None] | None, single: bool, n: int
+    ) -> list[str | None]:
         if value is None:
             return [None] * n
         if isinstance(value, str):

@@ -22,9 +22,9 @@ import json
 import logging
 import os
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..data.model import Pos, Premise
 from ..errors import ModelError, ModelNotFoundError
@@ -33,6 +33,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
     import torch
     from torch import Tensor
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 log = logging.getLogger(__name__)
 
@@ -154,7 +155,7 @@ def default_encoder_path() -> Path:
     return path
 
 
-def _read_json(path: Path) -> Any:
+def _read_json(path: Path) -> object:
     try:
         return json.loads(path.read_text("utf-8"))
     except (OSError, ValueError):
@@ -244,8 +245,8 @@ class PremiseEncoder:
 
     def __init__(
         self,
-        module: torch.nn.Module,
-        tokenizer: Any,
+        module: PreTrainedModel,
+        tokenizer: PreTrainedTokenizerBase,
         *,
         name_or_path: str,
         pooling: str = "mean",
@@ -282,7 +283,8 @@ class PremiseEncoder:
         """Move the module to ``device`` (``"auto"``, ``"cpu"``, ``"cuda"``); returns self."""
         from .loading import resolve_device
 
-        self.module.to(resolve_device(device))
+        # transformers wraps PreTrainedModel.to with functools.wraps, which mypy does not bind.
+        self.module.to(resolve_device(device))  # type: ignore[arg-type]
         return self
 
     # ------------------------------------------------------------------ encoding
@@ -339,11 +341,12 @@ class PremiseEncoder:
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]), reverse=True)
         was_training = self.module.training
         self.module.eval()
-        starts = range(0, len(order), batch_size)
+        batches = range(0, len(order), batch_size)
+        starts: Iterable[int] = batches
         if show_progress:
             from tqdm.auto import tqdm
 
-            starts = tqdm(starts, desc="encoding", unit="batch", total=len(starts))
+            starts = tqdm(batches, desc="encoding", unit="batch", total=len(batches))
         try:
             with torch.inference_mode():
                 for s in starts:

@@ -8,9 +8,13 @@ import json
 import logging
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..errors import ConfigError, IncompleteDatasetError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..data.corpus import Corpus
+    from .retrieval import Retriever
 
 log = logging.getLogger(__name__)
 
@@ -32,11 +36,18 @@ def parse_ks(text: str) -> tuple[int, ...]:
     return tuple(sorted(ks))
 
 
-def add_eval_parser(sub: Any) -> argparse.ArgumentParser:
+def add_eval_parser(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> argparse.ArgumentParser:
     """Register ``eval`` (with ``eval retrieval``) on ``sub`` (the top-level subparsers)."""
     ev = sub.add_parser("eval", help="evaluate models on a dataset")
     ev_sub = ev.add_subparsers(dest="eval_command", metavar="COMMAND")
-    ev.set_defaults(func=lambda a: (ev.print_help(), 2)[1])
+
+    def _help(_: argparse.Namespace) -> int:
+        ev.print_help()
+        return 2
+
+    ev.set_defaults(func=_help)
 
     p = ev_sub.add_parser(
         "retrieval",
@@ -95,7 +106,7 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
     )
     retriever, name = _make_retriever(args, corpus)
     metrics = evaluate_retriever(retriever, queries, ks=ks, batch_size=args.batch_size)
-    result: dict[str, Any] = dict(metrics)
+    result: dict[str, object] = dict(metrics)
     result.update(
         retriever=name,
         split=f"{args.strategy}/{args.split}",
@@ -113,7 +124,7 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
     return 0
 
 
-def _make_retriever(args: argparse.Namespace, corpus) -> tuple[Any, str]:  # noqa: ANN001
+def _make_retriever(args: argparse.Namespace, corpus: Corpus) -> tuple[Retriever, str]:
     if args.bm25:
         from .bm25 import BM25Retriever
 

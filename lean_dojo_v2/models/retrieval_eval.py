@@ -191,7 +191,7 @@ def evaluate_retriever(
         raise ModelError(f"batch_size must be positive, got {batch_size}")
     depth = max(max(ks), mrr_depth)
     rankings: list[list[str]] = []
-    starts = range(0, len(queries), batch_size)
+    starts: Iterable[int] = range(0, len(queries), batch_size)
     if show_progress:
         from tqdm.auto import tqdm
 
