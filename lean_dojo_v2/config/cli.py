@@ -27,6 +27,9 @@ from collections.abc import Mapping, Sequence
 from typing import NoReturn, TypeVar
 
 C = TypeVar("C")
+# The parser class of a command's subparsers (``CommandParser`` under ``lean-dojo-v2``): a
+# subcommand's ``add_*_parser(sub)`` returns a parser of the class ``sub`` makes.
+ParserT = TypeVar("ParserT", bound=argparse.ArgumentParser)
 
 HELP_CONFIG_HELP = "list every config key with its default and meaning"
 

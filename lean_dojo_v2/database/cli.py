@@ -11,16 +11,23 @@ import argparse
 import functools
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+from ..config.cli import ParserT
+
+if TYPE_CHECKING:
+    from .dynamic_database import DynamicDatabase
 
 HELP_DB = "database file (default: $RAID_DIR/dynamic_database.sqlite)"
 
 Handler = Callable[[argparse.Namespace], int]
 
 
-def _open(args: argparse.Namespace, *, readonly: bool = True, create: bool = False) -> Any:
+def _open(
+    args: argparse.Namespace, *, readonly: bool = True, create: bool = False
+) -> DynamicDatabase:
     """The database of ``--db``: read-only unless asked; only ``create`` makes a new one."""
     from .dynamic_database import DynamicDatabase, default_path
 
@@ -59,7 +66,7 @@ def _repo_ref(text: str) -> str | tuple[str, str]:
     return text
 
 
-def _print_table(rows: list[dict[str, Any]], columns: list[str]) -> None:
+def _print_table(rows: Sequence[Mapping[str, object]], columns: list[str]) -> None:
     widths = {c: max([len(c)] + [len(str(r.get(c, ""))) for r in rows]) for c in columns}
     print("  ".join(c.ljust(widths[c]) for c in columns))
     for r in rows:
@@ -210,7 +217,7 @@ def cmd_db_delete(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_db_parser(subparsers: Any) -> argparse.ArgumentParser:
+def add_db_parser(subparsers: argparse._SubParsersAction[ParserT]) -> ParserT:
     """Register ``db`` (and its subcommands) on the main parser's subparsers."""
     from ..data.splits import add_split_options
 

@@ -7,7 +7,7 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..config import get_settings
 from ..data import SplitSpec
@@ -16,6 +16,9 @@ from ..errors import ConfigError
 from .repo import LeanGitRepo
 from .traced_repo import TracedRepo
 from .tracing import trace
+
+if TYPE_CHECKING:
+    from typing_extensions import TypeIs
 
 logger = logging.getLogger("lean_dojo_v2.lean_dojo")
 
@@ -44,8 +47,14 @@ class BenchmarkResult:
 _ONE_REPO = (LeanGitRepo, str, os.PathLike)
 
 
-def _is_pair(x: object) -> bool:
-    return isinstance(x, tuple) and len(x) == 2 and all(isinstance(y, str) or y is None for y in x)
+def _is_pair(x: object) -> TypeIs[tuple[str, str | None]]:
+    """``(url, commit)`` with a commit of None for the default branch."""
+    return (
+        isinstance(x, tuple)
+        and len(x) == 2
+        and isinstance(x[0], str)
+        and (isinstance(x[1], str) or x[1] is None)
+    )
 
 
 def _check_arguments(
@@ -81,12 +90,9 @@ def _check_arguments(
 
 
 def _repos(repos: RepoSpec | Iterable[RepoSpec]) -> list[LeanGitRepo]:
-    if isinstance(repos, _ONE_REPO):
-        repos = [repos]
-    elif _is_pair(repos):
-        repos = [repos]  # one (url, commit) pair
+    items = [repos] if isinstance(repos, _ONE_REPO) or _is_pair(repos) else repos
     out = []
-    for r in repos:  # type: ignore[union-attr]
+    for r in items:
         if isinstance(r, LeanGitRepo):
             out.append(r)
         elif isinstance(r, tuple):

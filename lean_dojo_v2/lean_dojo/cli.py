@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any
+
+from ..config.cli import ParserT
 
 
 def cmd_trace(args: argparse.Namespace) -> int:
@@ -29,7 +30,7 @@ def cmd_trace(args: argparse.Namespace) -> int:
     spec = SplitSpec.parse(args.val, args.test, "test")
     result = write_benchmark(traced, out, spec)
     theorems = list(traced.theorems())
-    summary: dict[str, Any] = {
+    summary: dict[str, object] = {
         "url": repo.url,
         "commit": repo.commit,
         "lean_version": traced.lean_version,
@@ -58,7 +59,7 @@ def cmd_trace(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_trace_parser(sub: Any) -> None:
+def add_trace_parser(sub: argparse._SubParsersAction[ParserT]) -> None:
     p = sub.add_parser(
         "trace",
         help="trace a Lean 4 repository and write its LeanDojo-layout dataset",

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from ..system.commands import start_command, stop
 from ..system.processes import available_memory, tree_rss
@@ -42,7 +42,7 @@ class _Running:
     job: ExtractJob
     proc: subprocess.Popen[bytes]
     started: float
-    stderr: Any
+    stderr: IO[bytes]
     peak_rss: int = 0
 
 

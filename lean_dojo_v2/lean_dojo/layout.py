@@ -106,7 +106,7 @@ class ProjectLayout:
             return []
         src = self.core_prefix / "src" / "lean"
         lib = self.core_prefix / "lib" / "lean"
-        out = []
+        out: list[LeanSource] = []
         if not src.is_dir():
             return out
         for file in _lean_files(src):

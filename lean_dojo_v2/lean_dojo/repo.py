@@ -329,7 +329,7 @@ def _strip_git_suffix(name: str) -> str:
 # ----------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class LeanGitRepo:
     """A Lean 4 project at one commit.
 
@@ -340,8 +340,14 @@ class LeanGitRepo:
     """
 
     url: str
-    # None (the default branch) is accepted on input; __post_init__ always stores the full SHA.
-    commit: str = None  # type: ignore[assignment]
+    commit: str
+
+    def __init__(self, url: str | os.PathLike[str], commit: str | None = None) -> None:
+        # A commit of None (the default branch), a tag or a branch is accepted here; the field
+        # always holds the full SHA once __post_init__ has resolved it.
+        object.__setattr__(self, "url", url)
+        object.__setattr__(self, "commit", commit)
+        self.__post_init__()
 
     def __post_init__(self) -> None:
         if not isinstance(self.url, (str, os.PathLike)):
@@ -848,7 +854,7 @@ def _is_branch(git_dir: Path, name: str) -> bool:
     return proc.returncode == 0
 
 
-def _manifest_entry(package: Any) -> tuple[str, dict[str, Any]] | None:
+def _manifest_entry(package: object) -> tuple[str, dict[str, Any]] | None:
     """One ``packages[i]`` of a manifest as (name, fields), for both manifest layouts."""
     if not isinstance(package, dict):
         return None

@@ -24,7 +24,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, TypeGuard, TypeVar, overload
 
 from ..data import Annotation, Pos, Premise, PremiseFile, Theorem, TracedTactic
 from ..data.sorry import find_sorry_tokens, strip_comments
@@ -41,6 +41,7 @@ REWRITE_SEQ = "Lean.Parser.Tactic.rewriteSeq"
 
 # (line, column) with Lean's conventions: 1-based line, 0-based column in code points.
 LeanPos = tuple[int, int]
+T = TypeVar("T")
 # Maps a module name (and the .olean path Lean found for it, or "") to the file's path relative to
 # the repository root, LeanDojo style; None when it cannot be placed.
 ModuleResolver = Callable[[str, str], str | None]
@@ -164,22 +165,30 @@ class _Reader:
     def fail(self, reason: str, field_: str) -> TraceFormatError:
         return TraceFormatError(f"{self.where}: {field_}: {reason}")
 
-    def get(self, d: Mapping[str, Any], key: str, kind: type | tuple[type, ...], at: str) -> Any:
+    def get(self, d: Mapping[str, Any], key: str, kind: type[T], at: str) -> T:
         if key not in d:
             raise self.fail("missing", f"{at}.{key}")
         value = d[key]
         if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-            raise self.fail(
-                f"expected {_kind_name(kind)}, got {type(value).__name__}", f"{at}.{key}"
-            )
+            raise self.fail(f"expected {kind.__name__}, got {type(value).__name__}", f"{at}.{key}")
         return value
 
-    def opt(self, d: Mapping[str, Any], key: str, kind: type | tuple[type, ...], at: str) -> Any:
+    def opt(self, d: Mapping[str, Any], key: str, kind: type[T], at: str) -> T | None:
         if d.get(key) is None:
             return None
         return self.get(d, key, kind, at)
 
-    def pos(self, d: Mapping[str, Any], key: str, at: str, optional: bool = False) -> Any:
+    @overload
+    def pos(
+        self, d: Mapping[str, Any], key: str, at: str, optional: Literal[False] = False
+    ) -> LeanPos: ...
+
+    @overload
+    def pos(self, d: Mapping[str, Any], key: str, at: str, optional: bool) -> LeanPos | None: ...
+
+    def pos(
+        self, d: Mapping[str, Any], key: str, at: str, optional: bool = False
+    ) -> LeanPos | None:
         value = d.get(key)
         if value is None:
             if optional:
@@ -187,7 +196,7 @@ class _Reader:
             raise self.fail("missing", f"{at}.{key}")
         return self.pos_value(value, f"{at}.{key}")
 
-    def pos_value(self, value: Any, at: str) -> LeanPos:
+    def pos_value(self, value: object, at: str) -> LeanPos:
         if isinstance(value, dict):
             if "line" in value and "column" in value:
                 line, col = value["line"], value["column"]
@@ -216,14 +225,8 @@ class _Reader:
         return out
 
 
-def _is_nat(v: Any) -> bool:
+def _is_nat(v: object) -> TypeGuard[int]:
     return isinstance(v, int) and not isinstance(v, bool) and v >= 0
-
-
-def _kind_name(kind: type | tuple[type, ...]) -> str:
-    if isinstance(kind, tuple):
-        return " or ".join(k.__name__ for k in kind)
-    return kind.__name__
 
 
 # ------------------------------------------------------------------------------------ the file
@@ -262,7 +265,7 @@ class TracedFile:
     @classmethod
     def from_json(
         cls,
-        data: Any,
+        data: object,
         source: str,
         path: str,
         resolve: ModuleResolver | None = None,

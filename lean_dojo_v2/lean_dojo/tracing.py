@@ -285,7 +285,7 @@ def _extractor_broken(output: str) -> bool:
     return any("error" in line for line in _extractor_errors(output).splitlines())
 
 
-def _dumps(value: Any) -> str:
+def _dumps(value: object) -> str:
     import json
 
     return json.dumps(value, indent=1, ensure_ascii=False) + "\n"
