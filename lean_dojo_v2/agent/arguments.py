@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import inspect
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal, overload
 
@@ -19,7 +19,7 @@ from .errors import AgentConfigError
 PATH_FORMS = "a path (str or os.PathLike)"
 
 
-def _got(value: Any) -> str:
+def _got(value: object) -> str:
     text = repr(value)
     if len(text) > 60:
         text = text[:57] + "..."
@@ -28,12 +28,14 @@ def _got(value: Any) -> str:
 
 @overload
 def path_argument(
-    name: str, value: Any, *, optional: Literal[False] = ..., example: str = ""
+    name: str, value: object, *, optional: Literal[False] = ..., example: str = ""
 ) -> Path: ...
 @overload
-def path_argument(name: str, value: Any, *, optional: bool, example: str = "") -> Path | None: ...
 def path_argument(
-    name: str, value: Any, *, optional: bool = False, example: str = ""
+    name: str, value: object, *, optional: bool, example: str = ""
+) -> Path | None: ...
+def path_argument(
+    name: str, value: object, *, optional: bool = False, example: str = ""
 ) -> Path | None:
     """``value`` as a ``Path`` (``~`` expanded); None only when ``optional``."""
     if value is None and optional:
@@ -56,12 +58,12 @@ def path_argument(
 
 @overload
 def text_argument(
-    name: str, value: Any, *, optional: Literal[False] = ..., example: str = ""
+    name: str, value: object, *, optional: Literal[False] = ..., example: str = ""
 ) -> str: ...
 @overload
-def text_argument(name: str, value: Any, *, optional: bool, example: str = "") -> str | None: ...
+def text_argument(name: str, value: object, *, optional: bool, example: str = "") -> str | None: ...
 def text_argument(
-    name: str, value: Any, *, optional: bool = False, example: str = ""
+    name: str, value: object, *, optional: bool = False, example: str = ""
 ) -> str | None:
     """A non-empty string (None only when ``optional``)."""
     if value is None and optional:
@@ -75,11 +77,13 @@ def text_argument(
 
 @overload
 def whole_number(
-    name: str, value: Any, *, minimum: int = 1, optional: Literal[False] = ...
+    name: str, value: object, *, minimum: int = 1, optional: Literal[False] = ...
 ) -> int: ...
 @overload
-def whole_number(name: str, value: Any, *, minimum: int = 1, optional: bool) -> int | None: ...
-def whole_number(name: str, value: Any, *, minimum: int = 1, optional: bool = False) -> int | None:
+def whole_number(name: str, value: object, *, minimum: int = 1, optional: bool) -> int | None: ...
+def whole_number(
+    name: str, value: object, *, minimum: int = 1, optional: bool = False
+) -> int | None:
     """A whole number ``>= minimum`` (``True``/``False`` and ``1.0`` are not); None only when
     ``optional``."""
     if value is None and optional:
@@ -93,7 +97,7 @@ def whole_number(name: str, value: Any, *, minimum: int = 1, optional: bool = Fa
     return value
 
 
-def flag(name: str, value: Any) -> bool:
+def flag(name: str, value: object) -> bool:
     """``True`` or ``False`` itself: a string such as ``"no"`` would be true."""
     if not isinstance(value, bool):
         raise AgentConfigError(f"{name} must be True or False, got {_got(value)}")
@@ -102,11 +106,13 @@ def flag(name: str, value: Any) -> bool:
 
 @overload
 def one_of(
-    name: str, value: Any, choices: Iterable[str], *, optional: Literal[False] = ...
+    name: str, value: object, choices: Iterable[str], *, optional: Literal[False] = ...
 ) -> str: ...
 @overload
-def one_of(name: str, value: Any, choices: Iterable[str], *, optional: bool) -> str | None: ...
-def one_of(name: str, value: Any, choices: Iterable[str], *, optional: bool = False) -> str | None:
+def one_of(name: str, value: object, choices: Iterable[str], *, optional: bool) -> str | None: ...
+def one_of(
+    name: str, value: object, choices: Iterable[str], *, optional: bool = False
+) -> str | None:
     """One of ``choices`` (None only when ``optional``)."""
     options = tuple(choices)
     if value is None and optional:
@@ -121,8 +127,8 @@ def one_of(name: str, value: Any, choices: Iterable[str], *, optional: bool = Fa
 
 def keywords(
     name: str,
-    value: Any,
-    accepted_by: Iterable[Any],
+    value: object,
+    accepted_by: Iterable[Callable[..., object]],
     *,
     set_by_agent: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:

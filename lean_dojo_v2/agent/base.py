@@ -32,7 +32,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, Self
 
 from ..data.model import Theorem
 from ..prover.outcome import TheoremOutcome
@@ -46,11 +46,20 @@ if TYPE_CHECKING:
     from ..database.records import RepositoryInfo
     from ..lean_dojo.traced_repo import TracedRepo
     from ..models.generator import TacticGenerator
-    from ..prover.pipeline import GeneratorFactory, ProofJob, ProveRun
+    from ..prover.pipeline import ProofJob, ProveRun
     from ..prover.search_config import SearchConfig
+    from ..prover.search_types import GeneratorFactory
     from .environment import EnvChoice
 
 logger = logging.getLogger(__name__)
+
+
+class AgentTrainer(Protocol):
+    """What an agent trains: ``train(repos, database)`` over the database's curriculum of the
+    agent's repositories (``SFTTrainer``, ``GRPOTrainer``, ``RetrievalTrainer``)."""
+
+    def train(self, repos: list[RepositoryInfo], database: DynamicDatabase) -> object: ...
+
 
 SPLITS = ("test", "val", "train")
 DOCTOR_HINT = (
@@ -110,10 +119,10 @@ class BaseAgent(ABC):
       process and says so.
     """
 
-    trainer: Any = None  # a subclass's trainer: anything with train(repos, database)
+    trainer: AgentTrainer | None = None
     prover: TacticGenerator | None = None
 
-    def __new__(cls, *args: Any, **kwargs: Any) -> BaseAgent:
+    def __new__(cls, *args: object, **kwargs: object) -> Self:
         # Before any argument is checked: a script's bad input is one line, not a traceback.
         from . import excepthook
 
@@ -156,7 +165,7 @@ class BaseAgent(ABC):
     # ------------------------------------------------------------------ upstream's attributes
 
     @property
-    def repos(self) -> list[Any]:
+    def repos(self) -> list[RepositoryInfo]:
         """The repositories added so far (database records with ``url`` and ``commit``)."""
         return [r.info for r in self.repositories]
 
@@ -185,7 +194,7 @@ class BaseAgent(ABC):
             self._database.close()
             self._database = None
 
-    def __enter__(self) -> BaseAgent:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -394,7 +403,7 @@ class BaseAgent(ABC):
 
     # ------------------------------------------------------------------ training
 
-    def train(self) -> Any:
+    def train(self) -> object:
         """Train the agent's trainer over the database's curriculum of this agent's
         repositories (easiest first); returns the trainer's result."""
         self._require_repositories("train()")
@@ -405,7 +414,7 @@ class BaseAgent(ABC):
         self.prover = None  # the next prove() loads the trained model
         return result
 
-    def evaluate(self) -> Any:
+    def evaluate(self) -> object:
         """The trainer's own evaluation when it has one; otherwise proof search on the held-out
         ``random`` test split (no write-back), a :class:`ProveReport`."""
         self._require_repositories("evaluate()")
@@ -733,24 +742,29 @@ class BaseAgent(ABC):
         each worker process), every proof re-checked, recorded in its database (``record``)."""
         from ..prover.pipeline import ProveRun
 
-        if factory is None and self.prover is None:
-            self._setup_prover()
-        prover = self.prover
-        if factory is None and prover is None:
-            raise AgentConfigError(
-                f"{type(self).__name__}._setup_prover() set no prover: set self.prover to a "
-                "TacticGenerator there"
-            )
+        inline = factory is None
         return ProveRun(
-            factory or (lambda: prover),
+            self._built_prover() if factory is None else factory,
             config,
-            workers=self.workers if factory is not None else 1,
-            parallel="process" if factory is not None else "inline",
+            workers=1 if inline else self.workers,
+            parallel="inline" if inline else "process",
             progress=progress and not self.quiet,
             recheck=True,
             database=self.database if record else None,
             model=self._model_label(),
         )
+
+    def _built_prover(self) -> GeneratorFactory:
+        """The prover, built here (once) for proving in this process, as a factory of itself."""
+        if self.prover is None:
+            self._setup_prover()
+        prover = self.prover
+        if prover is None:
+            raise AgentConfigError(
+                f"{type(self).__name__}._setup_prover() set no prover: set self.prover to a "
+                "TacticGenerator there"
+            )
+        return lambda: prover
 
     def _say(self, text: str) -> None:
         if not self.quiet:
@@ -786,4 +800,4 @@ def _one_or_list(backends: list[str], configured: str) -> str | list[str]:
     return unique[0] if len(unique) == 1 else unique
 
 
-__all__ = ["AgentRepository", "BaseAgent", "ProofTarget"]
+__all__ = ["AgentRepository", "AgentTrainer", "BaseAgent", "ProofTarget"]

@@ -19,7 +19,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 MIN_FREE_GB = 5.0
 
@@ -436,7 +436,11 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return 0 if ready else 1
 
 
-def add_doctor_parser(sub: Any) -> argparse.ArgumentParser:
+# The parser class of the command line it registers on (lean-dojo-v2 uses CommandParser).
+ParserT = TypeVar("ParserT", bound=argparse.ArgumentParser)
+
+
+def add_doctor_parser(sub: argparse._SubParsersAction[ParserT]) -> ParserT:
     """Register ``doctor`` on the top-level subparsers."""
     p = sub.add_parser(
         "doctor",

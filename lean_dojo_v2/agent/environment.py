@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..prover.pipeline import EnvFactory
+    from ..prover.search_types import EnvFactory
 
 logger = logging.getLogger(__name__)
 

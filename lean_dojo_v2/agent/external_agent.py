@@ -16,7 +16,7 @@ from .base import BaseAgent
 from .errors import AgentConfigError
 
 if TYPE_CHECKING:
-    from ..prover.pipeline import GeneratorFactory
+    from ..prover.search_types import GeneratorFactory
     from .results import ProveReport
 
 # What the agent passes to ExternalProver itself, and what to do instead.

@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .arguments import keywords, text_argument
-from .base import BaseAgent
+from .base import AgentTrainer, BaseAgent
 from .errors import AgentConfigError
 from .prover_config import agent_kwargs_from_prover_config
 
 if TYPE_CHECKING:
-    from ..prover.pipeline import GeneratorFactory
+    from ..prover.search_types import GeneratorFactory
     from .prover_config import ProverConfig
 
 # What the agent passes to HFProver itself, and what to do instead.
@@ -27,6 +27,20 @@ _SET_BY_HF_AGENT = {
     "model": "set the trainer's model_name",
     "device": "pass device= to the agent",
 }
+
+
+class ModelTrainer(AgentTrainer, Protocol):
+    """What :class:`HFAgent` needs of its trainer (``SFTTrainer``, ``GRPOTrainer``): where it
+    writes the trained model, the model it starts from, and whether it trains a LoRA adapter."""
+
+    @property
+    def output_dir(self) -> str | os.PathLike[str]: ...
+
+    @property
+    def model_name(self) -> str | os.PathLike[str] | None: ...
+
+    @property
+    def lora_config(self) -> object: ...
 
 
 class HFAgent(BaseAgent):
@@ -40,11 +54,13 @@ class HFAgent(BaseAgent):
     upstream's argument and unused (the trainer carries its config). Other keywords:
     :class:`BaseAgent`'s."""
 
+    trainer: ModelTrainer
+
     def __init__(
         self,
-        trainer: Any,
+        trainer: ModelTrainer,
         database_path: str | os.PathLike[str] | None = None,
-        training_config: Any = None,
+        training_config: object = None,
         prover_config: ProverConfig | None = None,
         *,
         device: str = "auto",
@@ -103,6 +119,7 @@ class HFAgent(BaseAgent):
         as a picklable factory: built here by :meth:`_setup_prover`, or in each worker process."""
         from ..prover.parallel import HFProverSpec
 
+        model: str | None
         if self.trained:
             model, lora = str(self.output_dir), self.use_lora
         else:
@@ -145,4 +162,4 @@ class HFAgent(BaseAgent):
         return [note]
 
 
-__all__ = ["HFAgent"]
+__all__ = ["HFAgent", "ModelTrainer"]

@@ -25,7 +25,8 @@ from .results import LifelongResult
 
 if TYPE_CHECKING:
     from ..models.retrieval import Retriever
-    from ..prover.pipeline import GeneratorFactory
+    from ..prover.search_types import GeneratorFactory
+    from ..trainer.pass_loop import Pass, PassDataset
     from ..trainer.retrieval_config import TrainingConfig
     from ..trainer.retrieval_trainer import RetrievalTrainer
     from .prover_config import ProverConfig
@@ -53,6 +54,8 @@ class LeanAgent(BaseAgent):
     per prompt; ``retriever_dir``: where :meth:`train` exports the retriever (default
     ``work_dir/retriever``). Other keywords: :class:`BaseAgent`'s."""
 
+    trainer: RetrievalTrainer
+
     def __init__(
         self,
         database_path: str | os.PathLike[str] | None = None,
@@ -75,7 +78,7 @@ class LeanAgent(BaseAgent):
             raise AgentConfigError(
                 f"training_config must be a TrainingConfig, got {type(training_config).__name__}"
             )
-        generator_path = path_argument(
+        path_argument(
             "generator", generator, optional=True, example="an SFT output directory or a hub id"
         )
         num_premises = whole_number("num_premises", num_premises, minimum=0)
@@ -93,7 +96,7 @@ class LeanAgent(BaseAgent):
         self.prover_config = prover_config
         self.trainer = RetrievalTrainer(self.training_config)
         # A hub id stays as given (Path would turn "org/name" into a path on Windows).
-        self.generator = None if generator_path is None else os.fspath(generator)
+        self.generator = None if generator is None else os.fspath(generator)
         self.num_premises = num_premises
         self.device = device
         self.prover_kwargs = prover_kwargs
@@ -118,13 +121,13 @@ class LeanAgent(BaseAgent):
         self.trainer.add_pass_listener(tracker)
         try:
             if dataset is None:
-                training = super().train()
+                training = self.trainer.train(repos=self.repos, database=self.database)
             else:
                 training = self.trainer.train(data_path=dataset)
-                self.trained = True
-                self.prover = None  # the next prove() uses the trained retriever
         finally:
-            self.trainer._pass_listeners.remove(tracker)
+            self.trainer.remove_pass_listener(tracker)
+        self.trained = True
+        self.prover = None  # the next prove() uses the trained retriever
         self._trained_on = dataset
         self.retriever_dir = self.trainer.export(
             self._export_dir or self.work_dir / "retriever",
@@ -240,14 +243,14 @@ def _evaluate(
 class _ForgettingTracker:
     """A pass listener: after pass ``k``, R@10 of every repository ``j <= k``."""
 
-    def __init__(self, trainer: Any) -> None:
+    def __init__(self, trainer: RetrievalTrainer) -> None:
         self.trainer = trainer
         self.labels: list[str] = []
         self.dirs: list[Path] = []
         self.splits: list[str | None] = []
         self.r10: list[list[float | None]] = []
 
-    def __call__(self, k: int, p: Any, dataset: Any, info: dict) -> None:
+    def __call__(self, k: int, p: Pass, dataset: PassDataset, info: dict[str, Any]) -> None:
         if dataset.path is None:
             return
         self.labels.append(p.label)

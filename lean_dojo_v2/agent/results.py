@@ -9,9 +9,12 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..prover.outcome import DEPENDS_ON_SORRY, TheoremOutcome
+
+if TYPE_CHECKING:
+    from ..trainer.retrieval_trainer import RetrievalResult
 
 
 @dataclass
@@ -152,7 +155,7 @@ class LifelongResult:
     ``j`` after the last pass minus R@10 right after ``j`` was learnt (negative: forgotten)."""
 
     repositories: list[str]
-    training: Any
+    training: RetrievalResult
     r10: list[list[float | None]]
     eval_splits: list[str | None]
     forgetting: dict[str, float | None]

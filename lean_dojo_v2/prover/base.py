@@ -11,7 +11,7 @@ for tactics (``generate``), whole-proof search for whole proofs (``generate_proo
 from __future__ import annotations
 
 from abc import abstractmethod
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..models.generator import Candidate, TacticGenerator
 
@@ -19,6 +19,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..data import Theorem
     from .result import SearchResult
     from .search_config import SearchConfig
+    from .search_types import Envs, ProgressPredictor
 
 
 class BaseProver(TacticGenerator):
@@ -37,9 +38,9 @@ class BaseProver(TacticGenerator):
     def prove(
         self,
         theorem: Theorem,
-        env: Any,
+        env: Envs,
         config: SearchConfig | None = None,
-        progress_model: Any = None,
+        progress_model: ProgressPredictor | None = None,
     ) -> SearchResult:
         """Search for a proof of ``theorem`` in ``env`` (a ``ProofEnv``, an ``AsyncProofEnv`` or
         a list of them) with this prover: best-first by default, whole-proof search when

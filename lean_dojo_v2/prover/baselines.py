@@ -20,7 +20,7 @@ import random
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..data.model import Theorem
 from ..interaction import AsyncProofEnv, ProofEnv
@@ -36,6 +36,9 @@ from ..interaction.types import (
 from .result import SearchResult, proof_text
 from .search_run import check_theorem, checked_candidates
 from .threads import run_sync
+
+if TYPE_CHECKING:
+    from ..models.generator import TacticGenerator
 
 
 @dataclass
@@ -53,7 +56,7 @@ class RandomDFS:
 
     def __init__(
         self,
-        generator: Any,
+        generator: TacticGenerator,
         *,
         max_steps: int = 100,
         max_trials_per_goal: int = 5,

@@ -46,7 +46,7 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from ..data.model import Theorem
 from ..errors import ConfigError
@@ -61,6 +61,7 @@ from ..interaction.types import (
     ProofState,
     StaleStateError,
     TacticError,
+    TacticResult,
     TacticTimeout,
     UnknownTheoremError,
 )
@@ -70,11 +71,20 @@ from .search_run import BlockingSearch, SearchRun, SearchStop, check_theorem, ow
 from .search_tree import DROPPED, EXPANDED, OPEN, TOO_DEEP, Node, SearchTree
 from .threads import in_daemon_thread
 
-_LOADED_PROGRESS: dict[tuple[str, str], Any] = {}
+if TYPE_CHECKING:
+    from ..models.candidates import Scored
+    from ..models.generator import TacticGenerator
+    from ..models.progress import ProgressModel
+    from .search_types import ProgressPredictor
+
+# What running one (state, tactic) job gave: the environment's answer, or why there is none.
+JobResult: TypeAlias = TacticResult | Literal["crash", "stale", "skipped"]
+
+_LOADED_PROGRESS: dict[tuple[str, str], ProgressModel] = {}
 _LOADING = threading.Lock()
 
 
-def load_progress_model(path: str | None = None, *, device: str = "auto") -> Any:
+def load_progress_model(path: str | None = None, *, device: str = "auto") -> ProgressModel:
     """The progress model in directory ``path`` (None: ``$LEANPROGRESS_MODEL``), loaded once per
     process and device: a proving worker builds one search per theorem, and reloading a model for
     each would cost more than most searches. A path that holds no progress model raises
@@ -113,7 +123,7 @@ class _Job:
     logprob: float
     index: int
     env_index: int | None = None
-    result: Any = None  # a TacticResult, or "crash" / "stale" / "skipped"
+    result: JobResult | None = None
 
 
 class BestFirstSearch(BlockingSearch):
@@ -124,9 +134,9 @@ class BestFirstSearch(BlockingSearch):
 
     def __init__(
         self,
-        generator: Any,
+        generator: TacticGenerator,
         config: SearchConfig | None = None,
-        progress_model: Any = None,
+        progress_model: ProgressPredictor | None = None,
     ) -> None:
         self.generator = generator
         self.config = own_config(config)
@@ -209,7 +219,7 @@ class _BestFirstRun(SearchRun):
         root.handles.update(states)
         self.tree.push(root)
 
-    async def _loop(self, generator: Any) -> None:
+    async def _loop(self, generator: TacticGenerator) -> None:
         cfg = self.cfg
         tree = self.tree
         while True:
@@ -243,7 +253,7 @@ class _BestFirstRun(SearchRun):
             await self._absorb(jobs)
 
     # -------------------------------------------------------------------- generation
-    async def _generate(self, generator: Any, states: list[str]) -> list[list[Any]]:
+    async def _generate(self, generator: TacticGenerator, states: list[str]) -> list[list[Scored]]:
         raw = await self._call_generator(generator.generate, states, "tactic generator")
         return self._candidates(raw, len(states), "generate()")
 
@@ -278,7 +288,7 @@ class _BestFirstRun(SearchRun):
             state = next(iter(node.handles.values()))
         return state
 
-    async def _run_one(self, i: int, job: _Job) -> Any:
+    async def _run_one(self, i: int, job: _Job) -> JobResult:
         state = self._state_on(i, job.node)
         if state is None:
             return "stale"
@@ -295,7 +305,7 @@ class _BestFirstRun(SearchRun):
                 job.node.handles.pop(i, None)
         return result
 
-    async def _tactic(self, i: int, state: ProofState, tactic: str) -> Any:
+    async def _tactic(self, i: int, state: ProofState, tactic: str) -> JobResult:
         """One ``run_tactic``: a TacticResult, or ``"crash"`` / ``"stale"`` / ``"skipped"``."""
         remaining = self.clock.remaining()
         if remaining <= 0:
@@ -336,7 +346,7 @@ class _BestFirstRun(SearchRun):
         chain.reverse()
         t = time.perf_counter()
         try:
-            state: Any = await self.envs[i].start(self.theorem)
+            state = await self.envs[i].start(self.theorem)
         except EnvClosedError:
             raise
         except InteractionError as exc:

@@ -26,19 +26,24 @@ import os
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..config.cli import add_config_options, add_help_config_option
 from ..errors import LeanDojoError
 
 if TYPE_CHECKING:
+    from ..data.model import Theorem
     from ..database import DynamicDatabase
-    from .pipeline import EnvFactory, GeneratorFactory, WriteBackRequest
+    from .pipeline import WriteBackRequest
     from .recording import RecordingSummary
     from .result import SearchResult
     from .search_config import SearchConfig
+    from .search_types import EnvFactory, GeneratorFactory
 
 logger = logging.getLogger(__name__)
+
+# The parser class of the command line it registers on (lean-dojo-v2 uses CommandParser).
+ParserT = TypeVar("ParserT", bound=argparse.ArgumentParser)
 
 __all__ = ["NoProvableTheoremsError", "add_prove_parser", "cmd_prove"]
 
@@ -51,7 +56,7 @@ class NoProvableTheoremsError(LeanDojoError, ValueError):
     ``ReplayEnv`` can start."""
 
 
-def add_prove_parser(sub: Any) -> argparse.ArgumentParser:
+def add_prove_parser(sub: argparse._SubParsersAction[ParserT]) -> ParserT:
     """Register the ``prove`` subcommand on ``sub`` (the top-level subparsers)."""
     p = sub.add_parser(
         "prove",
@@ -191,7 +196,7 @@ def add_prove_parser(sub: Any) -> argparse.ArgumentParser:
 # -- input ---------------------------------------------------------------------------------------
 
 
-def _select_theorems(args: argparse.Namespace) -> tuple[list[Any], int]:
+def _select_theorems(args: argparse.Namespace) -> tuple[list[Theorem], int]:
     """The theorems to prove and how many were left out because the environment cannot start
     them (replay: no recorded tactic proof)."""
     from ..data.dataset import DatasetDir
@@ -456,7 +461,7 @@ def _summary(
         "error": counts.get("error", 0),
         "expansions": sum(r.expansions for r in results),
         "seconds": round(seconds, 3),
-        "proofs": {r.theorem: list(r.proof) for r in results if r.status == "proved"},
+        "proofs": {r.theorem: list(r.proof or []) for r in results if r.status == "proved"},
         "checked_by": dict(Counter(r.checked_by for r in results if r.status == "proved")),
         "left_out_no_tactic_proof": left_out,
         "generator": args.generator,

@@ -34,7 +34,6 @@ import re
 import textwrap
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
 
 from ..models.generator import is_forbidden, tactic_end
 
@@ -136,7 +135,7 @@ def frequency_scores(texts: Sequence[str | None]) -> list[float]:
     return [math.log(counts[t] / total) if t is not None else -math.inf for t in texts]
 
 
-def state_text(state: Any) -> str:
+def state_text(state: object) -> str:
     """The goal-state text of ``state``: a ``str`` as it is, a
     :class:`~lean_dojo_v2.interaction.ProofState` as the model sees it (``.text``), anything
     else (PyPantograph's ``GoalState``) as its ``str``."""
@@ -146,7 +145,7 @@ def state_text(state: Any) -> str:
     return text if isinstance(text, str) else str(state)
 
 
-def whole_proof_input(theorem: Any) -> str:
+def whole_proof_input(theorem: object) -> str:
     """What a whole-proof prompt carries for ``theorem``.
 
     A :class:`~lean_dojo_v2.data.Theorem` gives its first traced state (the canonical state the

@@ -29,9 +29,13 @@ from __future__ import annotations
 import json
 import math
 import os
-from typing import Any
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Protocol
 
 from ..errors import ModelError
+
+if TYPE_CHECKING:
+    import openai
 
 DEFAULT_MAX_ANSWER_BYTES = 8 * 1024 * 1024
 """8 MiB: about 64 samples of 1,024 tokens each with token log-probs (roughly 100 bytes of JSON
@@ -59,6 +63,40 @@ class ExternalAnswerTooLargeError(ExternalAnswerError):
     """An answer longer than ``max_answer_bytes``; reading stopped there."""
 
 
+class StreamedAnswer(Protocol):
+    """An answer whose body is read piece by piece: an ``httpx.Response`` opened with
+    ``stream=True``, or the ``openai`` client's streamed response."""
+
+    @property
+    def headers(self) -> Mapping[str, str]: ...
+
+    def iter_bytes(self) -> Iterator[bytes]: ...
+
+
+class _SentRequest(Protocol):
+    @property
+    def method(self) -> str: ...
+
+    @property
+    def url(self) -> object: ...
+
+
+class _ArrivingAnswer(Protocol):
+    """An answer as the HTTP client's response hook sees it: headers in, body not yet read
+    (``httpx.Response``, or ``httpx2.Response`` where the ``openai`` client uses that fork)."""
+
+    @property
+    def headers(self) -> Mapping[str, str]: ...
+
+    @property
+    def status_code(self) -> int: ...
+
+    @property
+    def request(self) -> _SentRequest: ...
+
+    def close(self) -> None: ...
+
+
 def max_answer_bytes(value: int | None) -> int:
     """The cap to use: ``value``, else ``$LEAN_DOJO_V2_MAX_ANSWER_BYTES``, else
     :data:`DEFAULT_MAX_ANSWER_BYTES`; a whole number of bytes >= 1024."""
@@ -83,7 +121,7 @@ def max_answer_bytes(value: int | None) -> int:
     return value
 
 
-def read_capped(response: Any, cap: int, where: str, what: str) -> bytes:
+def read_capped(response: StreamedAnswer, cap: int, where: str, what: str) -> bytes:
     """The body of ``response`` (an ``openai`` streamed response or an ``httpx.Response`` opened
     with ``stream=True``), decoded, read piece by piece and given up as soon as it is longer than
     ``cap`` bytes. ``where`` names the server, ``what`` the request (``"POST .../chat/completions"``)."""
@@ -113,13 +151,13 @@ def read_capped(response: Any, cap: int, where: str, what: str) -> bytes:
     return bytes(body)
 
 
-def capped_http_client(cap: int, where: str) -> Any:
+def capped_http_client(cap: int, where: str) -> openai.DefaultHttpxClient:
     """The ``openai`` client's own HTTP client (its defaults), refusing any answer whose
     ``content-length`` passes ``cap`` before its body is read: the client reads the body of an
     HTTP error itself, where :func:`read_capped` cannot stop it."""
     import openai
 
-    def refuse_declared(response: Any) -> None:
+    def refuse_declared(response: _ArrivingAnswer) -> None:
         declared = str(response.headers.get("content-length") or "").strip()
         if declared.isdigit() and int(declared) > cap:
             response.close()
@@ -152,7 +190,7 @@ def preview(data: bytes | str) -> str:
     return repr(cut)
 
 
-def parse_json(data: bytes, where: str, what: str) -> Any:
+def parse_json(data: bytes, where: str, what: str) -> object:
     """``data`` as JSON, or an :class:`ExternalAnswerError` quoting its start."""
     try:
         return json.loads(data)
@@ -164,7 +202,7 @@ def parse_json(data: bytes, where: str, what: str) -> Any:
         ) from None
 
 
-def chat_choices(body: Any, where: str, what: str) -> list[tuple[str | None, float | None]]:
+def chat_choices(body: object, where: str, what: str) -> list[tuple[str | None, float | None]]:
     """Per choice of a chat completion: its text (None when empty or ``null``) and the sum of its
     token log-probs (None when not returned or not numbers). A body that is not a chat completion
     is an :class:`ExternalAnswerError`."""
@@ -198,7 +236,7 @@ def chat_choices(body: Any, where: str, what: str) -> list[tuple[str | None, flo
     return out
 
 
-def served_model_ids(body: Any, where: str, what: str) -> list[str]:
+def served_model_ids(body: object, where: str, what: str) -> list[str]:
     """The model ids of a ``GET /models`` answer (``{"data": [{"id": ...}, ...]}``), or an
     :class:`ExternalAnswerError` saying what came back instead."""
     data = body.get("data") if isinstance(body, dict) else None
@@ -213,7 +251,7 @@ def served_model_ids(body: Any, where: str, what: str) -> list[str]:
     return ids  # type: ignore[return-value]
 
 
-def _logprob(logprobs: Any) -> float | None:
+def _logprob(logprobs: object) -> float | None:
     """The sum of a choice's token log-probs, or None when they are missing or not numbers."""
     tokens = logprobs.get("content") if isinstance(logprobs, dict) else None
     if not isinstance(tokens, list) or not tokens:
@@ -226,7 +264,7 @@ def _logprob(logprobs: Any) -> float | None:
     return math.fsum(values)  # type: ignore[arg-type]
 
 
-def _error_text(body: dict[str, Any]) -> str:
+def _error_text(body: Mapping[str, object]) -> str:
     err = body.get("error")
     if isinstance(err, dict) and err.get("message"):
         return str(err["message"])[:200]
@@ -239,6 +277,7 @@ __all__ = [
     "ExternalAnswerError",
     "ExternalAnswerTooLargeError",
     "ExternalModelError",
+    "StreamedAnswer",
     "capped_http_client",
     "chat_choices",
     "max_answer_bytes",

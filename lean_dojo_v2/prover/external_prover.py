@@ -52,7 +52,7 @@ import os
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..models.generator import Candidate, check_generate_args, finalize
 from ..models.prompts import chat_messages
@@ -77,6 +77,9 @@ from .external_answers import (
 from .external_answers import (
     max_answer_bytes as answer_cap,
 )
+
+if TYPE_CHECKING:
+    import openai
 
 log = logging.getLogger(__name__)
 
@@ -210,7 +213,7 @@ class ExternalProver(BaseProver):
         self.max_answer_bytes = answer_cap(max_answer_bytes)
         self.requests_sent = 0
         """HTTP requests made so far (each may have been retried by the client)."""
-        self._client: Any = None
+        self._client: openai.OpenAI | None = None
         self._lock = threading.Lock()
         self._model_lock = threading.Lock()
 
@@ -281,7 +284,7 @@ class ExternalProver(BaseProver):
         )
 
     @property
-    def client(self) -> Any:
+    def client(self) -> openai.OpenAI:
         """The ``openai.OpenAI`` client (created on first use)."""
         with self._lock:
             if self._client is None:
@@ -333,7 +336,7 @@ class ExternalProver(BaseProver):
 
     # ................................................................ upstream LeanDojo-v2's calls
 
-    def next_tactic(self, state: Any, goal_id: int = 0, *, num_samples: int = 1) -> str | None:
+    def next_tactic(self, state: object, goal_id: int = 0, *, num_samples: int = 1) -> str | None:
         """Upstream LeanDojo-v2's one-tactic call: the best of ``num_samples`` tactics for
         ``state`` (a goal state text, a :class:`~lean_dojo_v2.interaction.ProofState`, or anything
         whose ``str`` is the state), or None when the model proposed none. ``goal_id`` is
@@ -342,7 +345,7 @@ class ExternalProver(BaseProver):
         (candidates,) = self.generate([state_text(state)], num_samples)
         return candidates[0].tactic if candidates else None
 
-    def generate_whole_proof(self, theorem: Any, *, num_samples: int = 1) -> str:
+    def generate_whole_proof(self, theorem: object, *, num_samples: int = 1) -> str:
         """Upstream LeanDojo-v2's whole-proof call: the best of ``num_samples`` whole proofs of
         ``theorem`` (the text of a statement such as ``"theorem t : p ∧ q → q ∧ p := by"``, a
         :class:`~lean_dojo_v2.data.Theorem` or a goal state), as a tactic block without a
@@ -468,7 +471,7 @@ class ExternalProver(BaseProver):
         return out
 
 
-def _served_models(client: Any, base_url: str, cap: int) -> list[str]:
+def _served_models(client: openai.OpenAI, base_url: str, cap: int) -> list[str]:
     """The model ids ``GET {base_url}/models`` lists, read with the answer cap and checked."""
     where = f"the model server at {base_url}"
     what = f"GET {base_url}/models"
@@ -525,7 +528,7 @@ def check_endpoint(
         )
 
 
-def _message(exc: Any) -> str:
+def _message(exc: BaseException) -> str:
     body = getattr(exc, "body", None)
     if isinstance(body, dict):
         err = body.get("error", body)

@@ -36,7 +36,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import ConfigError, ModelError, ModelNotFoundError
 from ..models.generator import Candidate, HFTacticGenerator, check_generate_args, finalize
@@ -46,9 +46,12 @@ from .base import BaseProver
 from .completions import completion_proof, state_text, whole_proof_input
 
 if TYPE_CHECKING:  # pragma: no cover
+    from transformers import PreTrainedTokenizerBase
+
     from ..data import Theorem
     from .result import SearchResult
     from .search_config import SearchConfig
+    from .search_types import Envs, ProgressPredictor
 
 log = logging.getLogger(__name__)
 
@@ -128,7 +131,10 @@ class PromptedGenerator(HFTacticGenerator):
 
 
 def proof_from_ids(
-    tokenizer: Any, ids: Sequence[int], logprobs: Sequence[float], stop_ids: Sequence[int]
+    tokenizer: PreTrainedTokenizerBase,
+    ids: Sequence[int],
+    logprobs: Sequence[float],
+    stop_ids: Sequence[int],
 ) -> tuple[str | None, float]:
     """The whole proof held by one generated sequence and its score.
 
@@ -140,7 +146,8 @@ def proof_from_ids(
     end = next((i for i, t in enumerate(ids) if t in stops), None)
     body = list(ids) if end is None else list(ids[:end])
     kept = len(ids) if end is None else end + 1
-    text = tokenizer.decode(body, skip_special_tokens=True)
+    # One flat sequence of ids decodes to one str (a list of str only for a batch of them).
+    text = cast(str, tokenizer.decode(body, skip_special_tokens=True))
     return completion_proof(text), math.fsum(logprobs[:kept])
 
 
@@ -209,7 +216,7 @@ class HFProver(BaseProver):
         return self.generator.loaded
 
     @property
-    def tokenizer(self) -> Any:
+    def tokenizer(self) -> PreTrainedTokenizerBase:
         return self.generator.tokenizer
 
     def prompts(self, states: Sequence[str], *, whole_proof: bool = False) -> list[str]:
@@ -290,7 +297,7 @@ class HFProver(BaseProver):
 
     # ................................................................ upstream LeanDojo-v2's calls
 
-    def next_tactic(self, state: Any, goal_id: int = 0, *, num_samples: int = 5) -> str | None:
+    def next_tactic(self, state: object, goal_id: int = 0, *, num_samples: int = 5) -> str | None:
         """Upstream LeanDojo-v2's one-tactic call: the best (highest log-prob) of ``num_samples``
         sampled tactics for ``state`` (a goal state text, a
         :class:`~lean_dojo_v2.interaction.ProofState`, or anything whose ``str`` is the state, such
@@ -302,7 +309,7 @@ class HFProver(BaseProver):
         (candidates,) = self.generate([state_text(state)], num_samples)
         return candidates[0].tactic if candidates else None
 
-    def generate_whole_proof(self, theorem: Any, *, num_samples: int = 1) -> str:
+    def generate_whole_proof(self, theorem: object, *, num_samples: int = 1) -> str:
         """Upstream LeanDojo-v2's whole-proof call: the best of ``num_samples`` whole proofs of
         ``theorem`` (a :class:`~lean_dojo_v2.data.Theorem`, the text of a statement such as
         ``"theorem t : p ∧ q → q ∧ p := by"``, or a goal state; see
@@ -313,13 +320,13 @@ class HFProver(BaseProver):
 
     def search(
         self,
-        server: Any,
+        server: Envs,
         goal: str | None = None,
         theorem: Theorem | None = None,
         verbose: bool = False,
         *,
         config: SearchConfig | None = None,
-        progress_model: Any = None,
+        progress_model: ProgressPredictor | None = None,
     ) -> tuple[GoalSearchResult, list[str] | None]:
         """Upstream LeanDojo-v2's search entry: prove ``theorem`` (a
         :class:`~lean_dojo_v2.data.Theorem`) or the bare ``goal`` (see :func:`goal_theorem`) in

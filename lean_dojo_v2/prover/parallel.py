@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -48,8 +48,16 @@ from .workers import close_env as close_env
 from .workers import search_one as search_one
 
 if TYPE_CHECKING:
+    from multiprocessing.connection import Connection
+    from multiprocessing.process import BaseProcess
+
+    from ..interaction import PantographEnv, ReplayEnv
+    from .external_prover import ExternalProver
+    from .hf_prover import HFProver
+    from .ray_backend import RayResources
     from .result import SearchResult
-    from .search import SearchConfig
+    from .search_config import SearchConfig
+    from .search_types import EnvFactory, GeneratorFactory, ResultObserver
 
 __all__ = [
     "BACKENDS",
@@ -75,7 +83,7 @@ class ReplayEnvSpec:
 
     data: str
 
-    def __call__(self) -> Any:
+    def __call__(self) -> ReplayEnv:
         from ..interaction import ReplayEnv
 
         return ReplayEnv.from_dataset(self.data)
@@ -89,7 +97,7 @@ class PantographEnvSpec:
 
     config: dict[str, Any] = field(default_factory=dict)
 
-    def __call__(self) -> Any:
+    def __call__(self) -> PantographEnv:
         from ..interaction import PantographConfig, PantographEnv
 
         return PantographEnv(PantographConfig(**self.config))
@@ -104,7 +112,7 @@ class HFProverSpec:
     device: str = "auto"
     kwargs: dict[str, Any] = field(default_factory=dict)
 
-    def __call__(self) -> Any:
+    def __call__(self) -> HFProver:
         from .hf_prover import HFProver
 
         return HFProver(self.model, device=self.device, **self.kwargs)
@@ -121,7 +129,7 @@ class ExternalProverSpec:
     api_key_env: str | None = "OPENAI_API_KEY"
     kwargs: dict[str, Any] = field(default_factory=dict)
 
-    def __call__(self) -> Any:
+    def __call__(self) -> ExternalProver:
         from .external_prover import ExternalProver
 
         key = os.environ.get(self.api_key_env) if self.api_key_env else None
@@ -133,17 +141,17 @@ class ExternalProverSpec:
 
 def prove_theorems(
     theorems: Iterable[Theorem],
-    make_env: Callable[[], Any],
-    make_generator: Callable[[], Any],
+    make_env: EnvFactory,
+    make_generator: GeneratorFactory,
     config: SearchConfig | None = None,
     workers: int = 1,
     backend: str = "process",
-    on_result: Callable[[SearchResult], Any] | None = None,
+    on_result: ResultObserver | None = None,
     *,
     retries: int = 1,
     progress: bool = True,
     ray_address: str | None = None,
-    ray_resources: dict[str, float] | None = None,
+    ray_resources: RayResources | None = None,
     desc: str = "proving",
 ) -> list[SearchResult]:
     """Search for a proof of every theorem; one :class:`SearchResult` per theorem, in input
@@ -175,14 +183,14 @@ def prove_theorems(
         else:
             args = (theorems, make_env, make_generator, config, min(workers, len(theorems)))
             if backend == "ray":
-                from .ray_backend import run_ray
+                from .ray_backend import RayResources, run_ray
 
                 run_ray(
                     *args,
                     collector,
                     retries=retries,
                     address=ray_address,
-                    **(ray_resources or {}),
+                    **(ray_resources or RayResources()),
                 )
             else:
                 _run_processes(*args, collector, retries)
@@ -193,8 +201,8 @@ def prove_theorems(
 
 def _run_inline(
     theorems: Sequence[Theorem],
-    make_env: Callable[[], Any],
-    make_generator: Callable[[], Any],
+    make_env: EnvFactory,
+    make_generator: GeneratorFactory,
     config: SearchConfig | None,
     collector: ResultCollector,
 ) -> None:
@@ -210,9 +218,9 @@ def _run_inline(
 
 
 def _worker_main(
-    conn: Any,
-    make_env: Callable[[], Any],
-    make_generator: Callable[[], Any],
+    conn: Connection,
+    make_env: EnvFactory,
+    make_generator: GeneratorFactory,
     config: SearchConfig | None,
     threads: int,
 ) -> None:
@@ -251,14 +259,14 @@ def _portable(exc: BaseException) -> BaseException:
 
 @dataclass(eq=False)
 class _Worker:
-    process: Any
-    conn: Any
+    process: BaseProcess
+    conn: Connection
     task: int | None = None
     ready: bool = False
     started: float = 0.0
 
 
-def _needs_main_module(*objects: Any) -> bool:
+def _needs_main_module(*objects: object) -> bool:
     """Whether unpickling ``objects`` in a worker needs the parent's ``__main__`` module (a
     factory class defined in the user's script). Unpicklable objects count as needing it: the
     worker's start then fails as multiprocessing would have it fail."""
@@ -283,7 +291,9 @@ def _main_module_hidden(hide: bool) -> Iterator[None]:
     if not hide or main is None:
         yield
         return
-    saved = {k: main.__dict__[k] for k in ("__file__", "__spec__") if k in main.__dict__}
+    saved: dict[str, object] = {
+        k: main.__dict__[k] for k in ("__file__", "__spec__") if k in main.__dict__
+    }
     main.__dict__.pop("__file__", None)
     main.__dict__["__spec__"] = None
     try:
@@ -295,8 +305,8 @@ def _main_module_hidden(hide: bool) -> Iterator[None]:
 
 def _run_processes(
     theorems: Sequence[Theorem],
-    make_env: Callable[[], Any],
-    make_generator: Callable[[], Any],
+    make_env: EnvFactory,
+    make_generator: GeneratorFactory,
     config: SearchConfig | None,
     workers: int,
     collector: ResultCollector,
@@ -367,7 +377,7 @@ def _run_processes(
         while not collector.done():
             if not pool:
                 spawn()
-            by_handle: dict[Any, _Worker] = {}
+            by_handle: dict[Any, _Worker] = {}  # a worker's pipe or its process sentinel
             for w in pool:
                 by_handle[w.conn] = w
                 by_handle[w.process.sentinel] = w

@@ -36,7 +36,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -48,16 +48,10 @@ from .recording import RecordingSummary
 
 if TYPE_CHECKING:
     from ..database import DynamicDatabase
-    from ..interaction.base import AsyncProofEnv, ProofEnv
-    from ..models.generator import TacticGenerator
     from .result import SearchResult
     from .search_config import SearchConfig
+    from .search_types import EnvFactory, GeneratorFactory, ResultObserver
     from .writeback import WriteBackTarget
-
-    AnyEnv = ProofEnv | AsyncProofEnv
-    EnvFactory = Callable[[], AnyEnv | Sequence[AnyEnv]]
-    GeneratorFactory = Callable[[], TacticGenerator]
-    ResultObserver = Callable[[SearchResult], object]
 
 logger = logging.getLogger(__name__)
 

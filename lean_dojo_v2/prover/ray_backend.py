@@ -21,19 +21,30 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from ..data.model import Theorem
 from ..errors import LeanDojoError
 from .workers import ProofWorker, ResultCollector, TaskQueue, WorkerStartError
 
 if TYPE_CHECKING:
-    from .search import SearchConfig
+    from ray.actor import ActorClass
+
+    from .search_config import SearchConfig
+    from .search_types import EnvFactory, GeneratorFactory
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ProverActor", "RayNotInstalledError", "make_actor_class", "run_ray"]
+__all__ = ["ProverActor", "RayNotInstalledError", "RayResources", "make_actor_class", "run_ray"]
+
+
+class RayResources(TypedDict, total=False):
+    """What each actor asks Ray for (``prove_theorems(ray_resources=...)``)."""
+
+    num_cpus: float
+    num_gpus: float
 
 
 class RayNotInstalledError(LeanDojoError, ImportError):
@@ -49,7 +60,7 @@ class ProverActor(ProofWorker):
         return os.getpid()
 
 
-def _import_ray() -> Any:
+def _import_ray() -> ModuleType:
     try:
         import ray
     except ImportError:
@@ -60,13 +71,13 @@ def _import_ray() -> Any:
     return ray
 
 
-def make_actor_class(num_cpus: float = 1, num_gpus: float = 0) -> Any:
+def make_actor_class(num_cpus: float = 1, num_gpus: float = 0) -> ActorClass[ProverActor]:
     """``ray.remote(ProverActor)`` with these resources per actor."""
     ray = _import_ray()
     return ray.remote(num_cpus=num_cpus, num_gpus=num_gpus, max_restarts=0)(ProverActor)
 
 
-def _ensure_ray(ray: Any, address: str | None) -> bool:
+def _ensure_ray(ray: ModuleType, address: str | None) -> bool:
     """Connect to (or start) Ray; True when this call started it (and should shut it down)."""
     if ray.is_initialized():
         return False
@@ -84,8 +95,8 @@ def _ensure_ray(ray: Any, address: str | None) -> bool:
 
 def run_ray(
     theorems: Sequence[Theorem],
-    make_env: Callable[[], Any],
-    make_generator: Callable[[], Any],
+    make_env: EnvFactory,
+    make_generator: GeneratorFactory,
     config: SearchConfig | None,
     workers: int,
     collector: ResultCollector,
@@ -101,6 +112,8 @@ def run_ray(
     started = _ensure_ray(ray, address)
     actor_cls = make_actor_class(num_cpus, num_gpus)
     pending = TaskQueue(theorems, collector, retries)
+    # Actor handles stay untyped: Ray types a remote method only where it is declared with
+    # @ray.method, and ProverActor's are plain methods of the ProofWorker it shares.
     actors: list[Any] = []
     running: dict[Any, tuple[Any, int, float]] = {}  # ObjectRef -> (actor, theorem index, start)
     backend = "unknown"

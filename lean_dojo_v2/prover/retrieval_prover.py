@@ -31,15 +31,22 @@ import copy
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ModelError, ModelNotFoundError
 from ..models.generator import Candidate, check_generate_args
 from ..models.loading import LoadedModel
 from .hf_prover import HFProver
 
+if TYPE_CHECKING:
+    from ..data.model import Theorem
+    from ..models.premise_index import DenseRetriever
+    from ..models.retrieval import AccessibleAt, Retriever
 
-def _resolve_retriever(retriever: Any, device: str) -> Any:
+
+def _resolve_retriever(
+    retriever: Retriever | str | os.PathLike[str] | None, device: str
+) -> Retriever:
     if retriever is None:
         raise ModelError(
             "RetrievalProver needs a retriever: a Retriever (DenseRetriever, BM25Retriever) or "
@@ -69,7 +76,7 @@ def upstream_retriever(
     ret_ckpt_path: str | os.PathLike[str],
     indexed_corpus_path: str | os.PathLike[str] | None,
     device: str,
-) -> Any:
+) -> DenseRetriever:
     """The retriever of upstream's ``RetrievalProver(ret_ckpt_path=..., indexed_corpus_path=...)``
     (see the module docstring): an exported retriever directory as it is (with its own index,
     or the index at ``indexed_corpus_path``), or the encoder at ``ret_ckpt_path`` over the index
@@ -129,7 +136,7 @@ class RetrievalProver(HFProver):
     def __init__(
         self,
         ckpt_path: str | os.PathLike[str] | LoadedModel | None = None,
-        retriever: Any = None,
+        retriever: Retriever | str | os.PathLike[str] | None = None,
         num_premises: int = 5,
         use_lora: bool = False,
         device: str = "auto",
@@ -157,11 +164,11 @@ class RetrievalProver(HFProver):
         self.retriever = _resolve_retriever(retriever, device)
         super().__init__(ckpt_path, use_lora, device, **kwargs)
         self.num_premises = num_premises
-        self.accessible: tuple[str, Any] | None = None
+        self.accessible: AccessibleAt | None = None
         """``(file_path, position)`` the retrieval is restricted to (set by :meth:`for_theorem`)."""
-        self.theorem: Any = None
+        self.theorem: Theorem | None = None
 
-    def for_theorem(self, theorem: Any) -> RetrievalProver:
+    def for_theorem(self, theorem: Theorem) -> RetrievalProver:
         """A copy (sharing the model and the retriever) that retrieves only premises accessible
         at ``(theorem.file_path, theorem.start)``."""
         file_path = getattr(theorem, "file_path", None)

@@ -22,23 +22,27 @@ How each mode works, its budgets and what it does when an environment fails: ``d
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..data.model import Theorem
-from ..interaction import AsyncProofEnv, ProofEnv
+from ..interaction import AsyncProofEnv
 from .best_first import BestFirstSearch
 from .result import SearchResult, proof_text
 from .search_config import SearchConfig
 from .threads import run_sync
 from .whole_proof import WholeProofSearch
 
+if TYPE_CHECKING:
+    from ..models.generator import TacticGenerator
+    from .search_types import Envs, ProgressPredictor
+
 
 def search_theorem(
-    generator: Any,
-    env: ProofEnv | AsyncProofEnv | Sequence[ProofEnv | AsyncProofEnv],
+    generator: TacticGenerator,
+    env: Envs,
     theorem: Theorem,
     config: SearchConfig | None = None,
-    progress_model: Any = None,
+    progress_model: ProgressPredictor | None = None,
 ) -> SearchResult:
     """Search for a proof of ``theorem``: :class:`WholeProofSearch` when ``config.whole_proof``,
     else :class:`BestFirstSearch`. Blocking; see :func:`search_theorem_async` in a loop."""
@@ -48,11 +52,11 @@ def search_theorem(
 
 
 async def search_theorem_async(
-    generator: Any,
+    generator: TacticGenerator,
     envs: AsyncProofEnv | Sequence[AsyncProofEnv],
     theorem: Theorem,
     config: SearchConfig | None = None,
-    progress_model: Any = None,
+    progress_model: ProgressPredictor | None = None,
 ) -> SearchResult:
     """The coroutine flavour of :func:`search_theorem`."""
     cfg = config if config is not None else SearchConfig()

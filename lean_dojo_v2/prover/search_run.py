@@ -26,7 +26,7 @@ from ..interaction.types import (
     InteractionError,
     Verdict,
 )
-from ..models.candidates import clean_candidates
+from ..models.candidates import Scored, clean_candidates
 from .result import SearchResult
 from .search_config import SearchConfig
 from .threads import run_sync, timed_call
@@ -101,15 +101,18 @@ def check_theorem(theorem: object) -> Theorem:
     return theorem
 
 
-def own_config(config: SearchConfig | None, **defaults: Any) -> SearchConfig:
-    """The config a search keeps: ``config``, or ``SearchConfig(**defaults)`` when None."""
-    cfg = config if config is not None else SearchConfig(**defaults)
+def own_config(config: SearchConfig | None, *, whole_proof: bool = False) -> SearchConfig:
+    """The config a search keeps: ``config``, or ``SearchConfig(whole_proof=whole_proof)`` when
+    None."""
+    cfg = config if config is not None else SearchConfig(whole_proof=whole_proof)
     if not isinstance(cfg, SearchConfig):
         raise ConfigError(f"config must be a SearchConfig, not {type(cfg).__name__}")
     return cfg
 
 
-def checked_candidates(raw: object, expected: int, num_samples: int, what: str) -> list[list[Any]]:
+def checked_candidates(
+    raw: object, expected: int, num_samples: int, what: str
+) -> list[list[Scored]]:
     """Check the generator's answer: ``expected`` lists of candidates (``.tactic`` str,
     ``.logprob`` number); raises ValueError on a malformed answer. Each list is then cleaned
     (:func:`~lean_dojo_v2.models.candidates.clean_candidates`): duplicates up to white space
@@ -118,7 +121,7 @@ def checked_candidates(raw: object, expected: int, num_samples: int, what: str) 
     if not isinstance(raw, Sequence) or isinstance(raw, (str, bytes)) or len(raw) != expected:
         got = len(raw) if isinstance(raw, Sequence) else type(raw).__name__
         raise ValueError(f"{what} returned {got} lists for {expected} states")
-    out: list[list[Any]] = []
+    out: list[list[Scored]] = []
     for i, cands in enumerate(raw):
         if not isinstance(cands, Sequence) or isinstance(cands, (str, bytes)):
             raise ValueError(f"{what}: entry {i} is a {type(cands).__name__}, not a list")
@@ -206,7 +209,9 @@ class SearchRun:
         raise NotImplementedError
 
     # -------------------------------------------------------------------- generation
-    async def _call_generator(self, func: Callable[..., Any], states: list[str], who: str) -> Any:
+    async def _call_generator(
+        self, func: Callable[..., object], states: list[str], who: str
+    ) -> object:
         """``func(states, num_samples)``, timed, within the time left; its raw answer. ``who``
         names the generator in the error (``"tactic generator"``)."""
         cfg = self.cfg
@@ -231,7 +236,7 @@ class SearchRun:
         self.c.generator_seconds += seconds
         return raw
 
-    def _candidates(self, raw: object, expected: int, what: str) -> list[list[Any]]:
+    def _candidates(self, raw: object, expected: int, what: str) -> list[list[Scored]]:
         """:func:`checked_candidates`; a malformed answer ends the search."""
         try:
             return checked_candidates(raw, expected, self.cfg.num_samples, what)

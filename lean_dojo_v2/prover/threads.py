@@ -55,8 +55,8 @@ class DaemonPool:
         self._tasks: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._idle = 0
 
-    def submit(self, func: Callable[[], Any]) -> concurrent.futures.Future[Any]:
-        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+    def submit(self, func: Callable[[], T]) -> concurrent.futures.Future[T]:
+        future: concurrent.futures.Future[T] = concurrent.futures.Future()
         with self._lock:
             spawn = self._idle == 0
             if not spawn:
@@ -84,18 +84,18 @@ class DaemonPool:
 _POOL = DaemonPool()
 
 
-def in_daemon_thread(func: Callable[[], Any]) -> asyncio.Future[Any]:
+def in_daemon_thread(func: Callable[[], T]) -> asyncio.Future[T]:
     """Run ``func()`` in a daemon worker thread (:class:`DaemonPool`); an asyncio future."""
     return asyncio.wrap_future(_POOL.submit(func))
 
 
 async def timed_call(
-    func: Callable[..., Any], *args: Any, in_thread: bool, timeout: float
-) -> tuple[Any, float]:
+    func: Callable[..., T], *args: object, in_thread: bool, timeout: float
+) -> tuple[T, float]:
     """``func(*args)`` (blocking) and its own run time; in a worker thread when ``in_thread``,
     then abandoned (TimeoutError) after ``timeout`` seconds."""
 
-    def call() -> tuple[Any, float]:
+    def call() -> tuple[T, float]:
         t = time.perf_counter()
         value = func(*args)
         return value, time.perf_counter() - t

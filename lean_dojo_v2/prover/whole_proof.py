@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..data.model import Theorem
 from ..errors import ConfigError
@@ -29,6 +29,10 @@ from .result import SearchResult, proof_text
 from .search_config import SearchConfig
 from .search_run import BlockingSearch, SearchRun, SearchStop, check_theorem, own_config
 
+if TYPE_CHECKING:
+    from ..models.generator import TacticGenerator
+    from .search_types import ProgressPredictor
+
 
 class WholeProofSearch(BlockingSearch):
     """Whole-proof mode: ask ``generator.generate_proofs([first state], num_samples)`` for
@@ -37,7 +41,10 @@ class WholeProofSearch(BlockingSearch):
     most (each counts as one expansion); proofs already checked are not checked again."""
 
     def __init__(
-        self, generator: Any, config: SearchConfig | None = None, progress_model: Any = None
+        self,
+        generator: TacticGenerator,
+        config: SearchConfig | None = None,
+        progress_model: ProgressPredictor | None = None,
     ) -> None:
         self.generator = generator
         self.config = own_config(config, whole_proof=True)
@@ -68,7 +75,8 @@ class _WholeProofRun(SearchRun):
     async def _search(self) -> None:
         cfg = self.cfg
         generator = self.owner.generator.for_theorem(self.theorem)
-        if not callable(getattr(generator, "generate_proofs", None)):
+        generate_proofs = getattr(generator, "generate_proofs", None)
+        if not callable(generate_proofs):
             raise SearchStop(
                 "error",
                 "generator_error",
@@ -80,9 +88,7 @@ class _WholeProofRun(SearchRun):
         for _ in range(rounds):
             if self.clock.remaining() <= 0:
                 raise SearchStop("timeout", "timeout")
-            raw = await self._call_generator(
-                generator.generate_proofs, [root.text], "proof generator"
-            )
+            raw = await self._call_generator(generate_proofs, [root.text], "proof generator")
             # counted before the answer is checked: a malformed answer still used a request
             self.expansions += 1
             cands = self._candidates(raw, 1, "generate_proofs()")[0]

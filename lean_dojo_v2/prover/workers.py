@@ -13,15 +13,17 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from ..data.model import Theorem
 from ..errors import LeanDojoError
 
 if TYPE_CHECKING:
+    from ..models.generator import TacticGenerator
     from .result import SearchResult
-    from .search import SearchConfig
+    from .search_config import SearchConfig
+    from .search_types import EnvFactory, Envs, GeneratorFactory, ResultObserver
 
 logger = logging.getLogger(__name__)
 
@@ -70,7 +72,7 @@ def error_result(
     )
 
 
-def backend_of(env: Any) -> str:
+def backend_of(env: object) -> str:
     """The ``backend`` name of an environment (of the first, for a list of them)."""
     if isinstance(env, (list, tuple)):
         return backend_of(env[0]) if env else "unknown"
@@ -78,7 +80,7 @@ def backend_of(env: Any) -> str:
 
 
 def search_one(
-    generator: Any, env: Any, theorem: Theorem, config: SearchConfig | None
+    generator: TacticGenerator, env: Envs, theorem: Theorem, config: SearchConfig | None
 ) -> SearchResult:
     """One search; an exception that escapes it becomes an ``"error"`` result."""
     from .search import search_theorem
@@ -93,7 +95,7 @@ def search_one(
         )
 
 
-def close_env(env: Any) -> None:
+def close_env(env: Envs) -> None:
     """Close an environment (or each of a list), sync or async; best effort."""
     for e in env if isinstance(env, (list, tuple)) else [env]:
         close = getattr(e, "close", None)
@@ -115,8 +117,8 @@ class ProofWorker:
 
     def __init__(
         self,
-        make_env: Callable[[], Any],
-        make_generator: Callable[[], Any],
+        make_env: EnvFactory,
+        make_generator: GeneratorFactory,
         config: SearchConfig | None,
     ) -> None:
         self.env = make_env()
@@ -164,7 +166,7 @@ class ResultCollector:
     def __init__(
         self,
         theorems: Sequence[Theorem],
-        on_result: Callable[[SearchResult], Any] | None,
+        on_result: ResultObserver | None,
         progress: bool,
         desc: str,
     ) -> None:

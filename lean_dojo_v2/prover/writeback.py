@@ -604,7 +604,7 @@ def _default_working_copy(base: Path, repo: Path, *, force: bool) -> Path:
     check_output_dir(base, force=True, sources=[repo])  # never the repository, even with force
     if force:
         return base
-    kept = []
+    kept: list[tuple[Path, str]] = []
     for n in range(1, _DEFAULT_COPIES + 1):
         candidate = base if n == 1 else base.with_name(f"{base.name}-{n}")
         try:

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+from typing import Any, TypeVar
 
 from ..config.cli import add_config_options, add_help_config_option
 
 __all__ = ["add_quickstart_parser", "cmd_quickstart"]
 
+# The parser class of the command line it registers on (lean-dojo-v2 uses CommandParser).
+ParserT = TypeVar("ParserT", bound=argparse.ArgumentParser)
 
-def add_quickstart_parser(sub: Any) -> argparse.ArgumentParser:
+
+def add_quickstart_parser(sub: argparse._SubParsersAction[ParserT]) -> ParserT:
     """Register the ``quickstart`` subcommand on ``sub`` (the top-level subparsers)."""
     p = sub.add_parser(
         "quickstart",

@@ -171,7 +171,7 @@ class QuickstartReport:
         return "\n".join(lines)
 
 
-def _num(x: Any) -> str:
+def _num(x: object) -> str:
     return f"{x:.2f}" if isinstance(x, (int, float)) else "?"
 
 
@@ -188,8 +188,8 @@ def plot_report(report: QuickstartReport, dst: Path) -> Path:
     width = 0.38
     for i, (name, m, color) in enumerate(models):
         xs = [j + (i - 0.5) * width for j in range(len(splits))]
-        proved = [m.splits[s].proved for s in splits]
-        bars = left.bar(xs, proved, width, label=name, color=color)
+        counts = [m.splits[s].proved for s in splits]
+        bars = left.bar(xs, counts, width, label=name, color=color)
         left.bar_label(
             bars, labels=[f"{m.splits[s].proved}/{m.splits[s].attempted}" for s in splits]
         )

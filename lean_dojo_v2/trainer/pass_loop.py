@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable, Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeAlias, TypeVar
 
 from ..data.output_dir import disk_full_error
 from ..data.run_lock import lock_output_dir
@@ -39,6 +39,8 @@ from .run_dir import (
     DATA,
     STATE_FILE,
     SUMMARY_FILE,
+    RepositoryLike,
+    RunConfig,
     TrainingRunRecord,
     config_fingerprint,
     curriculum,
@@ -54,6 +56,11 @@ from .run_dir import (
     write_json,
 )
 
+if TYPE_CHECKING:
+    from ..database import DynamicDatabase
+    from ..database.common import RepositoryRef
+    from ..database.records import RepositoryInfo
+
 ResultT = TypeVar("ResultT", bound=TrainingResult)
 
 
@@ -64,8 +71,8 @@ class Pass:
     ``data`` it was handed in memory instead (e.g. :meth:`RetrievalTrainer.fit_examples`)."""
 
     label: str
-    repositories: list[Any] = field(default_factory=list)  # RepositoryInfo (curriculum)
-    data: Any = None
+    repositories: list[RepositoryInfo] = field(default_factory=list)
+    data: object = None
 
 
 @dataclass
@@ -85,7 +92,7 @@ class PassRun:
     passes ``first`` done before this call, and what a resumed run started from."""
 
     plan: list[Pass]
-    db: Any
+    db: DynamicDatabase | None
     data_path: Path | None
     out: Path
     state: dict[str, Any]
@@ -96,6 +103,10 @@ class PassRun:
     def seconds(self) -> float:
         """Wall time of this call so far (a resumed run counts only its own time)."""
         return round(time.perf_counter() - self.start, 3)
+
+
+PassListener: TypeAlias = Callable[[int, Pass, PassDataset, dict[str, Any]], object]
+"""Called after each pass with ``(k, pass, dataset, info)``, ``info`` its state entry."""
 
 
 class CurriculumTrainer(ABC, Generic[ResultT]):
@@ -153,21 +164,25 @@ class CurriculumTrainer(ABC, Generic[ResultT]):
     sync_processes: ClassVar[bool] = True
     export_per_pass: ClassVar[bool] = False
 
-    config: Any
+    config: RunConfig
     result: ResultT | None
 
     # ------------------------------------------------------------------ the loop
 
-    def add_pass_listener(self, listener: Callable[[int, Pass, PassDataset, dict], Any]) -> None:
+    def add_pass_listener(self, listener: PassListener) -> None:
         """Call ``listener(k, pass, dataset, info)`` after each pass of every later ``train()``
         (main process only; passes skipped by a resume are not reported)."""
         listeners = self.__dict__.setdefault("_pass_listeners", [])
         listeners.append(listener)
 
+    def remove_pass_listener(self, listener: PassListener) -> None:
+        """Stop calling ``listener`` (registered with :meth:`add_pass_listener`)."""
+        self.__dict__["_pass_listeners"].remove(listener)
+
     def train(
         self,
-        repos: Iterable[Any] | None = None,
-        database: Any = None,
+        repos: Iterable[RepositoryRef | RepositoryLike] | None = None,
+        database: DynamicDatabase | str | os.PathLike[str] | None = None,
         data_path: str | os.PathLike[str] | None = None,
     ) -> ResultT:
         """With ``database`` (a DynamicDatabase or its file): one pass per repository of
@@ -199,8 +214,11 @@ class CurriculumTrainer(ABC, Generic[ResultT]):
                 db.close()
 
     def _plan(
-        self, repos: Iterable[Any] | None, db: Any, data_path: str | os.PathLike[str] | None
-    ) -> tuple[list[Pass], list[Path], dict[str, Any]]:
+        self,
+        repos: Iterable[RepositoryRef | RepositoryLike] | None,
+        db: DynamicDatabase | None,
+        data_path: str | os.PathLike[str] | None,
+    ) -> tuple[list[Pass], list[Path], dict[str, object]]:
         """``(passes, files the run reads, the plan's identity)``."""
         if db is not None:
             order, sources, plan_id = curriculum(db, repos)
@@ -221,8 +239,8 @@ class CurriculumTrainer(ABC, Generic[ResultT]):
         self,
         plan: list[Pass],
         sources: list[Path],
-        plan_id: dict[str, Any],
-        db: Any,
+        plan_id: dict[str, object],
+        db: DynamicDatabase | None,
         data_path: str | os.PathLike[str] | None,
         *,
         start: float | None = None,
@@ -238,8 +256,8 @@ class CurriculumTrainer(ABC, Generic[ResultT]):
         self,
         plan: list[Pass],
         sources: list[Path],
-        plan_id: dict[str, Any],
-        db: Any,
+        plan_id: dict[str, object],
+        db: DynamicDatabase | None,
         data_path: str | os.PathLike[str] | None,
         out: Path,
         start: float,
@@ -340,20 +358,22 @@ class CurriculumTrainer(ABC, Generic[ResultT]):
 
     # ------------------------------------------------------------------ hooks
 
-    def _pass_repositories(self, order: list[Any], k: int) -> list[Any]:
+    def _pass_repositories(self, order: list[RepositoryInfo], k: int) -> list[RepositoryInfo]:
         """The repositories pass ``k`` of curriculum ``order`` trains on: all so far."""
         return order[: k + 1]
 
-    def _check_inputs(self, plan: list[Pass], sources: list[Path], db: Any) -> None:
+    def _check_inputs(
+        self, plan: list[Pass], sources: list[Path], db: DynamicDatabase | None
+    ) -> None:
         """Before the output directory is locked, created or written: check what the run reads
         (``sources``: the dataset without a database) and loads, with typed errors (default:
         nothing beyond :meth:`_dataset_files`)."""
 
-    def _fingerprint_extra(self) -> dict[str, Any]:
+    def _fingerprint_extra(self) -> dict[str, object]:
         """What changes the training besides the config and the data (default: nothing)."""
         return {}
 
-    def _record_metrics(self, result: ResultT) -> Mapping[str, Any]:
+    def _record_metrics(self, result: ResultT) -> Mapping[str, object]:
         """What the database's training-run record keeps of ``result`` (default: all of it)."""
         return result.to_dict()
 
