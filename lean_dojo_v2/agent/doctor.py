@@ -19,7 +19,10 @@ import sys
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..config.cli import ParserT
 
 MIN_FREE_GB = 5.0
 
@@ -434,10 +437,6 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     )
     sys.stdout.flush()
     return 0 if ready else 1
-
-
-# The parser class of the command line it registers on (lean-dojo-v2 uses CommandParser).
-ParserT = TypeVar("ParserT", bound=argparse.ArgumentParser)
 
 
 def add_doctor_parser(sub: argparse._SubParsersAction[ParserT]) -> ParserT:

@@ -26,9 +26,9 @@ import os
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
-from ..config.cli import add_config_options, add_help_config_option
+from ..config.cli import ParserT, add_config_options, add_help_config_option
 from ..errors import LeanDojoError
 
 if TYPE_CHECKING:
@@ -41,9 +41,6 @@ if TYPE_CHECKING:
     from .search_types import EnvFactory, GeneratorFactory
 
 logger = logging.getLogger(__name__)
-
-# The parser class of the command line it registers on (lean-dojo-v2 uses CommandParser).
-ParserT = TypeVar("ParserT", bound=argparse.ArgumentParser)
 
 __all__ = ["NoProvableTheoremsError", "add_prove_parser", "cmd_prove"]
 

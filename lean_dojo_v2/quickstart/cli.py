@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any, TypeVar
+from typing import Any
 
-from ..config.cli import add_config_options, add_help_config_option
+from ..config.cli import ParserT, add_config_options, add_help_config_option
 
 __all__ = ["add_quickstart_parser", "cmd_quickstart"]
-
-# The parser class of the command line it registers on (lean-dojo-v2 uses CommandParser).
-ParserT = TypeVar("ParserT", bound=argparse.ArgumentParser)
 
 
 def add_quickstart_parser(sub: argparse._SubParsersAction[ParserT]) -> ParserT:
