@@ -6,7 +6,10 @@ import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..prover.result import SearchResult
 
 REPORT = "report.json"
 PLOT = "quickstart.png"
@@ -31,7 +34,7 @@ class SplitFigures:
     expansions_per_theorem: list[int] = field(default_factory=list)
 
     @classmethod
-    def from_results(cls, results: Sequence[Any], rechecked: int) -> SplitFigures:
+    def from_results(cls, results: Sequence[SearchResult], rechecked: int) -> SplitFigures:
         return cls(
             attempted=len(results),
             proved=sum(r.proved for r in results),
