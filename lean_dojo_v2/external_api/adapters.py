@@ -32,13 +32,16 @@ import os
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..models.generator import Candidate, finalize
 from ..models.prompts import chat_messages
 from ..prover.completions import completion_tactic, frequency_scores
 from .errors import ModelRegistryError, UpstreamModelError
 from .served import ChatAnswer, Completion, GeneratorModel, GenOptions, message_text
+
+if TYPE_CHECKING:  # pragma: no cover
+    import httpx
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +56,7 @@ class UpstreamAdapter(GeneratorModel):
     default_base_url = ""
     default_key_env = ""
     key_required = True
-    options = (
+    options: ClassVar[tuple[str, ...]] = (
         "model",
         "base_url",
         "api_key_env",
@@ -88,7 +91,7 @@ class UpstreamAdapter(GeneratorModel):
         self.concurrency = int(self._number("concurrency", 8, minimum=1))
         self.default_num_samples = self.spec.get("num_samples")
         self.requests_sent = 0
-        self._client: Any = None
+        self._client: httpx.Client | None = None
 
     def _number(self, key: str, default: float, *, minimum: float) -> float:
         value = self.spec.get(key, default)
@@ -127,11 +130,17 @@ class UpstreamAdapter(GeneratorModel):
             self._client.close()
             self._client = None
 
-    def _post(self, url: str, body: dict[str, Any], headers: dict[str, str]) -> Any:
-        """POST ``body`` as JSON with the retries of the module doc; the decoded JSON answer."""
+    def _post(self, url: str, body: dict[str, Any], headers: dict[str, str]) -> dict[str, Any]:
+        """POST ``body`` as JSON with the retries of the module doc; the decoded JSON answer
+        (``{}`` for an answer that is not a JSON object: the caller finds its fields missing)."""
         import httpx
 
         self.load()
+        client = self._client
+        if client is None:  # closed: the server is shutting down
+            raise UpstreamModelError(
+                f"model {self.name!r} was closed (the server is shutting down); restart the server"
+            )
         where = f"the upstream model server {url} (model {self.model!r})"
         last = ""
         timed_out = False
@@ -142,7 +151,7 @@ class UpstreamAdapter(GeneratorModel):
             wait = self.backoff_s * (2**attempt)
             self.requests_sent += 1
             try:
-                response = self._client.post(url, json=body, headers=headers)
+                response = client.post(url, json=body, headers=headers)
             except httpx.TimeoutException:
                 timed_out, last = True, f"no answer within {self.timeout_s:g} s"
                 continue
@@ -164,12 +173,13 @@ class UpstreamAdapter(GeneratorModel):
                     f"{where} answered HTTP {status} ({_error_text(response)}); {hint}"
                 )
             try:
-                return response.json()
+                data = response.json()
             except ValueError:
                 raise UpstreamModelError(
                     f"{where} answered something that is not JSON ({response.text[:80]!r}); "
                     "check that base_url points at the API root"
                 ) from None
+            return _object(data)
         tries = self.max_retries + 1
         if timed_out:
             raise UpstreamModelError(
@@ -260,7 +270,7 @@ class OpenAIAdapter(UpstreamAdapter):
         if self.logprobs:
             body["logprobs"] = True
         data = self._post(f"{self.base_url}/chat/completions", body, headers)
-        choices = data.get("choices") if isinstance(data, dict) else None
+        choices = data.get("choices")
         if not isinstance(choices, list) or not choices:
             raise self._malformed("no 'choices'")
         out: list[Completion] = []
@@ -277,18 +287,23 @@ class OpenAIAdapter(UpstreamAdapter):
                     finish_reason=reason if isinstance(reason, str) and reason else "stop",
                 )
             )
-        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+        usage = _object(data.get("usage"))
         return ChatAnswer(
             out, _count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens"))
         )
 
 
-def _count(value: Any) -> int:
+def _object(value: object) -> dict[str, Any]:
+    """``value`` when it is a JSON object, else ``{}`` (whose fields are all missing)."""
+    return value if isinstance(value, dict) else {}
+
+
+def _count(value: object) -> int:
     """A token count an upstream reported (0 where it reported none or nonsense)."""
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
-def _openai_logprob(logprobs: Any) -> float | None:
+def _openai_logprob(logprobs: object) -> float | None:
     tokens = logprobs.get("content") if isinstance(logprobs, dict) else None
     if not isinstance(tokens, list) or not tokens:
         return None
@@ -332,13 +347,13 @@ class AnthropicAdapter(UpstreamAdapter):
 
         def one() -> tuple[Completion, int]:
             data = self._post(f"{self.base_url}/v1/messages", body, headers)
-            blocks = data.get("content") if isinstance(data, dict) else None
+            blocks = data.get("content")
             if not isinstance(blocks, list):
                 raise self._malformed("no 'content' list")
             text = "".join(
                 b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text"
             )
-            usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+            usage = _object(data.get("usage"))
             reason = "length" if data.get("stop_reason") == "max_tokens" else "stop"
             done = Completion(text, None, _count(usage.get("output_tokens")), reason)
             return done, _count(usage.get("input_tokens"))
@@ -386,7 +401,7 @@ class GoogleAdapter(UpstreamAdapter):
             body["systemInstruction"] = {"parts": [{"text": system}]}
         url = f"{self.base_url}/v1beta/models/{self.model}:generateContent"
         data = self._post(url, body, headers)
-        candidates = data.get("candidates") if isinstance(data, dict) else None
+        candidates = data.get("candidates")
         if not isinstance(candidates, list) or not candidates:
             raise self._malformed("no 'candidates'")
         out: list[Completion] = []
@@ -397,7 +412,7 @@ class GoogleAdapter(UpstreamAdapter):
             text = "".join(p.get("text", "") for p in parts if isinstance(p, dict))
             reason = _GOOGLE_FINISH.get(str(cand.get("finishReason", "")), "stop")
             out.append(Completion(text, None, finish_reason=reason))
-        usage = data.get("usageMetadata") if isinstance(data.get("usageMetadata"), dict) else {}
+        usage = _object(data.get("usageMetadata"))
         return ChatAnswer(
             out, _count(usage.get("promptTokenCount")), _count(usage.get("candidatesTokenCount"))
         )
@@ -414,7 +429,7 @@ _GOOGLE_FINISH = {
 }
 
 
-def _error_text(response: Any) -> str:
+def _error_text(response: httpx.Response) -> str:
     """A short text of an error answer: its ``error.message`` when it has one."""
     try:
         data = response.json()
@@ -429,7 +444,7 @@ def _error_text(response: Any) -> str:
     return str(data)[:120]
 
 
-def _retry_after(response: Any) -> float:
+def _retry_after(response: httpx.Response) -> float:
     value = response.headers.get("retry-after", "")
     try:
         return min(max(float(value), 0.0), _MAX_RETRY_AFTER)

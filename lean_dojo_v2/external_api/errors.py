@@ -21,7 +21,7 @@ class APIServerError(LeanDojoError):
         if status is not None:
             self.status = status
 
-    def __reduce__(self):  # type: ignore[override]  # keep the status through pickling
+    def __reduce__(self) -> tuple[object, ...]:  # keep the status through pickling
         return (_rebuild, (type(self), str(self), self.status))
 
 
@@ -58,7 +58,7 @@ class ServerOverloadedError(APIServerError):
         super().__init__(message)
         self.retry_after = retry_after
 
-    def __reduce__(self):  # type: ignore[override]
+    def __reduce__(self) -> tuple[object, ...]:
         return (_rebuild_overloaded, (type(self), str(self), self.retry_after))
 
 

@@ -75,10 +75,9 @@ def admitted_rows(model: RetrieverModel, req: RetrieveRequest) -> np.ndarray | N
                 raise BadAPIRequestError(
                     f"file_path {req.file_path!r} is not in the retriever's corpus ({exc})"
                 ) from None
-        files = {module_file(model, m) for m in req.imported_modules or ()}
-        files.discard(None)
+        files = {f for m in req.imported_modules or () if (f := module_file(model, m)) is not None}
         if files:
-            mask |= index.files_mask(files)  # type: ignore[arg-type]
+            mask |= index.files_mask(files)
         for ref in req.local_premises or ():
             mask[premise_rows(model, ref)] = True
     if req.new_premises:

@@ -116,7 +116,7 @@ class ModelRegistry:
                 )
             model_cls = kinds[kind]
             if model_cls in (HFGenerator, LocalEncoder, ExportedRetriever):
-                built.append(model_cls(name, spec, device=device))  # type: ignore[call-arg]
+                built.append(model_cls(name, spec, device=device))
             else:
                 built.append(model_cls(name, spec))
         if defaults:

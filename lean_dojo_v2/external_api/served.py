@@ -28,7 +28,7 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from collections import OrderedDict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -37,6 +37,10 @@ from .errors import APIServerError, ModelLoadError, ModelRegistryError
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
+
+    from ..models.generator import HFTacticGenerator
+    from ..models.premise_index import DenseRetriever, PremiseIndex
+    from ..models.retrieval import PremiseEncoder
 
 
 @dataclass(frozen=True)
@@ -210,7 +214,7 @@ class RetrieverModel(EncoderModel):
 
     @property
     @abstractmethod
-    def index(self) -> Any:
+    def index(self) -> PremiseIndex:
         """The :class:`~lean_dojo_v2.models.premise_index.PremiseIndex` (loaded)."""
 
     def encode_premises(self, texts: list[str]) -> np.ndarray:
@@ -225,7 +229,7 @@ _GOAL_HEAD = "\n\nGoal:\n"
 _PREFIX_NOTE = "\n\nYour tactic must start with: "
 
 
-def message_text(content: Any) -> str:
+def message_text(content: object) -> str:
     """The text of a chat message's ``content``: a string, or OpenAI's list of parts (the
     ``text`` of each ``{"type": "text"}`` part, joined)."""
     if isinstance(content, str):
@@ -260,6 +264,8 @@ class HFGenerator(GeneratorModel):
     """A local Hugging Face (or GGUF) generator: :func:`~lean_dojo_v2.models.load_generator`."""
 
     kind = "hf"
+    generator: HFTacticGenerator
+    """The loaded generator (set by :meth:`load`)."""
     options = (
         "model",
         "adapter",
@@ -278,7 +284,6 @@ class HFGenerator(GeneratorModel):
         super().__init__(name, spec)
         self.default_num_samples = self.spec.get("num_samples")
         self._device = str(self.spec.get("device", device))
-        self.generator: Any = None
         self.calls = 0
         """``generate`` calls made on the model (tests compare it with the requests served)."""
         self._call_lock = threading.Lock()
@@ -332,7 +337,7 @@ class HFGenerator(GeneratorModel):
         )
 
     @contextlib.contextmanager
-    def _options(self, options: GenOptions) -> Iterator[Any]:
+    def _options(self, options: GenOptions) -> Iterator[HFTacticGenerator]:
         """The loaded generator with ``options`` set for one call (one call at a time)."""
         self.load()
         gen = self.generator
@@ -410,11 +415,12 @@ class LocalEncoder(EncoderModel):
 
     kind = "encoder"
     options = ("model", "device", "max_length")
+    encoder: PremiseEncoder
+    """The loaded encoder (set by :meth:`load`)."""
 
     def __init__(self, name: str, spec: Mapping[str, Any], *, device: str = "auto") -> None:
         super().__init__(name, spec)
         self._device = str(self.spec.get("device", device))
-        self.encoder: Any = None
 
     def _load(self) -> None:
         from ..models.retrieval import load_encoder
@@ -438,6 +444,8 @@ class ExportedRetriever(RetrieverModel):
 
     kind = "retriever"
     options = ("path", "device")
+    retriever: DenseRetriever
+    """The loaded retriever (set by :meth:`load`)."""
     new_premise_cache_size: ClassVar[int] = 65536
     """Embeddings of ``new_premises`` kept between requests (by text): Lean's client sends the
     same unindexed premises with every request."""
@@ -462,7 +470,6 @@ class ExportedRetriever(RetrieverModel):
                 "written by export_retriever (or `train retrieval`'s export)"
             )
         self._device = str(self.spec.get("device", device))
-        self.retriever: Any = None
         self.modules = {}
         self.module_names = []
         self.premise_names = []
@@ -504,7 +511,7 @@ class ExportedRetriever(RetrieverModel):
         return np.stack(rows)  # type: ignore[arg-type]
 
     @property
-    def index(self) -> Any:
+    def index(self) -> PremiseIndex:
         self.load()
         return self.retriever.index
 
@@ -522,7 +529,7 @@ class ExportedRetriever(RetrieverModel):
 _CONTEXT_KEYS = ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length")
 
 
-def context_length(model: Any, tokenizer: Any) -> int | None:
+def context_length(model: object, tokenizer: object) -> int | None:
     """The most tokens ``model`` attends to (its position table: ``max_position_embeddings``
     and kin, else the tokenizer's ``model_max_length`` when it is a real limit); None for models
     without one (T5's relative positions)."""
@@ -552,6 +559,6 @@ def module_name(path: str) -> str:
     return ".".join(p for p in parts if p)
 
 
-def module_paths(paths: Any) -> dict[str, str]:
+def module_paths(paths: Iterable[str]) -> dict[str, str]:
     """Lean module name → corpus file path, for the files of a corpus."""
     return {module_name(p): p for p in paths}

@@ -303,3 +303,17 @@ def test_an_upstream_without_usage_reports_zeros_not_an_error() -> None:
         got = _chat_through("openai", up["url"] + "/v1", 1)
     assert got["choices"][0]["message"]["content"] == "simp"
     assert got["usage"]["prompt_tokens"] == 0 and got["usage"]["completion_tokens"] == 0
+
+
+def test_a_closed_adapter_refuses_with_an_upstream_error() -> None:
+    """After ``close()`` (server shutdown) a call is an ``UpstreamModelError`` saying so, not an
+    AttributeError from the missing client."""
+    from lean_dojo_v2.external_api.adapters import OpenAIAdapter
+    from lean_dojo_v2.external_api.errors import UpstreamModelError
+    from lean_dojo_v2.external_api.served import GenOptions
+
+    adapter = OpenAIAdapter("up", {"kind": "openai", "model": "m", "max_retries": 0})
+    adapter.load()
+    adapter.close()
+    with pytest.raises(UpstreamModelError, match="closed"):
+        adapter.generate([STATE], 2, None, GenOptions())
