@@ -114,6 +114,7 @@ class CausalLMTrainer(
     """
 
     default_model = "smollm2"
+    config: ConfigT
 
     def __init__(
         self,

@@ -13,7 +13,7 @@ import argparse
 import json
 import sys
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from ..config.cli import HELP_CONFIG_HELP, config_from_args
 
@@ -80,8 +80,8 @@ def training_config_from_args(
     args: argparse.Namespace,
     config_cls: type[C],
     *,
-    defaults: Mapping[str, Any] | None = None,
-    **values: Any,
+    defaults: Mapping[str, object] | None = None,
+    **values: object,
 ) -> C:
     """:func:`~lean_dojo_v2.config.cli.config_from_args`, with ``--force`` as
     ``overwrite_output_dir=True`` (the flag wins over the same key in ``values``)."""
@@ -91,7 +91,7 @@ def training_config_from_args(
 
 
 def print_summary(
-    summary: Mapping[str, Any], as_json: bool, text: Callable[[], Iterable[str]]
+    summary: Mapping[str, object], as_json: bool, text: Callable[[], Iterable[str]]
 ) -> None:
     """End a command: with ``as_json`` one line of JSON ``summary`` (after flushing whatever
     was printed before), otherwise the lines of ``text()``."""

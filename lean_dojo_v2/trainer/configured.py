@@ -24,7 +24,10 @@ class ConfiguredTrainer(Generic[C]):
 
     @classmethod
     def from_config(
-        cls, config: C | str | os.PathLike[str] | Mapping[str, Any], *args: Any, **kwargs: Any
+        cls,
+        config: C | str | os.PathLike[str] | Mapping[str, object],
+        *args: object,
+        **kwargs: object,
     ) -> Self:
         """``cls(config, *args, **kwargs)``, ``config`` given as the trainer's config, the path
         of a YAML file of its keys or a dict of them (read as a YAML file is: unknown keys named,
@@ -34,7 +37,9 @@ class ConfiguredTrainer(Generic[C]):
         return build(config, *args, **kwargs)
 
 
-def changed_arguments(init: Callable[..., Any], arguments: Mapping[str, Any]) -> dict[str, Any]:
+def changed_arguments(
+    init: Callable[..., object], arguments: Mapping[str, object]
+) -> dict[str, object]:
     """The ``arguments`` of constructor ``init`` that differ from their defaults: what
     ``XTrainer(config, lr=...)`` changes in the config it is given."""
     params = inspect.signature(init).parameters

@@ -18,18 +18,20 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from torch import Tensor, nn
 
 log = logging.getLogger(__name__)
 
+B = TypeVar("B")
+
 
 def compute_fisher(
     module: nn.Module,
-    batches: Iterable[Any],
-    loss_fn: Callable[[Any], Tensor],
+    batches: Iterable[B],
+    loss_fn: Callable[[B], Tensor],
     *,
     max_batches: int | None = None,
 ) -> dict[str, Tensor]:

@@ -21,18 +21,28 @@ Imports torch and Lightning at module level: import it only where training happe
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import pytorch_lightning as pl
 import torch
 
 _KEY = "lean_dojo_v2_exact_resume"
 
+T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
 
-class SkippingSampler(torch.utils.data.Sampler):
+
+class SizedIterable(Protocol[T_co]):
+    """What a sampler is to :class:`SkippingSampler`: iterable, with a length."""
+
+    def __iter__(self) -> Iterator[T_co]: ...
+    def __len__(self) -> int: ...
+
+
+class SkippingSampler(torch.utils.data.Sampler[T]):
     """``inner``, whose next iteration after :meth:`skip` leaves out its first items."""
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: SizedIterable[T]) -> None:
         self.inner = inner
         self._skip = 0
 
@@ -50,7 +60,7 @@ class SkippingSampler(torch.utils.data.Sampler):
         # skipped batches as done, and the epoch ends when the shortened iteration does.
         return len(self.inner)
 
-    def __iter__(self) -> Iterator[Any]:
+    def __iter__(self) -> Iterator[T]:
         skip, self._skip = self._skip, 0
         for i, item in enumerate(self.inner):
             if i >= skip:
@@ -67,7 +77,7 @@ class ExactResume(pl.Callback):
         self._rng: dict[str, Any] | None = None  # restored, to be put back at the next batch
 
     def on_train_batch_start(
-        self, trainer: pl.Trainer, pl_module: pl.LightningModule, batch: Any, batch_idx: int
+        self, trainer: pl.Trainer, pl_module: pl.LightningModule, batch: object, batch_idx: int
     ) -> None:
         state, self._rng = self._rng, None
         if state is not None:

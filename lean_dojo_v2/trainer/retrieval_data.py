@@ -25,11 +25,12 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..data.model import Pos, Premise
 
 if TYPE_CHECKING:
+    import torch
     from torch import Tensor
 
     from ..data.corpus import Corpus
@@ -173,11 +174,12 @@ class EpochSampler:
         rng = random.Random(f"{self.seed}:order:{self.epoch}")
         if self.shuffle:
             rng.shuffle(order)
-        if self.lengths is not None:
+        lengths = self.lengths
+        if lengths is not None:
             mega = self.batch_size * 50
             batches: list[list[int]] = []
             for s in range(0, len(order), mega):
-                chunk = sorted(order[s : s + mega], key=lambda i: -self.lengths[i])
+                chunk = sorted(order[s : s + mega], key=lambda i: -lengths[i])
                 batches += [
                     chunk[b : b + self.batch_size] for b in range(0, len(chunk), self.batch_size)
                 ]
@@ -199,7 +201,7 @@ class RetrievalBatch:
     positive_mask: Tensor
     candidate_names: list[str]
 
-    def to(self, device: Any) -> RetrievalBatch:
+    def to(self, device: torch.device | str) -> RetrievalBatch:
         return RetrievalBatch(
             {k: v.to(device) for k, v in self.queries.items()},
             {k: v.to(device) for k, v in self.candidates.items()},

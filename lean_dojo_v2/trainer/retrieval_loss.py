@@ -21,7 +21,7 @@ of each chunk is replayed, so dropout masks match between the two passes).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import torch
@@ -85,14 +85,14 @@ def _batch_len(batch: Mapping[str, Tensor]) -> int:
     return len(next(iter(batch.values())))
 
 
-def _rng_states(device: torch.device) -> tuple[Any, Any]:
+def _rng_states(device: torch.device) -> tuple[Tensor, Tensor | None]:
     import torch
 
     cuda = torch.cuda.get_rng_state(device) if device.type == "cuda" else None
     return torch.get_rng_state(), cuda
 
 
-def _set_rng_states(states: tuple[Any, Any], device: torch.device) -> None:
+def _set_rng_states(states: tuple[Tensor, Tensor | None], device: torch.device) -> None:
     import torch
 
     cpu, cuda = states
@@ -127,7 +127,9 @@ def cached_contrastive_backward(
     do_backward = backward or (lambda t: t.backward())
     device = targets.device
 
-    def encode_cached(batch: Mapping[str, Tensor]) -> tuple[Tensor, list[tuple[int, int, Any]]]:
+    def encode_cached(
+        batch: Mapping[str, Tensor],
+    ) -> tuple[Tensor, list[tuple[int, int, tuple[Tensor, Tensor | None]]]]:
         chunks, parts = [], []
         n = _batch_len(batch)
         for start in range(0, n, chunk_size):

@@ -7,11 +7,12 @@ so that ``import lean_dojo_v2.trainer`` stays light.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytorch_lightning as pl
 import torch
 
+from ..errors import TrainerError
 from ..models.premise_index import PremiseIndex
 from ..models.retrieval_eval import ranking_metrics
 from .numerics import check_finite_step
@@ -20,6 +21,7 @@ from .retrieval_loss import cached_contrastive_backward, plain_contrastive_backw
 if TYPE_CHECKING:
     from ..data.corpus import Corpus
     from ..models.retrieval import PremiseEncoder
+    from .ewc import EWC
     from .retrieval_config import TrainingConfig
 
 
@@ -33,7 +35,7 @@ class RetrievalModule(pl.LightningModule):
         config: TrainingConfig,
         *,
         corpus: Corpus | None = None,
-        ewc: Any = None,
+        ewc: EWC | None = None,
         total_steps: int = 1,
     ) -> None:
         super().__init__()
@@ -45,7 +47,7 @@ class RetrievalModule(pl.LightningModule):
         self.total_steps = max(1, int(total_steps))
         self.automatic_optimization = False  # GradCache backprops chunk by chunk
         self.net.train()  # from_pretrained gives an eval-mode model; Lightning keeps modes
-        self._index: Any = None
+        self._index: PremiseIndex | None = None
 
     # -------------------------------------------------------------- optimisation
 
@@ -133,7 +135,7 @@ class RetrievalModule(pl.LightningModule):
         self.log("lr", sched.get_last_lr()[0], batch_size=n)
         return loss
 
-    def _check_finite(self, opt: Any) -> None:
+    def _check_finite(self, opt: torch.optim.Optimizer) -> None:
         """Before the optimizer step: a NaN/inf loss or gradient stops the run
         (:class:`~lean_dojo_v2.trainer.errors.NonFiniteLossError`) instead of being written into
         the weights. Under ``16-mixed`` the loss scaler skips overflowing steps by design, so
@@ -149,6 +151,11 @@ class RetrievalModule(pl.LightningModule):
     # -------------------------------------------------------------- validation
 
     def on_validation_epoch_start(self) -> None:
+        if self.corpus is None:
+            raise TrainerError(
+                "RetrievalModule validates against the premise corpus: build it with "
+                "corpus=... (the corpus of the val queries)"
+            )
         self._index = PremiseIndex.build(
             self.corpus,
             self.encoder,

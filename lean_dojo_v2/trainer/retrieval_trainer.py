@@ -46,10 +46,10 @@ import logging
 import os
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Sequence, Sized
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import DatasetNotFoundError, EmptyDatasetError, TrainerError
 from .configured import ConfiguredTrainer
@@ -59,9 +59,21 @@ from .retrieval_config import TrainingConfig
 from .run_dir import CHECKPOINTS, LOGS, is_main_process, pass_name
 
 if TYPE_CHECKING:
+    import pytorch_lightning as pl
+    import torch
+    from lightning_fabric.plugins.precision.precision import _PRECISION_INPUT
+    from pytorch_lightning.loggers import Logger
+    from torch import Tensor
+    from torch.utils.data import DataLoader, Dataset
+
     from ..data.corpus import Corpus
+    from ..data.model import Premise
+    from ..database.records import RepositoryInfo
     from ..models.retrieval import PremiseEncoder
     from ..models.retrieval_eval import RetrievalQuery
+    from .ewc import EWC
+    from .retrieval_data import RetrievalBatch, RetrievalExample
+    from .retrieval_module import RetrievalModule
 
 log = logging.getLogger(__name__)
 
@@ -101,13 +113,22 @@ class RetrievalResult(DictResult):
     resume_note: str | None = None
 
 
+@dataclass(frozen=True)
+class HeldExamples:
+    """A pass's queries handed in memory (:meth:`RetrievalTrainer.fit_examples`)."""
+
+    train: list[RetrievalQuery]
+    corpus: Corpus
+    val: list[RetrievalQuery] | None
+
+
 @dataclass
 class _PassData:
     """What one pass trains and validates on."""
 
-    train: list[Any]
-    corpus: Any
-    val: list[Any]
+    train: list[RetrievalQuery]
+    corpus: Corpus
+    val: list[RetrievalQuery]
     dataset_dir: Path | None
 
 
@@ -124,7 +145,7 @@ def resolve_precision(precision: str, accelerator: str = "auto") -> str:
     return "32-true"
 
 
-def _devices_arg(devices: str) -> Any:
+def _devices_arg(devices: str) -> int | list[int] | str:
     text = str(devices).strip()
     if text == "auto":
         return "auto"
@@ -138,7 +159,7 @@ def _devices_arg(devices: str) -> Any:
         ) from None
 
 
-def retrieval_module_class():
+def retrieval_module_class() -> type[RetrievalModule]:
     """The ``RetrievalModule`` LightningModule class (for custom Lightning loops); importing it
     loads torch and Lightning, hence this function. Same as
     ``from lean_dojo_v2.trainer.retrieval_module import RetrievalModule``."""
@@ -164,12 +185,13 @@ class RetrievalTrainer(ConfiguredTrainer[TrainingConfig], CurriculumTrainer[Retr
     run_kind = "retrieval"
     default_model = "all-MiniLM-L6-v2"
     run_what = "retrieval training"
+    config: TrainingConfig
     # Lightning starts the other ranks itself, inside fit(): there is nobody to wait for before.
     sync_processes = False
     export_per_pass = True
 
     def __init__(
-        self, config: TrainingConfig | None = None, *, callbacks: Sequence[Any] = ()
+        self, config: TrainingConfig | None = None, *, callbacks: Sequence[pl.Callback] = ()
     ) -> None:
         if config is not None and not isinstance(config, TrainingConfig):
             raise TrainerError(
@@ -179,7 +201,7 @@ class RetrievalTrainer(ConfiguredTrainer[TrainingConfig], CurriculumTrainer[Retr
         self.config = config or TrainingConfig()
         self.callbacks = list(callbacks)
         self._encoder: PremiseEncoder | None = None
-        self.ewc: Any = None
+        self.ewc: EWC | None = None
         self.last_data_path: Path | None = None
         self.resume_inexact_reason: str | None = None  # set by each pass (exact_resume.py)
         self.last_corpus: Corpus | None = None
@@ -231,7 +253,8 @@ class RetrievalTrainer(ConfiguredTrainer[TrainingConfig], CurriculumTrainer[Retr
         for q in list(train) + list(val or []):
             digest.update(repr((q.state, tuple(q.positives), q.file_path, q.pos)).encode())
         digest.update(str(len(corpus)).encode())
-        plan = [Pass(label="examples", data=(list(train), corpus, list(val) if val else None))]
+        held = HeldExamples(list(train), corpus, list(val) if val else None)
+        plan = [Pass(label="examples", data=held)]
         return self._run_plan(plan, [], {"examples": digest.hexdigest()}, None, None)
 
     def evaluate(
@@ -301,7 +324,7 @@ class RetrievalTrainer(ConfiguredTrainer[TrainingConfig], CurriculumTrainer[Retr
 
     # ------------------------------------------------------------------ the pass loop's hooks
 
-    def _pass_repositories(self, order: list[Any], k: int) -> list[Any]:
+    def _pass_repositories(self, order: list[RepositoryInfo], k: int) -> list[RepositoryInfo]:
         return order[: k + 1] if self.config.cumulative else [order[k]]
 
     def _dataset_files(self, path: Path) -> list[Path]:
@@ -340,7 +363,7 @@ class RetrievalTrainer(ConfiguredTrainer[TrainingConfig], CurriculumTrainer[Retr
         data = self._read_pass(p, dataset)
         info = self._fit_pass(k, p.label, data.train, data.corpus, data.val, out)
         # Lifelong learning (EWC) is for a curriculum of repositories: a database run.
-        if p.repositories and self.config.lambda_value > 0:
+        if p.repositories and self.config.lambda_value > 0 and self.ewc is not None:
             fisher = self._fisher(data.train, data.corpus)
             self.ewc.consolidate(self.encoder.module, fisher)
             if is_main_process():
@@ -381,8 +404,9 @@ class RetrievalTrainer(ConfiguredTrainer[TrainingConfig], CurriculumTrainer[Retr
     def _read_pass(self, p: Pass, dataset: PassDataset) -> _PassData:
         """The train and val queries and the corpus of pass ``p``."""
         if p.data is not None:
-            train, corpus, val = p.data
-            return _PassData(list(train), corpus, list(val or []), None)
+            held = p.data
+            assert isinstance(held, HeldExamples)  # what fit_examples hands the loop
+            return _PassData(list(held.train), held.corpus, list(held.val or []), None)
         from ..data.dataset import DatasetDir
         from ..models.retrieval_eval import retrieval_queries
 
@@ -401,7 +425,9 @@ class RetrievalTrainer(ConfiguredTrainer[TrainingConfig], CurriculumTrainer[Retr
             )
         return _PassData(train, corpus, val, dataset.path)
 
-    def _loader(self, train: Sequence[Any], corpus: Corpus, *, shuffle: bool = True):
+    def _loader(
+        self, train: Sequence[RetrievalQuery], corpus: Corpus, *, shuffle: bool = True
+    ) -> DataLoader[tuple[RetrievalExample, list[Premise]]]:
         from torch.utils.data import DataLoader
 
         from .retrieval_data import (
@@ -422,8 +448,11 @@ class RetrievalTrainer(ConfiguredTrainer[TrainingConfig], CurriculumTrainer[Retr
         from .exact_resume import SkippingSampler
 
         dataset = RetrievalDataset(examples, negatives)
+        # A map-style dataset (len and items by key) is what DataLoader reads; ours keeps torch
+        # out of its module, so it is no torch Dataset subclass.
+        items = cast("Dataset[tuple[RetrievalExample, list[Premise]]]", dataset)
         return DataLoader(
-            dataset,
+            items,
             batch_size=cfg.batch_size,
             # Skips the batches a mid-epoch checkpoint had trained on (exact resume).
             sampler=SkippingSampler(
@@ -443,14 +472,15 @@ class RetrievalTrainer(ConfiguredTrainer[TrainingConfig], CurriculumTrainer[Retr
         self,
         k: int,
         label: str,
-        train: Sequence[Any],
+        train: Sequence[RetrievalQuery],
         corpus: Corpus,
-        val: Sequence[Any],
+        val: Sequence[RetrievalQuery],
         out: Path,
     ) -> dict[str, Any]:
         import math
 
         import pytorch_lightning as pl
+        from pytorch_lightning.callbacks import ModelCheckpoint
         from torch.utils.data import DataLoader
 
         from .retrieval_module import RetrievalModule
@@ -470,10 +500,10 @@ class RetrievalTrainer(ConfiguredTrainer[TrainingConfig], CurriculumTrainer[Retr
         if cfg.val_max_queries is not None:
             val = list(val)[: cfg.val_max_queries]
         do_val = cfg.validate and bool(val)
-        val_loader = (
-            DataLoader(list(val), batch_size=cfg.eval_batch_size, collate_fn=list)
-            if do_val
-            else None
+        # A list is a map-style dataset to DataLoader; the validation step takes the queries.
+        queries = cast("Dataset[RetrievalQuery]", list(val))
+        val_loader: DataLoader[RetrievalQuery] | None = (
+            DataLoader(queries, batch_size=cfg.eval_batch_size, collate_fn=list) if do_val else None
         )
         world = self._world_size()
         batches = math.ceil(len(loader) / world)
@@ -482,10 +512,12 @@ class RetrievalTrainer(ConfiguredTrainer[TrainingConfig], CurriculumTrainer[Retr
         if cfg.max_steps > 0:
             total = min(total, cfg.max_steps)
         module = RetrievalModule(self.encoder, cfg, corpus=corpus, ewc=self.ewc, total_steps=total)
-        from .exact_resume import ExactResume, exact_possible
+        from .exact_resume import ExactResume, SkippingSampler, exact_possible
 
         exact, self.resume_inexact_reason = exact_possible(world)
-        extra = [ExactResume(loader.sampler, cfg.batch_size)] if exact else []
+        sampler = loader.sampler
+        assert isinstance(sampler, SkippingSampler)  # what _loader gives it
+        extra = [ExactResume(sampler, cfg.batch_size)] if exact else []
         trainer = self._lightning_trainer(k, out, do_val, extra)
         ckpt = "last" if _last_checkpoint(out, k) is not None else None
         if ckpt:
@@ -510,9 +542,15 @@ class RetrievalTrainer(ConfiguredTrainer[TrainingConfig], CurriculumTrainer[Retr
             metrics = {k_: float(v) for k_, v in (results[0] if results else {}).items()}
         best = metrics.get(VAL_METRIC)
         for cb in trainer.checkpoint_callbacks:
-            if getattr(cb, "monitor", None) == VAL_METRIC and cb.best_model_score is not None:
+            if (
+                isinstance(cb, ModelCheckpoint)
+                and cb.monitor == VAL_METRIC
+                and cb.best_model_score is not None
+            ):
                 best = float(cb.best_model_score)
-        n_examples = len(loader.dataset)
+        examples = loader.dataset
+        assert isinstance(examples, Sized)  # a map-style dataset
+        n_examples = len(examples)
         log.info(
             "pass %d (%s): %d examples, %d steps, %s",
             k + 1,
@@ -534,7 +572,7 @@ class RetrievalTrainer(ConfiguredTrainer[TrainingConfig], CurriculumTrainer[Retr
             "train_loss": getattr(module, "last_train_loss", None),
         }
 
-    def _accelerator(self) -> tuple[str, Any]:
+    def _accelerator(self) -> tuple[str, int | list[int] | str]:
         cfg = self.config
         if cfg.num_gpus is not None:
             return "gpu", cfg.num_gpus
@@ -554,13 +592,15 @@ class RetrievalTrainer(ConfiguredTrainer[TrainingConfig], CurriculumTrainer[Retr
             return dev * cfg.num_nodes
         return max(1, int(os.environ.get("WORLD_SIZE", "1") or 1))
 
-    def _lightning_trainer(self, k: int, out: Path, do_val: bool, extra: Sequence[Any] = ()):
+    def _lightning_trainer(
+        self, k: int, out: Path, do_val: bool, extra: Sequence[pl.Callback] = ()
+    ) -> pl.Trainer:
         import pytorch_lightning as pl
         from pytorch_lightning.callbacks import EarlyStopping, ModelCheckpoint
 
         cfg = self.config
         ckpt_dir = out / CHECKPOINTS / pass_name(k)
-        callbacks: list[Any] = []
+        callbacks: list[pl.Callback] = []
         if do_val:
             callbacks.append(
                 ModelCheckpoint(
@@ -595,7 +635,7 @@ class RetrievalTrainer(ConfiguredTrainer[TrainingConfig], CurriculumTrainer[Retr
             )
         callbacks.extend(extra)
         callbacks.extend(self.callbacks)
-        logger: Any = False
+        logger: Logger | bool = False
         if "tensorboard" in cfg.report_to:
             from pytorch_lightning.loggers import TensorBoardLogger
 
@@ -608,7 +648,8 @@ class RetrievalTrainer(ConfiguredTrainer[TrainingConfig], CurriculumTrainer[Retr
             devices=devices,
             num_nodes=cfg.num_nodes,
             strategy=cfg.strategy,
-            precision=self._precision(),
+            # TrainingConfig checks precision against Lightning's names (PRECISIONS).
+            precision=cast("_PRECISION_INPUT", self._precision()),
             max_epochs=cfg.max_epochs,
             max_steps=cfg.max_steps,
             callbacks=callbacks,
@@ -620,7 +661,7 @@ class RetrievalTrainer(ConfiguredTrainer[TrainingConfig], CurriculumTrainer[Retr
             default_root_dir=str(out),
         )
 
-    def _fisher(self, train: Sequence[Any], corpus: Corpus) -> dict[str, Any]:
+    def _fisher(self, train: Sequence[RetrievalQuery], corpus: Corpus) -> dict[str, Tensor]:
         """Diagonal Fisher of the training loss on ``train`` (one pass of batches, eval mode)."""
         from .ewc import compute_fisher
         from .retrieval_loss import masked_contrastive_loss
@@ -630,7 +671,7 @@ class RetrievalTrainer(ConfiguredTrainer[TrainingConfig], CurriculumTrainer[Retr
         encoder.to(cfg.device)
         loader = self._loader(train, corpus, shuffle=False)
 
-        def loss(batch):
+        def loss(batch: RetrievalBatch) -> Tensor:
             b = batch.to(encoder.device)
             return masked_contrastive_loss(
                 encoder.embed(b.queries),
@@ -643,7 +684,7 @@ class RetrievalTrainer(ConfiguredTrainer[TrainingConfig], CurriculumTrainer[Retr
         return compute_fisher(encoder.module, loader, loss, max_batches=cfg.fisher_max_batches)
 
 
-def _master_weights(module: Any, precision: str) -> None:
+def _master_weights(module: torch.nn.Module, precision: str) -> None:
     """Float32 weights for the optimizer under every precision but the ``-true`` half ones and
     float64: ``bf16-mixed`` is autocast over float32 weights, never a bf16 model with a bf16
     optimizer (an encoder saved in bf16 loads in bf16; see :mod:`.numerics` for what that

@@ -71,6 +71,15 @@ class RunConfig(Protocol):
     def overwrite_output_dir(self) -> bool: ...
 
 
+class RepositoryLike(Protocol):
+    """A repository version given by its ``url`` and ``commit`` (a ``LeanGitRepo``)."""
+
+    @property
+    def url(self) -> str: ...
+    @property
+    def commit(self) -> str: ...
+
+
 def is_main_process() -> bool:
     """True on rank 0 of a distributed run (and in a plain one)."""
     return int(os.environ.get("RANK", os.environ.get("LOCAL_RANK", "0")) or 0) == 0
@@ -341,7 +350,7 @@ class TrainingRunRecord:
             self.db.finish_training_run(self.id, metrics=metrics, checkpoint=str(checkpoint))
 
 
-def repo_ref(repo: object) -> RepositoryRef:
+def repo_ref(repo: RepositoryRef | RepositoryLike) -> RepositoryRef:
     """A repository reference the database understands: LeanGitRepo-like objects become
     ``(url, commit)``."""
     from ..database.records import RepositoryInfo
@@ -358,7 +367,7 @@ def repo_ref(repo: object) -> RepositoryRef:
 
 
 def curriculum(
-    db: DynamicDatabase, repos: Iterable[object] | None
+    db: DynamicDatabase, repos: Iterable[RepositoryRef | RepositoryLike] | None
 ) -> tuple[list[RepositoryInfo], list[Path], dict[str, object]]:
     """The repositories of database ``db`` to train on, easiest first (``repos``: only these;
     None: all), the files the run reads (the database) and the plan's identity (for the
@@ -379,7 +388,8 @@ def pass_label(repo: RepositoryInfo) -> str:
 
 
 def dataset_source(
-    repos: Iterable[object] | None, data_path: str | os.PathLike[str] | None
+    repos: Iterable[RepositoryRef | RepositoryLike] | None,
+    data_path: str | os.PathLike[str] | None,
 ) -> Path:
     """``data_path`` when training without a database (an error if ``repos`` are given, or no
     ``data_path``)."""

@@ -11,14 +11,18 @@ import functools
 import importlib.util
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import ConfigValueError, UnknownConfigKeyError
 from .run_dir import CHECKPOINTS, pass_name
 
 if TYPE_CHECKING:
+    from transformers import TrainingArguments
+
     from .causal_lm_config import CausalLMConfig
     from .causal_lm_loading import LoadedCausalLM
+
+TRLConfigT = TypeVar("TRLConfigT", bound="TrainingArguments")
 
 
 def training_arguments(
@@ -87,7 +91,10 @@ def checkpointing_argument() -> str:
 
 
 def apply_trl_args(
-    args: Mapping[str, Any], trl_config_cls: type, trl_args: Mapping[str, Any], name: str
+    args: Mapping[str, Any],
+    trl_config_cls: type[TrainingArguments],
+    trl_args: Mapping[str, Any],
+    name: str,
 ) -> dict[str, Any]:
     """``args`` with the user's ``trl_args`` over them: an :class:`UnknownConfigKeyError` listing
     the valid names for the first key ``trl_config_cls`` (``trl.SFTConfig``, ``trl.GRPOConfig``,
@@ -105,7 +112,9 @@ def apply_trl_args(
     return out
 
 
-def build_trl_config(trl_config_cls: type, args: Mapping[str, Any], name: str) -> Any:
+def build_trl_config(
+    trl_config_cls: type[TRLConfigT], args: Mapping[str, Any], name: str
+) -> TRLConfigT:
     """``trl_config_cls(**args)``, TRL's own refusals of the values (its ``__post_init__``
     raises a ``ValueError``) as a one-line :class:`ConfigValueError`."""
     try:

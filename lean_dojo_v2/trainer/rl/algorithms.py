@@ -158,27 +158,23 @@ class ResolvedAlgorithm:
     steps_per_generation_factor: int | None = None
 
 
-def _spec(name: str, summary: str, **kwargs: Any) -> AlgorithmSpec:
-    return AlgorithmSpec(name=name, summary=summary, **kwargs)
-
-
 ALGORITHMS: Mapping[str, AlgorithmSpec] = MappingProxyType(
     {
         spec.name: spec
         for spec in (
-            _spec(
+            AlgorithmSpec(
                 "grpo",
                 "GRPO (DeepSeekMath): clipped surrogate, group mean/std advantage, per-sequence "
                 "mean, KL beta=0.04",
                 trl={"loss_type": "grpo", "scale_rewards": "group", "beta": 0.04},
             ),
-            _spec(
+            AlgorithmSpec(
                 "dr_grpo",
                 "Dr. GRPO: no std division, loss divided by the constant max_completion_length, "
                 "beta=0",
                 trl={"loss_type": "dr_grpo", "scale_rewards": "none", "beta": 0.0},
             ),
-            _spec(
+            AlgorithmSpec(
                 "dapo",
                 "DAPO: clip-higher (0.2/0.28), token-level loss, truncated completions masked, "
                 "dynamic sampling, soft overlong reward, beta=0",
@@ -193,12 +189,12 @@ ALGORITHMS: Mapping[str, AlgorithmSpec] = MappingProxyType(
                 extra_rewards=("overlong",),
                 native=False,
             ),
-            _spec(
+            AlgorithmSpec(
                 "bnpo",
                 "BNPO: token-level loss normalised over the local batch, beta=0",
                 trl={"loss_type": "bnpo", "beta": 0.0},
             ),
-            _spec(
+            AlgorithmSpec(
                 "gspo",
                 "GSPO: sequence-level importance ratio and clipping (eps 3e-4/4e-4), beta=0, "
                 "4x steps_per_generation",
@@ -211,24 +207,24 @@ ALGORITHMS: Mapping[str, AlgorithmSpec] = MappingProxyType(
                 },
                 steps_per_generation_factor=4,
             ),
-            _spec(
+            AlgorithmSpec(
                 "cispo",
                 "CISPO (MiniMax-M1): clip the importance weight (max 5.0), not the surrogate; "
                 "token-level loss",
                 trl={"loss_type": "cispo", "epsilon_high": 5.0, "beta": 0.0},
             ),
-            _spec(
+            AlgorithmSpec(
                 "sapo",
                 "SAPO: a soft sigmoid gate on the ratio instead of hard clipping",
                 trl={"loss_type": "sapo", "beta": 0.0},
             ),
-            _spec(
+            AlgorithmSpec(
                 "gdpo",
                 "GDPO: each reward normalised within its group, weighted sum, then normalised "
                 "over the batch",
                 trl={"multi_objective_aggregation": "normalize_then_sum", "beta": 0.0},
             ),
-            _spec(
+            AlgorithmSpec(
                 "dgpo",
                 "DGPO (difficulty-aware): advantage / group mean absolute deviation, times "
                 "question weights B*softmax(-mean/T) favouring hard questions",
@@ -236,7 +232,7 @@ ALGORITHMS: Mapping[str, AlgorithmSpec] = MappingProxyType(
                 extensions={"advantage": "dgpo"},
                 native=False,
             ),
-            _spec(
+            AlgorithmSpec(
                 "grpo_dpo",
                 "GRPO + DPO (upstream LeanDojo-v2's 'Direct GRPO'): GRPO plus dpo_weight x a DPO loss on each "
                 "group's best/worst completions",
@@ -329,7 +325,7 @@ def _check_trl_settings(settings: Mapping[str, Any]) -> None:
         )
 
 
-def _check_choice(key: str, value: Any, choices: tuple[str, ...]) -> None:
+def _check_choice(key: str, value: object, choices: tuple[str, ...]) -> None:
     if value not in choices:
         raise ConfigValueError(f"{key}={value!r} is not valid; valid values: {', '.join(choices)}")
 

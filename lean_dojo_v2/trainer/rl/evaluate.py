@@ -11,14 +11,19 @@ GRPO model measured by the same call, at the same seed, compare like for like.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...data.model import Theorem
 from ...errors import ConfigValueError
 from .rewards.base import Trajectory
+
+if TYPE_CHECKING:
+    from ...models.generator import TacticGenerator
+    from .rewards.context import RewardContext
 
 
 @dataclass(frozen=True)
@@ -40,7 +45,7 @@ class SampledReward:
 
 
 def sampled_tactic_reward(
-    model: Any,
+    model: TacticGenerator | str | os.PathLike[str] | None,
     theorems: Iterable[Theorem],
     *,
     k: int = 4,
@@ -48,7 +53,7 @@ def sampled_tactic_reward(
     seed: int = 0,
     max_new_tokens: int = 48,
     scorer: str = "lean_tactic",
-    context: Any = None,
+    context: RewardContext | None = None,
     max_states: int | None = None,
 ) -> SampledReward:
     """The mean ``scorer`` reward of ``k`` tactics sampled at every recorded goal state of

@@ -18,8 +18,9 @@ Three seams, each as narrow as TRL allows:
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
-from typing import Any
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import torch
 from trl import GRPOTrainer
@@ -35,7 +36,18 @@ from .advantages import (
 from .algorithms import GRPOExtensions
 from .dynamic_sampling import concat_outputs, local_num_items, select_groups, take_rows
 
+if TYPE_CHECKING:
+    from transformers import BatchEncoding
+
 logger = logging.getLogger(__name__)
+
+
+class _PromptRows(Protocol):
+    """The train dataset as dynamic sampling reads it: rows by index (a ``datasets.Dataset``)."""
+
+    def __len__(self) -> int: ...
+    def __getitem__(self, index: int) -> Mapping[str, object]: ...
+
 
 # Output keys we add for the DPO term; TRL's loss ignores keys it does not know.
 DPO_GROUP_KEY = "dpo_group"
@@ -102,13 +114,14 @@ class LeanGRPOTrainer(GRPOTrainer):
     training sees exactly the token ids search sends; ``None`` keeps TRL's (special tokens added).
     """
 
+    # Any: the arguments are TRL's GRPOTrainer's, passed on as they are.
     def __init__(
         self,
         *args: Any,
         extensions: GRPOExtensions | None = None,
         prompt_add_special_tokens: bool | None = None,
         **kwargs: Any,
-    ):
+    ) -> None:
         self.extensions = extensions if extensions is not None else GRPOExtensions()
         self.prompt_add_special_tokens = prompt_add_special_tokens
         self._last_rewards_per_func: torch.Tensor | None = None
@@ -141,17 +154,17 @@ class LeanGRPOTrainer(GRPOTrainer):
             return super()._tokenize_prompts(prompts)
         # TRL tokenises text prompts with special tokens: a chat-rendered prompt of a tokenizer
         # that adds BOS (Llama-style, DeepSeek-Prover) would start with two.
-        ids = self.processing_class(
-            text=prompts, add_special_tokens=self.prompt_add_special_tokens
-        )["input_ids"]
+        # A tokenizer or a processor: both take text=.
+        tokenize = cast("Callable[..., BatchEncoding]", self.processing_class)
+        ids = tokenize(text=prompts, add_special_tokens=self.prompt_add_special_tokens)["input_ids"]
         return ids, None, {}
 
     # -- statistics ----------------------------------------------------------------------------
 
-    def sampling_stats(self) -> dict[str, Any]:
+    def sampling_stats(self) -> dict[str, float]:
         """Dynamic sampling so far, over all processes: groups generated (every round), flat
         groups dropped among them, refill rounds run, and ``drop_rate = dropped / groups``."""
-        counts = dict(self._sampling_counts)
+        counts: dict[str, float] = dict(self._sampling_counts)
         counts["drop_rate"] = (
             counts["dropped_groups"] / counts["groups"] if counts["groups"] else 0.0
         )
@@ -173,6 +186,21 @@ class LeanGRPOTrainer(GRPOTrainer):
         rewards[torch.isnan(rewards_per_func).all(dim=1)] = torch.nan
         return rewards
 
+    def _training(self) -> bool:
+        """Whether the model is in training mode (a train step, not an evaluation)."""
+        assert self.model is not None  # TRL's trainer holds its model from __init__ on
+        return self.model.training
+
+    def _group_size(self, mode: str = "train") -> int:
+        """The completions per prompt of ``mode`` (``num_generations`` or its eval twin)."""
+        n = self.num_generations if mode == "train" else self.num_generations_eval
+        assert n is not None  # TRL's __init__ sets both
+        return n
+
+    def _prompt_rows(self) -> _PromptRows:
+        """The train dataset by index (map-style: __init__ refuses dynamic sampling otherwise)."""
+        return cast(_PromptRows, self.train_dataset)
+
     def _our_advantages(self, rewards: torch.Tensor, num_generations: int) -> torch.Tensor:
         ext = self.extensions
         if ext.advantage == "dgpo":
@@ -185,9 +213,9 @@ class LeanGRPOTrainer(GRPOTrainer):
         """One TRL generation round with our advantages and DPO tags; returns the output and this
         process's rows of ``rewards_per_func``."""
         output = super()._generate_and_score_completions(inputs)
-        mode = "train" if self.model.training else "eval"
-        num_generations = self.num_generations if mode == "train" else self.num_generations_eval
+        num_generations = self._group_size("train" if self._training() else "eval")
         all_rewards_per_func = self._last_rewards_per_func
+        assert all_rewards_per_func is not None  # _calculate_rewards ran in this round
         n_local = len(inputs)
         start = self.accelerator.process_index * n_local
         local = slice(start, start + n_local)
@@ -200,6 +228,7 @@ class LeanGRPOTrainer(GRPOTrainer):
             output["advantages"] = all_advantages[local].to(device)
             # TRL logged its own advantages for the completions table: show ours instead.
             logged = self._logs["advantages"]
+            assert isinstance(logged, deque)  # TRL's log of the completions table
             for _ in range(min(len(logged), all_advantages.numel())):
                 logged.pop()
             logged.extend(all_advantages.tolist())
@@ -214,7 +243,7 @@ class LeanGRPOTrainer(GRPOTrainer):
 
     def _generate_and_score_completions(self, inputs):
         output, local_rewards = self._score_round(inputs)
-        if self.model.training and self.extensions.dynamic_sampling:
+        if self._training() and self.extensions.dynamic_sampling:
             output = self._dynamic_sampling(inputs, output, local_rewards)
         return output
 
@@ -223,7 +252,7 @@ class LeanGRPOTrainer(GRPOTrainer):
     def _dynamic_sampling(
         self, inputs: list[dict[str, Any]], output: dict[str, Any], rewards: torch.Tensor
     ) -> dict[str, Any]:
-        G = self.num_generations
+        G = self._group_size()
         target = len(inputs)
         if target % G != 0:
             raise TrainerError(
@@ -286,7 +315,7 @@ class LeanGRPOTrainer(GRPOTrainer):
         """``n_rows`` new rows for this process: prompts of the train dataset drawn from our own
         seeded stream (all processes draw the same global batch and take their slice), each
         repeated ``num_generations`` times as TRL's ``RepeatSampler`` lays them out."""
-        G = self.num_generations
+        G = self._group_size()
         n_local = n_rows // G
         if self._refill_stream is None:
             self._refill_stream = self._index_stream()
@@ -294,18 +323,20 @@ class LeanGRPOTrainer(GRPOTrainer):
         indices = [next(self._refill_stream) for _ in range(n_global)]
         start = self.accelerator.process_index * n_local
         mine = indices[start : start + n_local]
-        return [dict(self.train_dataset[i]) for i in mine for _ in range(G)]
+        rows = self._prompt_rows()
+        return [dict(rows[i]) for i in mine for _ in range(G)]
 
     def _index_stream(self) -> Iterator[int]:
         # Our own generator, not TRL's sampler: refills must not change which prompts the
         # dataloader serves next, so a run with and without refills sees the same base batches.
         generator = torch.Generator().manual_seed(self.args.seed + 1)
-        size = len(self.train_dataset)
+        size = len(self._prompt_rows())
         while True:
             yield from torch.randperm(size, generator=generator).tolist()
 
     # -- loss ----------------------------------------------------------------------------------
 
+    # Any: TRL's private method, its arguments passed on as they are.
     def _get_per_token_logps_and_entropies(self, *args: Any, **kwargs: Any):
         result = super()._get_per_token_logps_and_entropies(*args, **kwargs)
         if self._capture_logps:
@@ -344,7 +375,7 @@ class LeanGRPOTrainer(GRPOTrainer):
             inputs[DPO_REWARD_KEY],
             self.extensions.dpo_beta,
         )
-        mode = "train" if self.model.training else "eval"
+        mode = "train" if self._training() else "eval"
         self._metrics[mode]["dpo/pairs"].append(float(pairs))
         if dpo is None:
             return per_token_logps.new_zeros(())
