@@ -7,27 +7,34 @@ decided inside that transaction, so two processes adding the same version learn 
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 from ..data import Repository
 from ..data.jsonio import gc_paused
 from ..errors import DataFormatError
 from .errors import RepositoryExistsError
 from .ingest import (
+    Batch,
     DatasetPlan,
     Executor,
     Ingest,
+    RepositoryOptions,
     SourceSorry,
     feed_dataset,
     plan_dataset,
     prepare_dataset,
+    write_batches,
 )
 from .records import RepositoryInfo
 from .repositories import RepositoryQueries, insert_repository, repository_id
+
+if TYPE_CHECKING:
+    from ..lean_dojo.tracing import TraceOptions
 
 logger = logging.getLogger(__name__)
 
@@ -92,7 +99,7 @@ class RepositoryAdding(RepositoryQueries):
         Bad input raises :class:`~lean_dojo_v2.errors.DataFormatError` naming the file and record;
         the database is then unchanged.
         """
-        options = {
+        options: RepositoryOptions = {
             "url": url,
             "commit": commit,
             "name": name,
@@ -102,7 +109,7 @@ class RepositoryAdding(RepositoryQueries):
             "source_dir": source_dir,
         }
         if isinstance(source, Repository):
-            info, added = self._add_traced(source, replace, **options)
+            info, added = self._add_traced(source, replace, options)
         elif isinstance(source, (str, Path)):
             plan = plan_dataset(Path(source), options, partial=partial)
             info, added = self._ingest_plan(
@@ -149,7 +156,7 @@ class RepositoryAdding(RepositoryQueries):
         url: str | Path,
         commit: str | None = None,
         build_deps: bool = True,
-        **trace_kwargs: Any,
+        **trace_kwargs: Unpack[TraceOptions],
     ) -> RepositoryInfo:
         """Trace ``url`` at ``commit`` (see :func:`lean_dojo_v2.lean_dojo.trace`; needs Lean) and
         add it, with sorry status read from its checkout. Without any Lean on this machine it
@@ -192,7 +199,7 @@ class RepositoryAdding(RepositoryQueries):
         with ProcessPoolExecutor(
             max_workers=workers, mp_context=multiprocessing.get_context(method)
         ) as pool:
-            pending: list[tuple[Any, Future[Any] | None]] = []
+            pending: list[tuple[Repository | DatasetPlan, Future[list[Batch]] | None]] = []
             queue = iter(items)
 
             def submit_next() -> None:
@@ -223,7 +230,7 @@ class RepositoryAdding(RepositoryQueries):
                     future = pool.submit(prepare_dataset, item)
                 batches = future.result()  # a helper's exception is raised here, as it was
                 info, added = self._ingest_plan(
-                    item, replace, lambda ex, b=batches: [ex(kind, rows) for kind, rows in b]
+                    item, replace, functools.partial(write_batches, batches)
                 )
                 if added:
                     self._warn_missing_corpus_files(info)
@@ -231,7 +238,7 @@ class RepositoryAdding(RepositoryQueries):
         return out
 
     def _add_traced(
-        self, repo: Repository, replace: bool, **options: Any
+        self, repo: Repository, replace: bool, options: RepositoryOptions
     ) -> tuple[RepositoryInfo, bool]:
         metadata = dict(repo.metadata)
         metadata.update(options["metadata"] or {})
@@ -260,7 +267,7 @@ class RepositoryAdding(RepositoryQueries):
         )
 
     def _ingest_plan(
-        self, plan: DatasetPlan, replace: bool, write: Callable[[Executor], Any]
+        self, plan: DatasetPlan, replace: bool, write: Callable[[Executor], object]
     ) -> tuple[RepositoryInfo, bool]:
         return self._ingest(
             url=plan.url,
@@ -283,7 +290,7 @@ class RepositoryAdding(RepositoryQueries):
         lean_dojo_version: str | None,
         metadata: dict[str, Any],
         replace: bool,
-        write: Callable[[Executor], Any],
+        write: Callable[[Executor], object],
     ) -> tuple[RepositoryInfo, bool]:
         """Insert the repository row and let ``write`` add the rest, in one transaction. Returns
         the stored version and whether this call added it (False: it was already there)."""

@@ -23,7 +23,7 @@ def now() -> str:
     return _dt.datetime.now().isoformat()
 
 
-def parse_date(value: Any, field: str = "metadata.date_processed") -> tuple[str, float]:
+def parse_date(value: object, field: str = "metadata.date_processed") -> tuple[str, float]:
     """An ISO date (``datetime`` or text) → (text as stored, seconds since the epoch for ordering;
     a date without a time zone is read as UTC)."""
     if isinstance(value, _dt.datetime):

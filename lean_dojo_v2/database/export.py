@@ -22,6 +22,7 @@ class _Stub(Theorem):
     """Just enough of a theorem for ``split_theorems``: identity, premise names, sorry flag."""
 
     __slots__ = ("row_id",)
+    row_id: int
 
 
 _P0 = Pos(0, 0)
@@ -239,7 +240,7 @@ class DatasetExport(ProofsAndRuns):
     def _full_theorems(self, stubs: list[Theorem], use_found_proofs: bool) -> Iterator[Theorem]:
         """The stored records of ``stubs``, in their order, fetched a chunk at a time."""
         for chunk in chunks(stubs):
-            ids = [s.row_id for s in chunk]  # type: ignore[attr-defined]
+            ids = [s.row_id for s in chunk]
             rows = self._conn.execute(
                 f"SELECT {THEOREM_COLUMNS} FROM {THEOREM_FROM} WHERE t.id IN ({marks(len(ids))})",
                 ids,

@@ -14,15 +14,15 @@ from __future__ import annotations
 import bisect
 import json
 import sqlite3
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, TypeGuard
 
 import orjson
 
-from ..data import DatasetDir, Pos, PremiseFile, Theorem, find_sorry_tokens, read_theorems
+from ..data import DatasetDir, PremiseFile, Theorem, find_sorry_tokens, read_theorems
 from ..data.dataset import CORPUS_FILE, TRACED_FILES_FILE, missing_dataset_parts
 from ..data.jsonio import gc_paused, read_json
 from ..data.model import THEOREM_KEYS
@@ -82,6 +82,35 @@ RefKey = tuple[str, str, int, int, int, int]
 """A premise reference (provenance): name, defining file, start line/column, end line/column."""
 RawTactic = tuple[str, str, list[RefKey], str, str]
 """A traced tactic as rows are built from it: text, annotated text, references, states."""
+RawPos = Sequence[int]
+"""A position as ``[line, column]``: a raw record's list or a :class:`~lean_dojo_v2.data.Pos`."""
+RawTheorem = tuple[
+    str,
+    str,
+    list[int],
+    list[int],
+    list[RawTactic],
+    str,
+    str,
+    str | None,
+    bool,
+    dict[str, Any] | None,
+]
+"""The leading arguments of :meth:`Ingest._queue` read from a well-formed raw theorem record."""
+CorpusRow = tuple[str, str, int, int, int, int, str]
+"""A premise as rows are built from it: name, code, start line/column, end line/column, kind."""
+
+
+class RepositoryOptions(TypedDict, total=False):
+    """What :meth:`DynamicDatabase.add_repository` is told about a repository (None: not given)."""
+
+    url: str | None
+    commit: str | None
+    name: str | None
+    lean_version: str | None
+    lean_dojo_version: str | None
+    metadata: Mapping[str, Any] | None
+    source_dir: str | Path | None
 
 
 class Executor:
@@ -171,7 +200,7 @@ class SourceSorry:
             self._cache[file_path] = hit
         return hit
 
-    def covers(self, file_path: str, start: Pos, end: Pos) -> bool:
+    def covers(self, file_path: str, start: RawPos, end: RawPos) -> bool:
         positions = self.positions(file_path)
         if not positions:
             return False
@@ -284,7 +313,7 @@ class Ingest:
         self,
         path: str,
         imports: list[str],
-        premises: list[tuple[str, str, int, int, int, int, str]],
+        premises: list[CorpusRow],
         where: str | None,
         record: int,
     ) -> None:
@@ -358,7 +387,7 @@ class Ingest:
             record,
         )
 
-    def add_records(self, records: Any, file: str) -> None:
+    def add_records(self, records: object, file: str) -> None:
         """Queue the raw records of one split file (a JSON list, as parsed).
 
         Well-formed records (the LeanDojo shape with ``[line, column]`` lists) are queued as they
@@ -384,8 +413,8 @@ class Ingest:
         self,
         file_path: str,
         full_name: str,
-        start: Any,
-        end: Any,
+        start: RawPos,
+        end: RawPos,
         tactics: list[RawTactic],
         url: str,
         commit: str,
@@ -551,7 +580,9 @@ def plan_dataset(
     split_files = [f for f in split_files if _optional_file(f) is not None]
     if not split_files:
         raise DatasetNotFoundError(f"{path}/{strategy} has no train/val/test.json")
-    origin = meta.get("from_repo") if isinstance(meta.get("from_repo"), dict) else {}
+    origin = meta.get("from_repo")
+    if not isinstance(origin, dict):
+        origin = {}
     url = url or origin.get("url")
     commit = commit or origin.get("commit")
     if not url or not commit:
@@ -639,7 +670,13 @@ def prepare_dataset(plan: DatasetPlan) -> list[Batch]:
     return batches
 
 
-def _raw_theorem(d: Any) -> tuple | None:
+def write_batches(batches: list[Batch], sink: Sink) -> None:
+    """Hand the batches :func:`prepare_dataset` made to ``sink`` (an :class:`Executor`), in order."""
+    for kind, rows in batches:
+        sink(kind, rows)
+
+
+def _raw_theorem(d: object) -> RawTheorem | None:
     """The leading arguments of :meth:`Ingest._queue` (identity, tactics, url, commit, statement,
     extra keys) for a well-formed raw theorem record, else None (it takes the careful path)."""
     if type(d) is not dict:
@@ -652,7 +689,10 @@ def _raw_theorem(d: Any) -> tuple | None:
     end = d.get("end")
     raw_tactics = d.get("traced_tactics")
     if not (
-        _all_str(url, commit, file_path, full_name)
+        type(url) is str
+        and type(commit) is str
+        and type(file_path) is str
+        and type(full_name) is str
         and _is_pos(start)
         and _is_pos(end)
         and type(raw_tactics) is list
@@ -708,7 +748,7 @@ def _raw_tactics(items: list[Any]) -> list[RawTactic] | None:
     return out
 
 
-def _parse_json_line(line: bytes, path: str | Path, record: int) -> Any:
+def _parse_json_line(line: bytes, path: str | Path, record: int) -> object:
     """A JSON line orjson refused: parsed by ``json`` for its leniency and messages; bytes that
     are not UTF-8 are named as such (``json`` would guess another encoding)."""
     try:
@@ -726,7 +766,7 @@ def _parse_json_line(line: bytes, path: str | Path, record: int) -> Any:
         raise DataFormatError(f"invalid JSON: {exc}", file=path, record=record) from None
 
 
-def _corpus_entry_of(pf: PremiseFile) -> tuple[str, list[str], list[tuple]]:
+def _corpus_entry_of(pf: PremiseFile) -> tuple[str, list[str], list[CorpusRow]]:
     premises = [
         (p.full_name, p.code, p.start[0], p.start[1], p.end[0], p.end[1], p.kind)
         for p in pf.premises
@@ -734,7 +774,7 @@ def _corpus_entry_of(pf: PremiseFile) -> tuple[str, list[str], list[tuple]]:
     return pf.path, list(pf.imports), premises
 
 
-def _raw_corpus_entry(d: Any) -> tuple[str, list[str], list[tuple]] | None:
+def _raw_corpus_entry(d: object) -> tuple[str, list[str], list[CorpusRow]] | None:
     """(path, imports, premise rows) of a well-formed raw corpus line, else None."""
     if type(d) is not dict:
         return None
@@ -755,13 +795,19 @@ def _raw_corpus_entry(d: Any) -> tuple[str, list[str], list[tuple]] | None:
         start = p.get("start")
         end = p.get("end")
         kind = p.get("kind")
-        if not (_all_str(name, code, kind) and _is_pos(start) and _is_pos(end)):
+        if not (
+            type(name) is str
+            and type(code) is str
+            and type(kind) is str
+            and _is_pos(start)
+            and _is_pos(end)
+        ):
             return None
         rows.append((name, code, start[0], start[1], end[0], end[1], kind))
     return path, imports, rows
 
 
-def _all_str(*values: Any) -> bool:
+def _all_str(*values: object) -> bool:
     """Whether every value is exactly a ``str`` (the fast paths trust nothing else)."""
     for v in values:
         if type(v) is not str:
@@ -769,7 +815,7 @@ def _all_str(*values: Any) -> bool:
     return True
 
 
-def _is_pos(v: Any) -> bool:
+def _is_pos(v: object) -> TypeGuard[list[int]]:
     """A raw ``[line, column]`` position (exact types: the fast paths trust nothing else)."""
     return type(v) is list and len(v) == 2 and type(v[0]) is int and type(v[1]) is int
 

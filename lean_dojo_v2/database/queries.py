@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from ..data import Annotation, Pos, Theorem, TracedTactic
 from .common import RepositoriesArg, StatusFilter, chunks, marks
@@ -29,6 +29,16 @@ THEOREM_COLUMNS = (
 THEOREM_FROM = (
     "theorems t JOIN files f ON f.id = t.file_id JOIN repositories r ON r.id = t.repository_id"
 )
+
+
+class TheoremFilters(TypedDict, total=False):
+    """The filters of :meth:`TheoremQueries.stored_theorems` besides the repository."""
+
+    status: StatusFilter
+    difficulty: str | Iterable[str] | None
+    file_path: str | None
+    full_name: str | None
+    with_tactics: bool
 
 
 class TheoremQueries(CurriculumQueries):
@@ -99,7 +109,9 @@ class TheoremQueries(CurriculumQueries):
             yield from self._build(rows, with_tactics)
             last = rows[-1][0]  # the id (first of THEOREM_COLUMNS)
 
-    def theorems(self, repository: RepositoriesArg = None, **filters: Any) -> Iterator[Theorem]:
+    def theorems(
+        self, repository: RepositoriesArg = None, **filters: Unpack[TheoremFilters]
+    ) -> Iterator[Theorem]:
         """Theorem records, with the filters of :meth:`stored_theorems` (``status``,
         ``difficulty``, ``file_path``, ``full_name``, ``with_tactics``)."""
         return (st.theorem for st in self.stored_theorems(repository, **filters))

@@ -242,6 +242,7 @@ class RepositoryQueries(DatabaseConnection):
         (theorems in the order they were added, corpus, traced files)."""
         (info,) = self.resolve_repositories([repository])
         with self.snapshot() as conn:
+            # TheoremQueries (a subclass; DynamicDatabase has both) gives the theorems.
             theorems = list(self.theorems(repository=info))  # type: ignore[attr-defined]
             corpus = [
                 PremiseFile.from_dict(

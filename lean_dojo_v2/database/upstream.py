@@ -15,6 +15,7 @@ parse the whole file (it is one JSON document).
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -67,7 +68,7 @@ def import_upstream_json(db: TheoremQueries, path: str | Path) -> list[Repositor
     return db.resolve_repositories(added) if added else []
 
 
-def _import_repository(db: TheoremQueries, conn: Any, repo: Any) -> int | None:
+def _import_repository(db: TheoremQueries, conn: sqlite3.Connection, repo: object) -> int | None:
     if not isinstance(repo, dict):
         raise DataFormatError(f"expected a repository object, got {type(repo).__name__}")
     for key in _REPO_KEYS:
@@ -122,7 +123,7 @@ def _import_repository(db: TheoremQueries, conn: Any, repo: Any) -> int | None:
     return rid
 
 
-def _premise_files(items: Any) -> Iterator[PremiseFile]:
+def _premise_files(items: object) -> Iterator[PremiseFile]:
     if not isinstance(items, list):
         raise DataFormatError("expected a list", field="premise_files")
     for j, d in enumerate(items):
@@ -132,7 +133,7 @@ def _premise_files(items: Any) -> Iterator[PremiseFile]:
             raise exc.nested(f"premise_files[{j}]") from None
 
 
-def _theorem(d: Any, url: str, commit: str) -> tuple[Theorem, str | None]:
+def _theorem(d: object, url: str, commit: str) -> tuple[Theorem, str | None]:
     if not isinstance(d, dict):
         raise DataFormatError(f"expected a theorem object, got {type(d).__name__}")
     for key in ("full_name", "file_path", "start", "end"):
@@ -168,11 +169,11 @@ class _List:
 class _Object:
     """A JSON object whose members are produced while writing."""
 
-    def __init__(self, pairs: Iterable[tuple[str, Any]]) -> None:
+    def __init__(self, pairs: Iterable[tuple[str, object]]) -> None:
         self.pairs = pairs
 
 
-def _dump(value: Any, level: int) -> str:
+def _dump(value: object, level: int) -> str:
     text = json.dumps(value, indent=2, ensure_ascii=False)
     return text.replace("\n", "\n" + "  " * level) if level else text
 
@@ -190,7 +191,9 @@ def _write_list(w: Callable[[str], Any], items: Iterable[Any], level: int) -> No
     w("[]" if first else "\n" + "  " * level + "]")
 
 
-def _write_object(w: Callable[[str], Any], pairs: Iterable[tuple[str, Any]], level: int) -> None:
+def _write_object(
+    w: Callable[[str], object], pairs: Iterable[tuple[str, object]], level: int
+) -> None:
     indent = "\n" + "  " * (level + 1)
     first = True
     for key, value in pairs:
@@ -268,8 +271,8 @@ def export_upstream_json(
 
 
 def _repository_pairs(
-    db: TheoremQueries, conn: Any, info: RepositoryInfo
-) -> Iterator[tuple[str, Any]]:
+    db: TheoremQueries, conn: sqlite3.Connection, info: RepositoryInfo
+) -> Iterator[tuple[str, object]]:
     metadata: Mapping[str, Any] = info.metadata
     yield "url", info.url
     yield "name", info.name
@@ -293,13 +296,13 @@ def _repository_pairs(
 
 
 def _bucket(
-    db: TheoremQueries, conn: Any, info: RepositoryInfo, status: str
+    db: TheoremQueries, conn: sqlite3.Connection, info: RepositoryInfo, status: str
 ) -> Iterator[dict[str, Any]]:
     for st in db.stored_theorems(info, status=status):
         yield theorem_to_upstream(st)
 
 
-def _premise_file_dicts(conn: Any, info: RepositoryInfo) -> Iterator[dict[str, Any]]:
+def _premise_file_dicts(conn: sqlite3.Connection, info: RepositoryInfo) -> Iterator[dict[str, Any]]:
     for row in corpus_rows(conn, info.id):
         yield {
             "path": _path(row["path"]),

@@ -19,7 +19,7 @@ import shutil
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from filelock import FileLock
 
@@ -63,6 +63,17 @@ def _complete(root: Path) -> bool:
     except (OSError, DataFormatError):
         return False
     return isinstance(manifest, dict) and manifest.get("complete") is True
+
+
+class TraceOptions(TypedDict, total=False):
+    """The keyword options of :func:`trace` a caller passes on (``trace_repository``)."""
+
+    include_core: bool | None
+    workers: int | None
+    timeout: float
+    on_error: str
+    progress: bool
+    force: bool
 
 
 def trace(
