@@ -71,7 +71,7 @@ def choose_env(
         if backend == "pantograph":
             raise
         return EnvChoice("replay", replay, REPLAY_NOTICE.format(why=f": {_short(exc)}"))
-    if not is_built_project(source_dir):
+    if source_dir is None or not is_built_project(source_dir):
         if backend == "pantograph":
             raise LeanNotFoundError(
                 f"backend='pantograph' needs the repository's built Lean project; {source_dir} "
@@ -81,7 +81,7 @@ def choose_env(
         return EnvChoice("replay", replay, REPLAY_NOTICE.format(why=why))
     config: dict[str, Any] = {
         "command": list(located.command),
-        "project_dir": str(Path(source_dir).resolve()),  # type: ignore[arg-type]
+        "project_dir": str(Path(source_dir).resolve()),
     }
     if tactic_timeout is not None:
         config["tactic_timeout"] = tactic_timeout

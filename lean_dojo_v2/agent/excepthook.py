@@ -13,13 +13,19 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from types import TracebackType
 
 _installed = False
 
+ExceptHook = Callable[[type[BaseException], BaseException, TracebackType | None], object]
+
 
 def _hook(
-    previous, exc_type: type[BaseException], exc: BaseException, tb: TracebackType | None
+    previous: ExceptHook,
+    exc_type: type[BaseException],
+    exc: BaseException,
+    tb: TracebackType | None,
 ) -> None:
     from ..errors import LeanDojoError
 
@@ -36,14 +42,23 @@ def install() -> None:
     global _installed
     if _installed or sys.excepthook is not sys.__excepthook__:
         return
-    previous = sys.excepthook
-
-    def hook(exc_type, exc, tb):  # noqa: ANN001
-        _hook(previous, exc_type, exc, tb)
-
-    hook.lean_dojo_v2 = True  # type: ignore[attr-defined]
-    sys.excepthook = hook
+    sys.excepthook = _Hook(sys.excepthook)
     _installed = True
+
+
+class _Hook:
+    """The installed hook; ``lean_dojo_v2`` marks it as this library's for whoever inspects
+    ``sys.excepthook``."""
+
+    lean_dojo_v2 = True
+
+    def __init__(self, previous: ExceptHook) -> None:
+        self.previous = previous
+
+    def __call__(
+        self, exc_type: type[BaseException], exc: BaseException, tb: TracebackType | None
+    ) -> None:
+        _hook(self.previous, exc_type, exc, tb)
 
 
 __all__ = ["install"]

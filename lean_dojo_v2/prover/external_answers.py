@@ -241,14 +241,15 @@ def served_model_ids(body: object, where: str, what: str) -> list[str]:
     :class:`ExternalAnswerError` saying what came back instead."""
     data = body.get("data") if isinstance(body, dict) else None
     ids = [m.get("id") for m in data if isinstance(m, dict)] if isinstance(data, list) else None
-    if ids is None or not all(isinstance(i, str) and i for i in ids):
+    names = [i for i in ids or () if isinstance(i, str) and i]
+    if ids is None or len(names) != len(ids):
         raise ExternalAnswerError(
             f"{where} answered {what} with JSON that is not a model list "
             f'({preview(json.dumps(body))}; expected {{"data": [{{"id": ...}}]}}); check '
             "that base_url is an OpenAI-compatible API root, or name the model with "
             "model_name= / $LEAN_DOJO_V2_EXTERNAL_MODEL"
         )
-    return ids  # type: ignore[return-value]
+    return names
 
 
 def _logprob(logprobs: object) -> float | None:
@@ -257,11 +258,14 @@ def _logprob(logprobs: object) -> float | None:
     if not isinstance(tokens, list) or not tokens:
         return None
     values = [t.get("logprob") if isinstance(t, dict) else None for t in tokens]
-    if not all(
-        isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) for v in values
-    ):
+    numbers = [
+        float(v)
+        for v in values
+        if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+    ]
+    if len(numbers) != len(values):
         return None
-    return math.fsum(values)  # type: ignore[arg-type]
+    return math.fsum(numbers)
 
 
 def _error_text(body: Mapping[str, object]) -> str:

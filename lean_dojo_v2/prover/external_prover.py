@@ -396,7 +396,7 @@ class ExternalProver(BaseProver):
             texts = [t if t is not None and t.startswith(prefix) else None for t in texts]
         kept = [(t, lp) for t, (_, lp) in zip(texts, samples, strict=True) if t is not None]
         if kept and all(lp is not None for _, lp in kept):
-            raw = [(t, float(lp)) for t, lp in kept]  # type: ignore[arg-type]
+            raw = [(t, float(lp)) for t, lp in kept if lp is not None]
         else:
             raw = [
                 (t, s) for t, s in zip(texts, frequency_scores(texts), strict=True) if t is not None

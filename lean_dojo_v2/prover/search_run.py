@@ -160,6 +160,12 @@ def restart_delta(envs: list[AsyncProofEnv], before: list[int | None]) -> int:
 class BlockingSearch:
     """``search``: the blocking form of the subclass's ``search_async``."""
 
+    async def search_async(
+        self, envs: AsyncProofEnv | Sequence[AsyncProofEnv], theorem: Theorem
+    ) -> SearchResult:
+        """Search for a proof of ``theorem`` in ``envs``; the subclass's search."""
+        raise NotImplementedError
+
     def search(
         self, env: ProofEnv | AsyncProofEnv | Sequence[ProofEnv | AsyncProofEnv], theorem: Theorem
     ) -> SearchResult:
@@ -167,7 +173,7 @@ class BlockingSearch:
         ``AsyncPantographEnv`` only with :meth:`search_async` in the loop that opened it."""
         envs = as_async_envs(env)
         check_theorem(theorem)
-        return run_sync(self.search_async(envs, theorem))  # type: ignore[attr-defined]
+        return run_sync(self.search_async(envs, theorem))
 
 
 class SearchRun:
