@@ -169,7 +169,7 @@ class BestFirstSearch(BlockingSearch):
 class _BestFirstRun(SearchRun):
     """The state of one best-first search of one theorem: the tree on top of the shared run."""
 
-    def __init__(self, owner: BestFirstSearch, envs: list[AsyncProofEnv], theorem: Theorem):
+    def __init__(self, owner: BestFirstSearch, envs: list[AsyncProofEnv], theorem: Theorem) -> None:
         super().__init__(owner.config, envs, theorem)
         self.owner = owner
         self.tree = SearchTree()

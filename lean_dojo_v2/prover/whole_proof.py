@@ -67,7 +67,9 @@ class _WholeProofRun(SearchRun):
 
     label = "whole-proof search"
 
-    def __init__(self, owner: WholeProofSearch, envs: list[AsyncProofEnv], theorem: Theorem):
+    def __init__(
+        self, owner: WholeProofSearch, envs: list[AsyncProofEnv], theorem: Theorem
+    ) -> None:
         super().__init__(owner.config, envs, theorem)
         self.owner = owner
         self.checked = 0  # proofs whose re-check was started
