@@ -43,7 +43,7 @@ def reexport(
     subs = frozenset(submodules)
     hints = dict(not_provided or {})
 
-    def __getattr__(name: str) -> Any:
+    def __getattr__(name: str) -> object:
         target = exports.get(name)
         if target is not None:
             module, _, attribute = target.partition(":")

@@ -27,10 +27,22 @@ import importlib
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .._lazy import no_attribute
 from ..config import Settings, get_settings
+
+if TYPE_CHECKING:  # what each name reads as (see the table above)
+    RAID_DIR: str
+    DATA_DIR: str
+    CHECKPOINT_DIR: str
+    CACHE_DIR: Path
+    GITHUB_ACCESS_TOKEN: str | None
+    NUM_PROCS: int
+    NUM_WORKERS: int
+    MARK_START_SYMBOL: str
+    MARK_END_SYMBOL: str
+    remove_marks: Callable[[str], str]
 
 
 def _settings() -> Settings:
@@ -47,11 +59,11 @@ def _under_raid(path: Path) -> str:
         return os.fspath(path)
 
 
-def _marks(name: str) -> Any:
+def _marks(name: str) -> object:
     return getattr(importlib.import_module("lean_dojo_v2.data.marks"), name)
 
 
-_VALUES: dict[str, Callable[[], Any]] = {
+_VALUES: dict[str, Callable[[], object]] = {
     "RAID_DIR": lambda: os.fspath(_settings().raid_dir),
     "DATA_DIR": lambda: _under_raid(_settings().data_dir),
     "CHECKPOINT_DIR": lambda: _under_raid(_settings().checkpoint_dir),
@@ -74,7 +86,7 @@ _NOT_PROVIDED = {
 }
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     value = _VALUES.get(name)
     if value is not None:
         return value()
