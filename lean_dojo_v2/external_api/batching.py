@@ -24,25 +24,34 @@ import queue
 import sys
 import threading
 from collections import deque
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from .errors import ServerOverloadedError
 
 _get_running_loop = asyncio.get_running_loop
 
+ModelCall = Callable[[Hashable, list[object]], Sequence[object]]
+"""``run(key, payloads) -> results``: the blocking model call of a batch (see :class:`Batcher`)."""
+
 
 class _Item:
     __slots__ = ("key", "payload", "future", "deadline", "started", "dropped")
 
-    def __init__(self, key: Hashable, payload: Any, future: asyncio.Future, deadline: float):
+    def __init__(
+        self, key: Hashable, payload: object, future: asyncio.Future[object], deadline: float
+    ) -> None:
         self.key = key
         self.payload = payload
         self.future = future
         self.deadline = deadline  # in the event loop's clock (``loop.time()``)
         self.started = False
         self.dropped = False
+
+
+_Job = tuple[int, asyncio.AbstractEventLoop, Hashable, list[object], list[_Item]]
+"""What a model thread is handed: the epoch, the loop to answer on, the key, the payloads and
+their items."""
 
 
 @dataclass
@@ -69,7 +78,7 @@ class Batcher:
     def __init__(
         self,
         name: str,
-        run: Callable[[Hashable, list[Any]], list[Any]],
+        run: ModelCall,
         *,
         max_batch: int = 32,
         max_queue: int = 256,
@@ -98,7 +107,7 @@ class Batcher:
         self._sweeper: asyncio.TimerHandle | None = None
         self._busy = False  # requests were seen together lately: worth a window
         self._epoch = 0  # bumped by a reset: answers of an older epoch free no slot
-        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
+        self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
         self._threads: list[threading.Thread] = []
 
     # ..................................................................... the client side
@@ -107,7 +116,7 @@ class Batcher:
         """Requests waiting (not yet handed to the model)."""
         return len(self._pending)
 
-    async def submit(self, key: Hashable, payload: Any) -> Any:
+    async def submit(self, key: Hashable, payload: object) -> object:
         """The model's result for ``payload`` (waits for its batch); 503 when the queue is
         full or the deadline passes first."""
         loop = _get_running_loop()
@@ -263,14 +272,14 @@ class Batcher:
         thread.start()
         self._threads.append(thread)
 
-    def _serve(self, jobs: queue.SimpleQueue) -> None:
+    def _serve(self, jobs: queue.SimpleQueue[_Job | None]) -> None:
         """A model thread: make each call handed to it, hand the answer back to the loop."""
         while True:
             job = jobs.get()
             if job is None:
                 return
             epoch, loop, key, payloads, batch = job
-            results: Any = None
+            results: Sequence[object] = ()
             error: BaseException | None = None
             try:
                 results = self.run(key, payloads)
@@ -290,7 +299,11 @@ class Batcher:
             del job, batch, results, error
 
     def _answer(
-        self, epoch: int, batch: list[_Item], results: Any, error: BaseException | None
+        self,
+        epoch: int,
+        batch: list[_Item],
+        results: Sequence[object],
+        error: BaseException | None,
     ) -> None:
         """On the loop: a call came back; answer its requests, start the next batch."""
         if epoch != self._epoch:

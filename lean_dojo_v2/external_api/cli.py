@@ -25,7 +25,9 @@ log = logging.getLogger(__name__)
 __all__ = ["add_serve_parser", "cmd_serve"]
 
 
-def add_serve_parser(sub: Any) -> argparse.ArgumentParser:
+def add_serve_parser(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> argparse.ArgumentParser:
     """Register the ``serve`` subcommand on ``sub`` (the top-level subparsers)."""
     p = sub.add_parser(
         "serve",
@@ -104,7 +106,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     class _Server(uvicorn.Server):
-        async def startup(self, sockets: Any = None) -> None:
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
             await super().startup(sockets)
             if self.started:  # listening: only now say so
                 print(banner, flush=True)

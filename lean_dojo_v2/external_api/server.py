@@ -31,14 +31,23 @@ No route reads or writes a file named by a request: models are the config's, by 
 from __future__ import annotations
 
 import asyncio
+import functools
 import hmac
 import logging
 import math
 import os
 import time
 import uuid
-from collections.abc import Hashable
-from typing import Any
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Hashable,
+    Iterable,
+    Mapping,
+    Sequence,
+)
+from typing import TYPE_CHECKING, Any, cast
 
 import orjson
 from fastapi import FastAPI, Request
@@ -53,6 +62,7 @@ from .config import TOKEN_ENV, ServeConfig
 from .errors import APIServerError, BadAPIRequestError, ServerOverloadedError, UnknownModelError
 from .metrics import Metrics
 from .registry import (
+    EncoderModel,
     GeneratorModel,
     GenOptions,
     ModelRegistry,
@@ -76,7 +86,21 @@ from .schemas import (
 )
 from .served import TokenCounts
 
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+    from pydantic import BaseModel
+    from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+    from ..models.generator import Candidate
+    from .served import ChatAnswer, Completion
+
 log = logging.getLogger(__name__)
+
+_Refusal = tuple[int, str, list[tuple[bytes, bytes]]]
+"""An answer refused before any handler: status, message, extra headers."""
+_FastRoute = tuple["type[BaseModel]", Callable[[Any], Awaitable[object]]]
+"""A model route :class:`_Gate` serves directly: its request model, and its handler of a
+request of that model."""
 
 ROUTES = (
     "/generate",
@@ -94,11 +118,13 @@ ROUTES = (
     "/docs",
 )
 OPEN_ROUTES = frozenset({"/health"})
-_ERRORS = {c: {"model": ErrorResponse} for c in (400, 401, 404, 413, 422, 500, 502, 503, 504)}
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    c: {"model": ErrorResponse} for c in (400, 401, 404, 413, 422, 500, 502, 503, 504)
+}
 _DEFAULT_OPTIONS = GenOptions()
 
 
-def _json(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+def _json(data: object, status: int = 200, headers: Mapping[str, str] | None = None) -> Response:
     return Response(orjson.dumps(data), status, headers, media_type="application/json")
 
 
@@ -120,7 +146,7 @@ class _Gate:
     a model route is served here directly (:meth:`direct`), anything else goes on to FastAPI.
     :class:`_App` calls :meth:`direct` itself, before the framework's middleware stack."""
 
-    def __init__(self, app: Any, state: ServerState) -> None:
+    def __init__(self, app: ASGIApp | None, state: ServerState) -> None:
         self.app = app
         self.state = state
         token = state.config.token or os.environ.get(TOKEN_ENV, "").strip() or None
@@ -128,9 +154,11 @@ class _Gate:
         self.max_body = state.config.max_body_bytes
         self.metrics = state.metrics
 
-    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        app = self.app
+        assert app is not None, "the gate _App calls directly is never mounted"
         if scope["type"] != "http":
-            await self.app(scope, receive, send)
+            await app(scope, receive, send)
             return
         path = scope["path"]
         method = scope.get("method")
@@ -142,7 +170,7 @@ class _Gate:
         start = time.perf_counter()
         status_box = [500]
 
-        async def send_wrapper(message: dict) -> None:
+        async def send_wrapper(message: Message) -> None:
             if message["type"] == "http.response.start":
                 status_box[0] = message["status"]
             await send(message)
@@ -155,11 +183,11 @@ class _Gate:
                 status, message, headers = refusal
                 await _send_json(send_wrapper, status, _error_body(path, status, message), headers)
                 return
-            await self.app(scope, receive, send_wrapper)
+            await app(scope, receive, send_wrapper)
         finally:
             self.metrics.request(route, status_box[0], time.perf_counter() - start)
 
-    async def direct(self, scope: dict, receive: Any, send: Any, route: tuple[Any, Any]) -> bool:
+    async def direct(self, scope: Scope, receive: Receive, send: Send, route: _FastRoute) -> bool:
         """Serve a POST to a model route without the framework's per-request machinery, if
         it is JSON (else False, having read nothing): the token checked, the body read within
         the limit, validated by the route's pydantic model (the one the FastAPI route
@@ -183,8 +211,9 @@ class _Gate:
             return False
         path = scope["path"]
         status = 500
-        result: Any = None
+        result: object = None
         code = None
+        refusal: _Refusal | None
         try:
             if self.token is not None and not (auth and hmac.compare_digest(auth, self.token)):
                 refusal = self._unauthorized(auth)
@@ -214,8 +243,8 @@ class _Gate:
                     log.exception("%s failed", path)
                     refusal = (500, f"{path} failed on the server; see the server log", [])
             if refusal is not None:
-                status, message, headers = refusal
-                await _send_json(send, status, _error_body(path, status, message, code), headers)
+                status, text, headers = refusal
+                await _send_json(send, status, _error_body(path, status, text, code), headers)
             elif isinstance(result, Response):  # a stream
                 await result(scope, receive, send)
                 status = result.status_code
@@ -237,7 +266,7 @@ class _Gate:
             self.metrics.request(path, status, time.perf_counter() - start)
         return True
 
-    def _length_refusal(self, length: bytes | None) -> tuple[int, str, list] | None:
+    def _length_refusal(self, length: bytes | None) -> _Refusal | None:
         if length is None:
             return None
         try:
@@ -246,7 +275,7 @@ class _Gate:
             return (400, "Content-Length is not a number", [])
         return self._too_big() if size > self.max_body else None
 
-    async def _read_rest(self, body: bytes, receive: Any) -> tuple[bytes, Any]:
+    async def _read_rest(self, body: bytes, receive: Receive) -> tuple[bytes, _Refusal | None]:
         """The whole body of a request sent in several messages (``body`` the first's), or a
         413 refusal past ``max_body_bytes``."""
         chunks, size, more = [body], len(body), True
@@ -262,7 +291,7 @@ class _Gate:
             more = message.get("more_body", False)
         return b"".join(chunks), None
 
-    def _too_big(self) -> tuple[int, str, list]:
+    def _too_big(self) -> _Refusal:
         return (
             413,
             f"the request body is over {self.max_body} bytes (max_body_bytes); send less, or "
@@ -270,7 +299,7 @@ class _Gate:
             [],
         )
 
-    def _check(self, scope: dict, path: str) -> tuple[int, str, list] | None:
+    def _check(self, scope: Scope, path: str) -> _Refusal | None:
         if self.token is None or path in OPEN_ROUTES or scope.get("method") == "OPTIONS":
             return None
         given = b""
@@ -282,7 +311,7 @@ class _Gate:
             return None
         return self._unauthorized(given)
 
-    def _unauthorized(self, given: bytes | None) -> tuple[int, str, list]:
+    def _unauthorized(self, given: bytes | None) -> _Refusal:
         what = "a wrong bearer token" if given else "no bearer token"
         return (
             401,
@@ -291,7 +320,7 @@ class _Gate:
             [(b"www-authenticate", b"Bearer")],
         )
 
-    async def _body_limit(self, scope: dict, receive: Any) -> tuple[Any, Any]:
+    async def _body_limit(self, scope: Scope, receive: Receive) -> tuple[_Refusal | None, Receive]:
         length = None
         for name, value in scope["headers"]:
             if name == b"content-length":
@@ -318,7 +347,7 @@ class _Gate:
         whole = b"".join(chunks)
         sent = False
 
-        async def replay() -> dict:
+        async def replay() -> Message:
             nonlocal sent
             if not sent:
                 sent = True
@@ -339,7 +368,7 @@ class _App(FastAPI):
     _otel_checked = -1.0
     _otel_on_cached = False
 
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         gate = self._gate
         if gate is not None and scope["type"] == "http" and scope["method"] == "POST":
             route = gate.state.fast_routes.get(scope["path"])
@@ -357,12 +386,14 @@ class _App(FastAPI):
         return self._otel_on_cached
 
 
-def _in_body(errors: Any) -> list:
+def _in_body(errors: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """pydantic's errors of a body validated by hand, located as FastAPI locates them."""
     return [{**e, "loc": ("body", *e.get("loc", ()))} for e in errors]
 
 
-async def _send_json(send: Any, status: int, body: dict, headers: list) -> None:
+async def _send_json(
+    send: Send, status: int, body: Mapping[str, object], headers: list[tuple[bytes, bytes]]
+) -> None:
     data = orjson.dumps(body)
     await send(
         {
@@ -386,7 +417,7 @@ class ServerState:
         self.registry = registry
         self.metrics = Metrics()
         self.batchers: dict[str, Batcher] = {}
-        self.fast_routes: dict[str, tuple[Any, Any]] = {}
+        self.fast_routes: dict[str, _FastRoute] = {}
         """path → (request model, handler): the model routes :class:`_Gate` serves directly."""
         self.metrics.queue_depths = lambda: {n: b.depth() for n, b in self.batchers.items()}
         self.metrics.rejections = self._rejections
@@ -404,18 +435,21 @@ class ServerState:
             cfg = self.config
             b = self.batchers[model.name] = Batcher(
                 model.name,
-                lambda key, payloads, m=model: _run(m, key, payloads, cfg.max_request_tokens),
+                functools.partial(_run, model, max_request_tokens=cfg.max_request_tokens),
                 max_batch=cfg.max_batch,
                 max_queue=cfg.max_queue,
                 window_s=cfg.batch_window_ms / 1000.0,
                 timeout_s=cfg.queue_timeout_s,
                 concurrency=model.concurrency,
                 batchable=model.batchable,
-                on_batch=lambda size, name=model.name: self.metrics.batch(name, size),
+                on_batch=functools.partial(self.metrics.batch, model.name),
             )
         return b
 
-    async def submit(self, model: ServedModel, key: Hashable, payload: Any) -> Any:
+    async def submit(self, model: ServedModel, key: Hashable, payload: object) -> object:
+        """The model's answer to ``payload`` (what it is follows the operation of ``key``, see
+        :func:`_run`), through the model's batcher; a model's failure is an
+        :class:`APIServerError` (500)."""
         try:
             return await self.batcher(model).submit(key, payload)
         except (APIServerError, asyncio.CancelledError):
@@ -447,43 +481,62 @@ class ServerState:
 
 
 def _run(
-    model: ServedModel, key: Hashable, payloads: list[Any], max_request_tokens: int
-) -> list[Any]:
-    """The blocking model call of one batch (in a worker thread). A generator that counts
-    tokens has each state checked first (:func:`_oversized`): one that does not fit is answered
-    with its refusal, the rest of the batch is decoded."""
-    op = key[0]  # type: ignore[index]
-    if op == "generate" or op == "complete":
-        _, n, prefix, options = key  # type: ignore[misc]
-        gen: Any = model
-        counts = gen.token_counts(payloads, prefix or None, options)
-        if counts is None and op == "generate":
-            return gen.generate(payloads, n, prefix or None, options)
-        out: list[Any] = [None] * len(payloads)
-        if counts is not None:
-            for i, size in enumerate(counts.prompts):
-                out[i] = _oversized(model.name, n, size, counts, max_request_tokens)
-        keep = [i for i, refusal in enumerate(out) if refusal is None]
-        if not keep:
-            return out
-        states = [payloads[i] for i in keep]
-        if op == "generate":
-            done = gen.generate(states, n, prefix or None, options)
-        else:  # a chat's choices, with the prompt's size for its usage
-            sizes = counts.prompts if counts is not None else [0] * len(payloads)
-            choices = gen.completions(states, n, prefix or None, options)
-            done = [(sizes[i], c) for i, c in zip(keep, choices, strict=True)]
-        for i, d in zip(keep, done, strict=True):
-            out[i] = d
+    model: ServedModel, key: Hashable, payloads: list[object], max_request_tokens: int
+) -> Sequence[object]:
+    """The blocking model call of one batch (in a worker thread). The key says the operation and
+    what the payloads are: ``("generate" | "complete", n, prefix, options)`` and goal states,
+    ``("chat", n, options)`` and chats' messages, ``("encode",)`` and texts, ``("retrieve",)``
+    and :class:`RetrieveRequest` s; the routes ask only a model of the matching role."""
+    match key:
+        case ("generate" | "complete" as op, int() as n, str() as prefix, GenOptions() as options):
+            gen = cast(GeneratorModel, model)
+            states = cast("list[str]", payloads)
+            return _run_generator(gen, op, states, n, prefix or None, options, max_request_tokens)
+        case ("chat", int() as n, GenOptions() as options):
+            chats = cast("list[list[dict[str, str]]]", payloads)
+            return [cast(GeneratorModel, model).chat(m, n, options) for m in chats]
+        case ("encode",):
+            return list(cast(EncoderModel, model).encode(cast("list[str]", payloads)))
+        case ("retrieve",):
+            retriever = cast(RetrieverModel, model)
+            return [_retrieve(retriever, r) for r in cast("list[RetrieveRequest]", payloads)]
+    raise ValueError(f"unknown operation {key!r}")  # pragma: no cover
+
+
+def _run_generator(
+    gen: GeneratorModel,
+    op: str,
+    states: list[str],
+    n: int,
+    prefix: str | None,
+    options: GenOptions,
+    max_request_tokens: int,
+) -> Sequence[object]:
+    """``generate`` (candidates) or ``complete`` (a chat's choices, with the prompt's size for its
+    usage) of a batch of states. A generator that counts tokens has each state checked first
+    (:func:`_oversized`): one that does not fit is answered with its refusal, the rest of the
+    batch is decoded."""
+    counts = gen.token_counts(states, prefix, options)
+    if counts is None and op == "generate":
+        return gen.generate(states, n, prefix, options)
+    out: list[object] = [None] * len(states)
+    if counts is not None:
+        for i, size in enumerate(counts.prompts):
+            out[i] = _oversized(gen.name, n, size, counts, max_request_tokens)
+    keep = [i for i, refusal in enumerate(out) if refusal is None]
+    if not keep:
         return out
-    if op == "chat":
-        _, n, options = key  # type: ignore[misc]
-        return [model.chat(p, n, options) for p in payloads]  # type: ignore[attr-defined]
-    if op == "encode":
-        return list(model.encode(payloads))  # type: ignore[attr-defined]
-    if op == "retrieve":
-        return [_retrieve(model, p) for p in payloads]  # type: ignore[arg-type]
-    raise ValueError(f"unknown operation {op!r}")  # pragma: no cover
+    kept = [states[i] for i in keep]
+    done: Sequence[object]
+    if op == "generate":
+        done = gen.generate(kept, n, prefix, options)
+    else:
+        sizes = counts.prompts if counts is not None else [0] * len(states)
+        choices = gen.completions(kept, n, prefix, options)
+        done = [(sizes[i], c) for i, c in zip(keep, choices, strict=True)]
+    for i, d in zip(keep, done, strict=True):
+        out[i] = d
+    return out
 
 
 def _oversized(
@@ -534,7 +587,7 @@ def create_app(config: ServeConfig | None = None, registry: ModelRegistry | None
     state = ServerState(config, registry)
 
     @asynccontextmanager
-    async def lifespan(_app: FastAPI):
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         if config.preload:
             await asyncio.to_thread(registry.preload)
         yield
@@ -590,7 +643,7 @@ def create_app(config: ServeConfig | None = None, registry: ModelRegistry | None
     max_chars = config.max_input_chars
     exp = math.exp
 
-    async def _generate(req: GenerateRequest) -> Any:
+    async def _generate(req: GenerateRequest) -> dict[str, object]:
         if len(req.input) > max_chars or (req.prefix is not None and len(req.prefix) > max_chars):
             state.check_text("input", req.input)
             state.check_text("prefix", req.prefix)
@@ -601,8 +654,10 @@ def create_app(config: ServeConfig | None = None, registry: ModelRegistry | None
         if req.use_reward and not registry.has_progress:
             registry.progress()  # the 400 saying how to configure one, before any generation
         key = ("generate", n, req.prefix or "", _DEFAULT_OPTIONS)
-        cands = await state.submit(model, key, req.input)
-        outputs = [{"output": c.tactic, "score": exp(c.logprob)} for c in cands]
+        cands = cast("list[Candidate]", await state.submit(model, key, req.input))
+        outputs: list[dict[str, Any]] = [
+            {"output": c.tactic, "score": exp(c.logprob)} for c in cands
+        ]
         if req.use_reward and outputs:
             steps = await asyncio.to_thread(
                 _predict, registry, req.input, req.prefix, [o["output"] for o in outputs]
@@ -617,10 +672,10 @@ def create_app(config: ServeConfig | None = None, registry: ModelRegistry | None
         """Tactics for a goal state (LeanCopilot's ``ExternalGenerator``)."""
         return _json(await _generate(req))
 
-    async def _encode(req: EncodeRequest) -> Any:
+    async def _encode(req: EncodeRequest) -> dict[str, object]:
         state.check_text("input", req.input)
         model = registry.get(req.name, "encoder")
-        row = await state.submit(model, ("encode",), req.input)
+        row = cast("np.ndarray", await state.submit(model, ("encode",), req.input))
         return {"outputs": [float(x) for x in row.tolist()]}
 
     @app.post("/encode", response_model=EncodeResponse, responses=_ERRORS)
@@ -649,7 +704,7 @@ def create_app(config: ServeConfig | None = None, registry: ModelRegistry | None
             )
         return served[0]
 
-    async def _retrieve_route(req: RetrieveRequest) -> Any:
+    async def _retrieve_route(req: RetrieveRequest) -> object:
         state.check_text("state", req.state)
         if req.position is not None and req.file_path is None:
             raise BadAPIRequestError("position needs file_path: the file it is a position in")
@@ -726,7 +781,7 @@ def create_app(config: ServeConfig | None = None, registry: ModelRegistry | None
 
     # ........................................................................ OpenAI
 
-    async def _chat(req: ChatRequest) -> Any:
+    async def _chat(req: ChatRequest) -> dict[str, object] | StreamingResponse:
         model = registry.get(req.model, "generator")
         assert isinstance(model, GeneratorModel)
         n = req.n
@@ -757,11 +812,13 @@ def create_app(config: ServeConfig | None = None, registry: ModelRegistry | None
             # sample kept, with its token count and finish reason).
             goal, prefix = chat_state(messages)
             key = ("complete", n, prefix or "", options)
-            prompt_tokens, done = await state.submit(model, key, goal)
+            prompt_tokens, done = cast(
+                "tuple[int, list[Completion]]", await state.submit(model, key, goal)
+            )
             total = None
         else:
             # An upstream server (or a custom model): its choices and usage as it counted them.
-            answer = await state.submit(model, ("chat", n, options), messages)
+            answer = cast("ChatAnswer", await state.submit(model, ("chat", n, options), messages))
             prompt_tokens, done = answer.prompt_tokens, answer.choices
             total = answer.completion_tokens
         created, ident = int(time.time()), f"chatcmpl-{uuid.uuid4().hex}"
@@ -872,7 +929,7 @@ def _predict(
 ) -> list[float]:
     model = registry.progress()
     values = model.predict([goal] * len(tactics), tactics=tactics, prefixes=[prefix] * len(tactics))
-    return [float(v) for v in values]  # type: ignore[union-attr]
+    return [float(v) for v in values] if isinstance(values, list) else [float(values)]
 
 
 def _logprobs(text: str, logprob: float | None) -> dict[str, Any] | None:
@@ -898,7 +955,7 @@ async def _stream(
     model: str,
     choices: list[dict[str, Any]],
     usage: dict[str, int] | None = None,
-):
+) -> AsyncIterator[bytes]:
     """Server-sent events: each choice's whole text in one chunk, a closing chunk each, then
     (with ``stream_options.include_usage``) a chunk of no choices carrying the usage, DONE."""
     base: dict[str, Any] = {
@@ -930,7 +987,7 @@ async def _stream(
     yield b"data: [DONE]\n\n"
 
 
-def _validation_message(errors: Any) -> str:
+def _validation_message(errors: Iterable[Mapping[str, Any]]) -> str:
     """pydantic's errors as one line: ``body.k: Input should be ...; ...``."""
     parts = []
     for err in list(errors)[:5]:
