@@ -74,7 +74,7 @@ def sample_data() -> list[dict[str, Any]]:
     return [dict(row) for row in _sample_rows()]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> list[dict[str, Any]]:
     if name == "SAMPLE_DATA":
         return sample_data()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -121,8 +121,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 class _CallableModule(types.ModuleType):
     """This module, callable as :func:`create_sample_dataset` (see the module docstring)."""
 
-    def __call__(self, *args: Any, **kwargs: Any) -> dict[str, object]:
-        return create_sample_dataset(*args, **kwargs)
+    def __call__(
+        self, output: str | Path, data: str | Path | None = None, *, force: bool = False
+    ) -> dict[str, object]:
+        return create_sample_dataset(output, data, force=force)
 
 
 # Only this module object changes class (no I/O): the package exports the module under the

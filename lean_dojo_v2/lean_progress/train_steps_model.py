@@ -20,9 +20,12 @@ import argparse
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import LeanDojoError
+
+if TYPE_CHECKING:
+    from transformers import BatchEncoding, PreTrainedTokenizerBase
 
 __all__ = ["build_text", "main", "parse_args", "tokenize_batch"]
 
@@ -35,12 +38,14 @@ def build_text(goal: str, prefix: str | None, tactic: str | None) -> str:
     return progress_text(goal, prefix, tactic)
 
 
-def tokenize_batch(tokenizer: Any, max_length: int) -> Callable[[Mapping[str, Any]], Any]:
+def tokenize_batch(
+    tokenizer: PreTrainedTokenizerBase, max_length: int
+) -> Callable[[Mapping[str, Any]], BatchEncoding]:
     """A batched ``datasets.map`` function: LeanProgress columns (``goal``, optional
     ``prefix``, ``tactic``, ``steps_remaining``) to the tokenizer's fields, padded to
     ``max_length``, plus ``labels`` (the steps remaining, as floats for regression)."""
 
-    def tokenize(batch: Mapping[str, Any]) -> Any:
+    def tokenize(batch: Mapping[str, Any]) -> BatchEncoding:
         goals = list(batch["goal"])
         prefixes = batch.get("prefix") or [""] * len(goals)
         texts = [

@@ -31,7 +31,7 @@ def _reward_type(value: Any) -> dict[str, Any]:
     return {"rewards": [n for n in names if n not in ("composite", "default")]}
 
 
-def _lora_rank(value: Any) -> dict[str, Any]:
+def _lora_rank(value: object) -> dict[str, object]:
     """lora = true and lora_r"""
     return {"lora": True, "lora_r": value}
 

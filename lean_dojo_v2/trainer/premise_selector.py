@@ -37,10 +37,10 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from ..config.loading import replace_config
 from ..errors import ConfigValueError, EmptyDatasetError
@@ -51,9 +51,20 @@ from .retrieval_config import TrainingConfig
 from .retrieval_trainer import RetrievalTrainer
 
 if TYPE_CHECKING:
+    import torch
+    from torch.utils.data import DataLoader
+
+    from ..data.corpus import Corpus
+    from ..data.model import Pos, Premise
     from ..data.ntp_toolkit import ModuleSplit, NtpState, NtpToolkitData
-    from ..models.retrieval import PremiseEncoder
+    from ..models.retrieval import PremiseEncoder, Retriever
     from ..models.retrieval_eval import RetrievalQuery
+    from .retrieval_data import RetrievalBatch, RetrievalExample
+
+    DeclarationKey: TypeAlias = tuple[str, str, Pos | None]
+    """A training example's (state text, module, position)."""
+    BatchItem: TypeAlias = tuple[RetrievalExample, list[Premise]]
+    """One item of the retrieval dataset: an example and its sampled negatives."""
 
 logger = logging.getLogger(__name__)
 
@@ -88,7 +99,7 @@ class PremiseSelectorResult:
         }
 
 
-def _relocated(value: Any, old: str, new: str) -> Any:
+def _relocated(value: object, old: str, new: str) -> object:
     """``value`` with paths under the staging directory ``old`` rewritten to ``new`` (where they
     are once the output is swapped in)."""
     if isinstance(value, str):
@@ -100,7 +111,7 @@ def _relocated(value: Any, old: str, new: str) -> Any:
     return value
 
 
-def _jsonable(value: Any) -> Any:
+def _jsonable(value: object) -> object:
     try:
         json.dumps(value)
         return value
@@ -151,7 +162,7 @@ def split_states(data: NtpToolkitData, split: ModuleSplit) -> dict[str, list[Ntp
     return out
 
 
-def retrieval_record(state: NtpState, hits: Sequence[tuple[Any, float]]) -> dict[str, Any]:
+def retrieval_record(state: NtpState, hits: Sequence[tuple[Premise, float]]) -> dict[str, Any]:
     """One entry of a ``dot_*.json`` file (LeanHammer's layout)."""
     return {
         "state_name": state.state_name,
@@ -227,12 +238,12 @@ def encoder_pooling(config: PremiseSelectorConfig) -> tuple[bool, str | None]:
 
 
 def _false_negative_mask(
-    items: Sequence[Any],
+    items: Sequence[BatchItem],
     candidates: Sequence[str],
     mode: str,
-    corpus: Any,
-    decls: dict[tuple[str, str, Any], frozenset[str]],
-):
+    corpus: Corpus,
+    decls: Mapping[DeclarationKey, frozenset[str]],
+) -> torch.Tensor:
     """``[B, M]`` bool: ``True`` where candidate ``j`` is taken out of row ``i``'s loss under
     ``retrieval_mask_mode`` ``mode`` (see :class:`PremiseSelectorConfig`)."""
     import torch
@@ -271,10 +282,10 @@ class MaskModeCollator:
 
     def __init__(
         self,
-        inner: Any,
+        inner: Callable[[list[BatchItem]], RetrievalBatch],
         mode: str,
-        corpus: Any,
-        decls: dict[tuple[str, str, Any], frozenset[str]],
+        corpus: Corpus,
+        decls: Mapping[DeclarationKey, frozenset[str]],
     ) -> None:
         if mode not in RETRIEVAL_MASK_MODES:
             raise ConfigValueError(
@@ -286,7 +297,7 @@ class MaskModeCollator:
         self.corpus = corpus
         self.decls = decls
 
-    def __call__(self, items: Sequence[Any]) -> Any:
+    def __call__(self, items: list[BatchItem]) -> RetrievalBatch:
         batch = self.inner(items)
         batch.positive_mask = _false_negative_mask(
             items, batch.candidate_names, self.mode, self.corpus, self.decls
@@ -294,10 +305,10 @@ class MaskModeCollator:
         return batch
 
 
-def declarations_of(states: Sequence[NtpState]) -> dict[tuple[str, str, Any], frozenset[str]]:
+def declarations_of(states: Sequence[NtpState]) -> dict[DeclarationKey, frozenset[str]]:
     """``(state text, module, position) -> declaration names``: what a training example (which
     carries no declaration) is keyed by for the ``no_positive`` / ``only_negative`` masks."""
-    out: dict[tuple[str, str, Any], set[str]] = {}
+    out: dict[DeclarationKey, set[str]] = {}
     for s in states:
         out.setdefault((s.state, s.module, s.pos), set()).add(s.decl_name)
     return {k: frozenset(v) for k, v in out.items()}
@@ -314,7 +325,7 @@ class MaskedRetrievalTrainer(RetrievalTrainer):
         *,
         pooling: str | None,
         mask_mode: str,
-        decls: dict[tuple[str, str, Any], frozenset[str]],
+        decls: Mapping[DeclarationKey, frozenset[str]],
     ) -> None:
         super().__init__(config)
         self.pooling = pooling
@@ -333,7 +344,9 @@ class MaskedRetrievalTrainer(RetrievalTrainer):
             pooling=self.pooling,
         )
 
-    def _loader(self, train: Sequence[Any], corpus: Any, *, shuffle: bool = True) -> Any:
+    def _loader(
+        self, train: Sequence[RetrievalQuery], corpus: Corpus, *, shuffle: bool = True
+    ) -> DataLoader[BatchItem]:
         loader = super()._loader(train, corpus, shuffle=shuffle)
         loader.collate_fn = MaskModeCollator(loader.collate_fn, self.mask_mode, corpus, self.decls)
         return loader
@@ -381,7 +394,12 @@ def train_premise_selector(config: PremiseSelectorConfig) -> PremiseSelectorResu
 
 
 def _selector_trainer(
-    config: PremiseSelectorConfig, work: Path, pooling: str | None, states: Any, *, resume: bool
+    config: PremiseSelectorConfig,
+    work: Path,
+    pooling: str | None,
+    states: Mapping[str, Sequence[NtpState]],
+    *,
+    resume: bool,
 ) -> MaskedRetrievalTrainer:
     cfg = _training_config(config, work)
     cfg.resume, cfg.overwrite_output_dir = resume, not resume
@@ -400,7 +418,7 @@ def _training_config(config: PremiseSelectorConfig, output_dir: Path) -> Premise
 
 
 def evaluate_states(
-    retriever: Any, states: Sequence[NtpState], ks: Sequence[int], *, batch_size: int = 64
+    retriever: Retriever, states: Sequence[NtpState], ks: Sequence[int], *, batch_size: int = 64
 ) -> tuple[dict[str, float], list[dict[str, Any]]]:
     """Retrieve the top ``max(ks)`` accessible premises for each state; returns the metrics of
     ``ranking_metrics`` (``R@k``, ``FullRecall@k``, ``MRR``, ``n``) and the retrieval records."""
@@ -514,6 +532,8 @@ def _train_locked(config: PremiseSelectorConfig) -> PremiseSelectorResult:
         export_retriever(stage / "retriever", encoder, index)
         seconds = time.perf_counter() - t0
         queries = {k: len(v) for k, v in states.items()}
+        relocated = _relocated(train_summary.to_dict(), str(work), str(out / "training"))
+        assert isinstance(relocated, dict)  # a dict stays a dict
         result = PremiseSelectorResult(
             output_dir=out,
             retriever_dir=out / "retriever",
@@ -521,7 +541,7 @@ def _train_locked(config: PremiseSelectorConfig) -> PremiseSelectorResult:
             metrics=metrics,
             split=split.to_dict(),
             queries=queries,
-            train_summary=_relocated(train_summary.to_dict(), str(work), str(out / "training")),
+            train_summary=relocated,
             data_report=data.report.to_dict(),
             seconds=seconds,
             encoder={

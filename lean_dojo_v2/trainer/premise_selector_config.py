@@ -20,7 +20,7 @@ RETRIEVAL_MASK_MODES = ("none", "no_positive", "only_negative")
 POOLING_MODES = ("cls", "lasttoken", "max", "mean", "mean_sqrt_len_tokens", "weightedmean")
 
 
-def _mini_batch_size(value: Any) -> dict[str, Any]:
+def _mini_batch_size(value: object) -> dict[str, object]:
     """grad_cache = true and grad_cache_chunk_size (None: grad_cache = false)"""
     if value is None or str(value).strip().lower() in ("none", "null", "~", ""):
         return {"grad_cache": False}

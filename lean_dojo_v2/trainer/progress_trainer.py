@@ -32,11 +32,11 @@ import logging
 import random
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from ..config.loading import config_fields, config_to_dict, dump_config, load_config, replace_config
 from ..data.output_dir import is_ours
@@ -45,6 +45,14 @@ from .configured import ConfiguredTrainer, changed_arguments
 from .progress_config import ProgressConfig
 from .result import DictResult
 from .run_dir import write_json
+
+if TYPE_CHECKING:
+    from torch.utils.data import Dataset
+    from transformers import TrainingArguments
+
+    from ..data.progress_jsonl import ProgressExample
+
+R = TypeVar("R")
 
 log = logging.getLogger(__name__)
 
@@ -85,11 +93,11 @@ class ProgressResult(DictResult):
     model_fallback: bool = False
 
 
-def split_rows(rows: Sequence[Any], eval_ratio: float, seed: int) -> tuple[list[Any], list[Any]]:
+def split_rows(rows: Sequence[R], eval_ratio: float, seed: int) -> tuple[list[R], list[R]]:
     """``(train, eval)`` rows. Rows of one proof (same :attr:`ProgressExample.group`) stay on
     one side; rows without a group are groups of one. About ``eval_ratio`` of the groups go to
     eval (at least one when ``eval_ratio > 0`` and there are two groups or more; never all)."""
-    groups: dict[Any, list[Any]] = {}
+    groups: dict[Hashable, list[R]] = {}
     for i, row in enumerate(rows):
         key = getattr(row, "group", None)
         groups.setdefault(key if key is not None else ("row", i), []).append(row)
@@ -104,7 +112,9 @@ def split_rows(rows: Sequence[Any], eval_ratio: float, seed: int) -> tuple[list[
     return train, held
 
 
-def model_inputs(rows: Sequence[Any], tactic_mode: str) -> tuple[list[str], list[float]]:
+def model_inputs(
+    rows: Sequence[ProgressExample], tactic_mode: str
+) -> tuple[list[str], list[float]]:
     """``(texts, labels)`` of rows: each row as :func:`progress_text` with its tactic
     (``with``), without it (``without``), or both (``both``: two inputs per row)."""
     from ..models.progress import progress_text
@@ -112,12 +122,12 @@ def model_inputs(rows: Sequence[Any], tactic_mode: str) -> tuple[list[str], list
     texts: list[str] = []
     labels: list[float] = []
     for row in rows:
-        forms = {
+        forms: dict[str, list[str | None]] = {
             "with": [row.tactic],
             "without": [None],
             "both": [row.tactic, None],
-        }[tactic_mode]
-        for tactic in forms:
+        }
+        for tactic in forms[tactic_mode]:
             texts.append(progress_text(row.goal, row.prefix, tactic))
             labels.append(float(row.steps_remaining))
     return texts, labels
@@ -163,9 +173,9 @@ class ProgressTrainer(ConfiguredTrainer[ProgressConfig]):
         learning_rate: float = 1e-5,
         eval_ratio: float = 0.2,
         seed: int = 42,
-        **config: Any,
+        **config: object,
     ) -> None:
-        values = dict(
+        values: dict[str, object] = dict(
             model_name=model_name,
             output_dir=str(output_dir),
             max_length=max_length,
@@ -180,7 +190,7 @@ class ProgressTrainer(ConfiguredTrainer[ProgressConfig]):
             self.config = replace_config(data_path, **changes) if changes else data_path
         else:
             path = None if data_path is None else str(data_path)
-            self.config = load_config(ProgressConfig, data_path=path, **values, **config)
+            self.config = load_config(ProgressConfig, None, (), data_path=path, **values, **config)
 
     # upstream's attributes
     @property
@@ -204,7 +214,7 @@ class ProgressTrainer(ConfiguredTrainer[ProgressConfig]):
 
     # ------------------------------------------------------------------ data
 
-    def load_rows(self) -> list[Any]:
+    def load_rows(self) -> list[ProgressExample]:
         """The rows of ``data_path`` (at most ``max_examples``); typed errors for a missing,
         empty or malformed file."""
         from ..data.progress_jsonl import iter_progress_jsonl
@@ -326,7 +336,7 @@ class ProgressTrainer(ConfiguredTrainer[ProgressConfig]):
             model.config.pad_token_id = tokenizer.pad_token_id
         max_length = effective_max_length(model, tokenizer, cfg.max_length)
 
-        def encode(rows_: Sequence[Any]) -> _Encoded:
+        def encode(rows_: Sequence[ProgressExample]) -> _Encoded:
             texts, labels = model_inputs(rows_, cfg.tactic_mode)
             enc = tokenizer(texts, truncation=True, max_length=max_length)
             return _Encoded({k: list(v) for k, v in enc.items()}, labels)
@@ -350,10 +360,15 @@ class ProgressTrainer(ConfiguredTrainer[ProgressConfig]):
                 callbacks=[StopOnNonFinite()],
             )
             trainer.train()
-            check_finite_weights(trainer.model, str(out))
+            trained = trainer.model
+            assert trained is not None  # the model it was given
+            check_finite_weights(trained, str(out))
             losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
-            prediction = trainer.predict(eval_ds)
-            preds = [float(x) for x in prediction.predictions.reshape(-1).tolist()]
+            # A map-style dataset (len and items by index) is what predict reads.
+            prediction = trainer.predict(cast("Dataset[dict[str, Any]]", eval_ds))
+            predicted = prediction.predictions
+            assert not isinstance(predicted, tuple)  # one regression output: one array
+            preds = [float(x) for x in predicted.reshape(-1).tolist()]
             metrics = progress_metrics(preds, eval_ds.labels)
             trainer.save_model(str(stage))
             tokenizer.save_pretrained(str(stage))
@@ -396,7 +411,9 @@ class ProgressTrainer(ConfiguredTrainer[ProgressConfig]):
         )
         return result
 
-    def _training_args(self, cls: Any, work: Path, device: str) -> Any:
+    def _training_args(
+        self, cls: type[TrainingArguments], work: Path, device: str
+    ) -> TrainingArguments:
         cfg = self.config
         values: dict[str, Any] = {
             "output_dir": str(work),

@@ -137,8 +137,8 @@ def local_model_path(model_name: str | None) -> Path | None:
 
 
 def check_run_outputs(
-    out: Path, model_name: str | None, sources: Iterable[Path], *, force: bool
-) -> list[Path]:
+    out: Path, model_name: str | None, sources: Iterable[str | Path], *, force: bool
+) -> list[str | Path]:
     """Refuse ``out`` (:class:`OutputExistsError`) when it may not be written: foreign without
     ``force``, or (even with ``force``) the same as, inside or holding one of the run's inputs:
     ``sources`` and the model ``model_name`` it loads. Returns every input path."""

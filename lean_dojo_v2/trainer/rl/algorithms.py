@@ -330,14 +330,14 @@ def _check_choice(key: str, value: object, choices: tuple[str, ...]) -> None:
         raise ConfigValueError(f"{key}={value!r} is not valid; valid values: {', '.join(choices)}")
 
 
-def _check_bool(key: str, value: Any) -> None:
+def _check_bool(key: str, value: object) -> None:
     if not isinstance(value, bool):
         raise ConfigValueError(f"{key} must be true or false, got {value!r}")
 
 
 def _check_number(
     key: str,
-    value: Any,
+    value: object,
     *,
     integer: bool = False,
     minimum: float | None = None,
