@@ -26,6 +26,7 @@ import shutil
 import sys
 import tempfile
 import types
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -80,13 +81,13 @@ def make_alias(fullname: str) -> types.ModuleType:
     module = types.ModuleType(fullname, real.__doc__)
     public = getattr(real, "__all__", None)
     if public is not None:
-        module.__all__ = list(public)
+        module.__dict__["__all__"] = list(public)
     for key in ("__version__",):
         if hasattr(real, key):
             setattr(module, key, getattr(real, key))
     module.__path__ = []  # a package: v1's submodules are found below it
 
-    def __getattr__(name: str) -> Any:
+    def __getattr__(name: str) -> object:
         if name.startswith("__") or name in NOT_PROVIDED:
             raise not_provided(fullname, name)
         try:
@@ -116,7 +117,10 @@ class V1Finder(importlib.abc.MetaPathFinder):
     """Finds ``lean_dojo`` and its submodules as aliases of :mod:`lean_dojo_v2.v1`."""
 
     def find_spec(
-        self, fullname: str, path: Any = None, target: Any = None
+        self,
+        fullname: str,
+        path: Sequence[str] | None = None,
+        target: types.ModuleType | None = None,
     ) -> importlib.machinery.ModuleSpec | None:
         if fullname != V1_PACKAGE and not fullname.startswith(V1_PACKAGE + "."):
             return None

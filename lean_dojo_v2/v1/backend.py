@@ -19,13 +19,17 @@ import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..data.model import Pos as _Pos
 from ..data.model import Theorem as DataTheorem
 from ..errors import ConfigError, DatasetNotFoundError, LeanDojoError
 from .errors import DojoInitError
 from .repo import LeanGitRepo, Theorem, _normalize_url
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..interaction.pantograph import PantographEnv
+    from ..interaction.replay import ReplayEnv
 
 logger = logging.getLogger("lean_dojo_v2.v1")
 
@@ -244,7 +248,7 @@ def find_declaration(source: str, full_name: str) -> _Pos | None:
 class Opened:
     """An environment for one theorem: the env, what to ``start`` in it, and the backend."""
 
-    env: Any
+    env: PantographEnv | ReplayEnv
     target: DataTheorem | str
     backend: str
 

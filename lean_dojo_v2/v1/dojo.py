@@ -32,7 +32,7 @@ import time
 from collections.abc import Sequence
 from numbers import Real
 from types import TracebackType
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from ..interaction import types as boundary
 from ..interaction.types import (
@@ -53,6 +53,10 @@ from .errors import (
     V1ArgumentError,
 )
 from .repo import LeanGitRepo, Pos, Theorem
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..interaction.pantograph import PantographEnv
+    from ..interaction.replay import ReplayEnv
 from .results import (
     CommandResult,
     CommandState,
@@ -150,10 +154,10 @@ class Dojo:
         self.is_crashed = False
         self.has_timedout = False
         self.backend: str | None = None
-        self.env: Any = None
+        self.env: PantographEnv | ReplayEnv | None = None
         self.start_time: float | None = None
         # id -> (pp, the environment's state); a finished proof keeps its id with "no goals".
-        self._states: dict[int, tuple[str, Any]] = {}
+        self._states: dict[int, tuple[str, ProofState | boundary.ProofFinished]] = {}
         self._crash: str | None = None
 
     @property

@@ -29,7 +29,7 @@ class DojoCrashError(V1Error):
         super().__init__(message)
         self.out_of_memory = out_of_memory
 
-    def __reduce__(self):  # type: ignore[override]  # keep the flag through pickling (Ray)
+    def __reduce__(self) -> tuple[object, ...]:  # keep the flag through pickling (Ray)
         return (_rebuild_crash, (type(self), str(self), self.out_of_memory))
 
     @property

@@ -55,7 +55,7 @@ def parse_goals(pp: str) -> list[Goal]:
         if TURNSTILE not in block:
             continue
         goal = parse_goal(block)
-        decls = []
+        decls: list[Declaration] = []
         for hyp in goal.hypotheses:
             lean_type = hyp.type if hyp.value is None else f"{hyp.type} := {hyp.value}"
             decls.extend(Declaration(name, lean_type) for name in hyp.names)

@@ -13,10 +13,13 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..data.model import Pos as _Pos
 from .errors import V1ArgumentError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..lean_dojo.repo import LeanGitRepo as ResolvedRepo
 
 _POS_TEXT = re.compile(r"^\(\s*(\d+)\s*,\s*(\d+)\s*\)$")
 
@@ -54,7 +57,7 @@ class LeanGitRepo:
 
     url: str
     commit: str | None = None
-    _resolved: Any = field(default=None, init=False, compare=False, repr=False)
+    _resolved: ResolvedRepo | None = field(default=None, init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.url, (str, os.PathLike)) or not os.fspath(self.url).strip():
@@ -93,14 +96,16 @@ class LeanGitRepo:
     def is_local(self) -> bool:
         return Path(self.url).is_dir()
 
-    def resolved(self) -> Any:
+    def resolved(self) -> ResolvedRepo:
         """The library's :class:`lean_dojo_v2.lean_dojo.LeanGitRepo` for this URL and commit
         (built once; it may clone through git)."""
-        if self._resolved is None:
-            from ..lean_dojo.repo import LeanGitRepo as _Repo
+        resolved = self._resolved
+        if resolved is None:
+            from ..lean_dojo.repo import LeanGitRepo as ResolvedRepo
 
-            object.__setattr__(self, "_resolved", _Repo(self.url, self.commit))
-        return self._resolved
+            resolved = ResolvedRepo(self.url, self.commit)
+            object.__setattr__(self, "_resolved", resolved)
+        return resolved
 
     def __getattr__(self, name: str) -> Any:
         # Only called for names this class lacks: the rest of v1's LeanGitRepo API.
@@ -112,7 +117,7 @@ class LeanGitRepo:
         return f"LeanGitRepo(url='{self.url}', commit='{self.commit}')"
 
 
-def _relative_lean_path(file_path: Any) -> Path:
+def _relative_lean_path(file_path: object) -> Path:
     if not isinstance(file_path, (str, os.PathLike)):
         raise V1ArgumentError(
             f"Theorem's file_path must be a path relative to the repository, not {file_path!r}"

@@ -14,7 +14,6 @@ import runpy
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from ..errors import ConfigError
 
@@ -91,7 +90,7 @@ def run(
     return 0
 
 
-def _exit_status(code: Any) -> int:
+def _exit_status(code: object) -> int:
     if code is None:
         return 0
     if isinstance(code, int):
@@ -129,7 +128,9 @@ def cmd_v1_run(args: argparse.Namespace) -> int:
     )
 
 
-def add_v1_run_parser(sub: Any) -> argparse.ArgumentParser:
+def add_v1_run_parser(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> argparse.ArgumentParser:
     """Register ``v1-run`` on the top-level subparsers of ``lean-dojo-v2``."""
     p = sub.add_parser(
         "v1-run",
