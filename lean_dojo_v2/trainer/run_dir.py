@@ -20,7 +20,7 @@ import logging
 import os
 import shutil
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -44,7 +44,6 @@ if TYPE_CHECKING:
     from ..database import DynamicDatabase
     from ..database.common import RepositoryRef
     from ..database.records import RepositoryInfo
-    from .pass_loop import Pass
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +77,13 @@ class RepositoryLike(Protocol):
     def url(self) -> str: ...
     @property
     def commit(self) -> str: ...
+
+
+class PlannedPass(Protocol):
+    """A pass of a run's plan as its record reads it: the repositories it trains on."""
+
+    @property
+    def repositories(self) -> Sequence[RepositoryRef]: ...
 
 
 def is_main_process() -> bool:
@@ -317,7 +323,7 @@ class TrainingRunRecord:
         *,
         model: str,
         config: RunConfig,
-        plan: Iterable[Pass],
+        plan: Iterable[PlannedPass],
     ) -> None:
         self.db = db
         self.id: int | None = None

@@ -99,7 +99,7 @@ class LeanCheckedScorer(BaseRewardScorer, Generic[W]):
                 context.count("cache_hits")  # the same check twice in this batch
                 continue
             hit = context.cached(item.key)
-            if hit is not None:
+            if isinstance(hit, Outcome):  # what score_batch stored under a check's key
                 results[item.key] = hit
             else:
                 to_run[item.key] = item.work

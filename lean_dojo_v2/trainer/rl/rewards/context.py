@@ -22,7 +22,6 @@ from .env_pool import EnvPool, theorem_key
 
 if TYPE_CHECKING:
     from ....interaction.pantograph.config import PantographConfig
-    from .checked import Outcome
 
 logger = logging.getLogger("lean_dojo_v2.trainer.rl.rewards")
 
@@ -58,7 +57,7 @@ class RewardContext:
         self.theorems = dict(self.theorems)
         self.pool = EnvPool(self.envs, self.tactic_timeout)
         self._lock = threading.Lock()
-        self._cache: OrderedDict[Hashable, Outcome] = OrderedDict()
+        self._cache: OrderedDict[Hashable, object] = OrderedDict()
         self._counts = dict.fromkeys(STAT_KEYS, 0)
         self._announced = False
         self._closed = False
@@ -67,7 +66,7 @@ class RewardContext:
     def theorem(self, key: str | None) -> Theorem | None:
         return self.theorems.get(key) if key else None
 
-    def cached(self, key: Hashable) -> Outcome | None:
+    def cached(self, key: Hashable) -> object | None:
         """A cached check result (counted as a cache hit), or None."""
         with self._lock:
             value = self._cache.get(key)
@@ -76,7 +75,7 @@ class RewardContext:
                 self._counts["cache_hits"] += 1
             return value
 
-    def store(self, key: Hashable, value: Outcome) -> None:
+    def store(self, key: Hashable, value: object) -> None:
         with self._lock:
             self._cache[key] = value
             self._cache.move_to_end(key)
