@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     from .base import (
         BaseRewardScorer,
         RewardContext,
+        RewardInfo,
+        Scored,
         StepRecord,
         Trajectory,
         open_reward_context,
@@ -52,6 +54,8 @@ if TYPE_CHECKING:
 _LAZY = {
     "BaseRewardScorer": ".base",
     "RewardContext": ".base",
+    "RewardInfo": ".base",
+    "Scored": ".base",
     "StepRecord": ".base",
     "Trajectory": ".base",
     "open_reward_context": ".base",
@@ -95,6 +99,8 @@ __all__ = [
     "NumberTheoryScorer",
     "OverlongScorer",
     "RewardContext",
+    "RewardInfo",
+    "Scored",
     "StepRecord",
     "Trajectory",
     "available_scorers",
