@@ -17,7 +17,7 @@ import os
 import socket
 from typing import Any
 
-from ..config.cli import add_config_options, add_help_config_option
+from ..config.cli import ParserT, add_config_options, add_help_config_option
 from .errors import APIServerError, ServerAddressError
 
 log = logging.getLogger(__name__)
@@ -25,9 +25,7 @@ log = logging.getLogger(__name__)
 __all__ = ["add_serve_parser", "cmd_serve"]
 
 
-def add_serve_parser(
-    sub: argparse._SubParsersAction[argparse.ArgumentParser],
-) -> argparse.ArgumentParser:
+def add_serve_parser(sub: argparse._SubParsersAction[ParserT]) -> ParserT:
     """Register the ``serve`` subcommand on ``sub`` (the top-level subparsers)."""
     p = sub.add_parser(
         "serve",

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # pragma: no cover
     from transformers import BatchEncoding
 
+    from ..config.cli import ParserT
     from .generator import HFTacticGenerator
 
 # Bounds of the command's numbers. Search asks for 8 to 64 candidates per state; sampling more
@@ -61,9 +62,7 @@ def _positive_finite(text: str) -> float:
     return value
 
 
-def add_generate_parser(
-    sub: argparse._SubParsersAction[argparse.ArgumentParser],
-) -> argparse.ArgumentParser:
+def add_generate_parser(sub: argparse._SubParsersAction[ParserT]) -> ParserT:
     """Register the ``generate`` subcommand on ``sub`` (the top-level subparsers)."""
     p = sub.add_parser(
         "generate",

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from ..errors import ConfigError, IncompleteDatasetError
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ..config.cli import ParserT
     from ..data.corpus import Corpus
     from .retrieval import Retriever
 
@@ -36,9 +37,7 @@ def parse_ks(text: str) -> tuple[int, ...]:
     return tuple(sorted(ks))
 
 
-def add_eval_parser(
-    sub: argparse._SubParsersAction[argparse.ArgumentParser],
-) -> argparse.ArgumentParser:
+def add_eval_parser(sub: argparse._SubParsersAction[ParserT]) -> ParserT:
     """Register ``eval`` (with ``eval retrieval``) on ``sub`` (the top-level subparsers)."""
     ev = sub.add_parser("eval", help="evaluate models on a dataset")
     ev_sub = ev.add_subparsers(dest="eval_command", metavar="COMMAND")

@@ -14,8 +14,12 @@ import runpy
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import ConfigError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..config.cli import ParserT
 
 DESCRIPTION = (
     "Run a LeanDojo v1 script unchanged: `import lean_dojo` resolves to lean_dojo_v2.v1 for this "
@@ -128,9 +132,7 @@ def cmd_v1_run(args: argparse.Namespace) -> int:
     )
 
 
-def add_v1_run_parser(
-    sub: argparse._SubParsersAction[argparse.ArgumentParser],
-) -> argparse.ArgumentParser:
+def add_v1_run_parser(sub: argparse._SubParsersAction[ParserT]) -> ParserT:
     """Register ``v1-run`` on the top-level subparsers of ``lean-dojo-v2``."""
     p = sub.add_parser(
         "v1-run",
