@@ -61,3 +61,19 @@ def test_retrieval_result_keeps_the_keys_and_order_of_the_old_summary_dict_then_
         "resume_note",
     ]
     assert r["encoder_dir"] == "out/encoder" and r["val"]["R@10_val"] == 0.5
+
+
+def test_validation_without_a_corpus_is_a_typed_error_that_says_what_to_pass():
+    import types
+
+    import pytest
+    import torch
+
+    from lean_dojo_v2.errors import TrainerError
+    from lean_dojo_v2.trainer.retrieval_config import TrainingConfig
+    from lean_dojo_v2.trainer.retrieval_module import RetrievalModule
+
+    encoder = types.SimpleNamespace(module=torch.nn.Linear(2, 2))
+    module = RetrievalModule(encoder, TrainingConfig())
+    with pytest.raises(TrainerError, match="corpus="):
+        module.on_validation_epoch_start()
