@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 
+from ..config.cli import ParserT
 from .grpo_cli import add_grpo_parser
 from .premise_selector_cli import add_premise_selector_parser
 from .progress_cli import add_progress_parser
@@ -20,9 +21,7 @@ from .sft_cli import add_sft_parser
 __all__ = ["add_train_parser"]
 
 
-def add_train_parser(
-    sub: argparse._SubParsersAction[argparse.ArgumentParser],
-) -> argparse.ArgumentParser:
+def add_train_parser(sub: argparse._SubParsersAction[ParserT]) -> ParserT:
     """Add ``train`` and its subcommands to the top-level subparsers ``sub``."""
     train = sub.add_parser(
         "train", help="train models (sft, grpo, retrieval, progress, premise-selector)"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..config.cli import add_config_options, print_config_help
+from ..config.cli import ParserT, add_config_options, print_config_help
 from .cli_options import (
     add_repo_option,
     add_run_options,
@@ -34,9 +34,7 @@ def registry_help() -> str:
     )
 
 
-def add_grpo_parser(
-    train_sub: argparse._SubParsersAction[argparse.ArgumentParser],
-) -> argparse.ArgumentParser:
+def add_grpo_parser(train_sub: argparse._SubParsersAction[ParserT]) -> ParserT:
     """Add ``grpo`` to the subcommands of ``train``."""
     grpo = train_sub.add_parser(
         "grpo",

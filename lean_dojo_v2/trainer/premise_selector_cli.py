@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..config.cli import add_config_options, print_config_help
+from ..config.cli import ParserT, add_config_options, print_config_help
 from .cli_options import print_summary, training_config_from_args
 
 
@@ -208,9 +208,7 @@ _FLAGS: list[tuple[tuple[str, ...], str, dict[str, Any]]] = [
 ]
 
 
-def add_premise_selector_parser(
-    train_sub: argparse._SubParsersAction[argparse.ArgumentParser],
-) -> argparse.ArgumentParser:
+def add_premise_selector_parser(train_sub: argparse._SubParsersAction[ParserT]) -> ParserT:
     """Add ``premise-selector`` to the ``train`` subcommands."""
     p = train_sub.add_parser(
         "premise-selector",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..config.cli import add_config_options, print_config_help
+from ..config.cli import ParserT, add_config_options, print_config_help
 from .cli_options import add_run_options, print_summary, training_config_from_args
 
 RESTART_NOTE = (
@@ -17,9 +17,7 @@ RESTART_NOTE = (
 )
 
 
-def add_progress_parser(
-    train_sub: argparse._SubParsersAction[argparse.ArgumentParser],
-) -> argparse.ArgumentParser:
+def add_progress_parser(train_sub: argparse._SubParsersAction[ParserT]) -> ParserT:
     """Add ``progress`` to the subcommands of ``train``."""
     p = train_sub.add_parser(
         "progress",

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..config.cli import add_config_options, print_config_help
+from ..config.cli import ParserT, add_config_options, print_config_help
 from .cli_options import (
     add_repo_option,
     add_run_options,
@@ -22,9 +22,7 @@ from .cli_options import (
 )
 
 
-def add_retrieval_parser(
-    train_sub: argparse._SubParsersAction[argparse.ArgumentParser],
-) -> argparse.ArgumentParser:
+def add_retrieval_parser(train_sub: argparse._SubParsersAction[ParserT]) -> ParserT:
     """Add ``retrieval`` to the ``train`` subcommands."""
     p = train_sub.add_parser(
         "retrieval",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..config.cli import add_config_options, print_config_help
+from ..config.cli import ParserT, add_config_options, print_config_help
 from .cli_options import (
     add_repo_option,
     add_run_options,
@@ -18,9 +18,7 @@ from .cli_options import (
 )
 
 
-def add_sft_parser(
-    train_sub: argparse._SubParsersAction[argparse.ArgumentParser],
-) -> argparse.ArgumentParser:
+def add_sft_parser(train_sub: argparse._SubParsersAction[ParserT]) -> ParserT:
     """Add ``sft`` to the subcommands of ``train``."""
     sft = train_sub.add_parser(
         "sft",
