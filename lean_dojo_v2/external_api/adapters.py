@@ -222,8 +222,9 @@ class UpstreamAdapter(GeneratorModel):
         if prefix:
             texts = [t if t is not None and t.startswith(prefix) else None for t in texts]
         kept = [(t, c.logprob) for t, c in zip(texts, samples, strict=True) if t is not None]
-        if kept and all(lp is not None for _, lp in kept):
-            raw = [(t, float(lp)) for t, lp in kept]  # type: ignore[arg-type]
+        scored = [(t, float(lp)) for t, lp in kept if lp is not None]
+        if kept and len(scored) == len(kept):
+            raw = scored
         else:
             freq = frequency_scores(texts)
             raw = [(t, s) for t, s in zip(texts, freq, strict=True) if t is not None]
@@ -308,9 +309,8 @@ def _openai_logprob(logprobs: object) -> float | None:
     if not isinstance(tokens, list) or not tokens:
         return None
     values = [t.get("logprob") if isinstance(t, dict) else None for t in tokens]
-    if not all(isinstance(v, (int, float)) and math.isfinite(v) for v in values):
-        return None
-    return math.fsum(values)  # type: ignore[arg-type]
+    finite = [v for v in values if isinstance(v, (int, float)) and math.isfinite(v)]
+    return math.fsum(finite) if len(finite) == len(values) else None
 
 
 class AnthropicAdapter(UpstreamAdapter):

@@ -499,16 +499,16 @@ class ExportedRetriever(RetrieverModel):
                     cache.move_to_end(t)
                 rows.append(row)
         todo = sorted({t for t, r in zip(texts, rows, strict=True) if r is None})
+        fresh: dict[str, np.ndarray] = {}
         if todo:
             fresh = dict(zip(todo, self.retriever.encoder.encode(todo), strict=True))
             with self._cache_lock:
                 cache.update(fresh)
                 while len(cache) > self.new_premise_cache_size:
                     cache.popitem(last=False)
-            rows = [fresh[t] if r is None else r for t, r in zip(texts, rows, strict=True)]
         if not rows:
             return np.zeros((0, self.retriever.encoder.dim), dtype=np.float32)
-        return np.stack(rows)  # type: ignore[arg-type]
+        return np.stack([fresh[t] if r is None else r for t, r in zip(texts, rows, strict=True)])
 
     @property
     def index(self) -> PremiseIndex:

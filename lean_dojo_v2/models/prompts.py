@@ -86,7 +86,7 @@ def prompt_style(tokenizer: PreTrainedTokenizerBase, style: str | None = None) -
     if style is not None:
         if style not in STYLES:
             raise ModelError(f"unknown prompt style {style!r}; valid styles: {', '.join(STYLES)}")
-        return style  # type: ignore[return-value]
+        return style  # type: ignore[return-value]  # one of STYLES, checked just above
     return "chat" if getattr(tokenizer, "chat_template", None) else "plain"
 
 

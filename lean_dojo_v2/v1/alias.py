@@ -100,6 +100,7 @@ def make_alias(fullname: str) -> types.ModuleType:
     def __dir__() -> list[str]:
         return sorted(set(dir(real)) | set(vars(module)))
 
+    # A module's own __getattr__/__dir__ (PEP 562); the checker takes them for methods.
     module.__getattr__ = __getattr__  # type: ignore[method-assign]
     module.__dir__ = __dir__  # type: ignore[method-assign]
     return module

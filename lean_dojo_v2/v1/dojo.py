@@ -74,9 +74,7 @@ from .results import (
 DEFAULT_TIMEOUT = 600.0  # v1 4.x's default per-tactic limit (seconds)
 
 
-def _check_seconds(value: object, what: str, *, optional: bool = False) -> float | None:
-    if value is None and optional:
-        return None
+def _check_seconds(value: object, what: str) -> float:
     if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(value):
         raise V1ArgumentError(f"{what} must be a number of seconds > 0, not {value!r}")
     if value <= 0:
@@ -141,11 +139,13 @@ class Dojo:
                 f"{type(entry).__name__}"
             )
         self.entry = entry
-        self.hard_timeout = _check_seconds(hard_timeout, "Dojo's hard_timeout", optional=True)
+        self.hard_timeout = (
+            None if hard_timeout is None else _check_seconds(hard_timeout, "Dojo's hard_timeout")
+        )
         if timeout is None:
             # v1 2.0 had no tactic limit on Lean 4: a hung tactic ran into the hard timeout.
             timeout = self.hard_timeout if self.hard_timeout is not None else DEFAULT_TIMEOUT
-        self.timeout: float = _check_seconds(timeout, "Dojo's timeout")  # type: ignore[assignment]
+        self.timeout = _check_seconds(timeout, "Dojo's timeout")
         self.additional_imports = list(_check_imports(additional_imports))
         self.build_deps = build_deps
         self.repo: LeanGitRepo = entry.repo
