@@ -168,10 +168,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     from .agent.doctor import add_doctor_parser
     from .database.cli import add_db_parser
+    from .evaluation.cli import add_eval_prove_parser
     from .external_api.cli import add_serve_parser
     from .lean_dojo.cli import add_trace_parser
     from .models.cli import add_generate_parser
-    from .models.retrieval_cli import add_eval_parser
+    from .models.retrieval_cli import add_eval_retrieval_parser
     from .prover.cli import add_prove_parser
     from .trainer.cli import add_train_parser
     from .v1.run import add_v1_run_parser
@@ -179,7 +180,13 @@ def build_parser() -> argparse.ArgumentParser:
     add_trace_parser(sub)
     add_db_parser(sub)
     add_generate_parser(sub)
-    add_eval_parser(sub)
+    ev = sub.add_parser(
+        "eval", help="evaluate models: proving on benchmarks (pass@k, budget), premise retrieval"
+    )
+    ev_sub = ev.add_subparsers(dest="eval_command", metavar="COMMAND")
+    ev.set_defaults(func=lambda a: _help(ev))
+    add_eval_prove_parser(ev_sub)
+    add_eval_retrieval_parser(ev_sub)
     add_train_parser(sub)
     add_prove_parser(sub)
     add_serve_parser(sub)

@@ -45,6 +45,7 @@ LAYERS: dict[str, int] = {
     "prover": 3,
     "trainer": 3,
     "agent": 4,
+    "evaluation": 4,  # eval prove: benchmarks, modes, budgets, results, the report
     "external_api": 4,
     "lean_agent": 4,
     "__init__": 5,  # lean_dojo_v2 itself: the top-level face over every layer

@@ -37,17 +37,9 @@ def parse_ks(text: str) -> tuple[int, ...]:
     return tuple(sorted(ks))
 
 
-def add_eval_parser(sub: argparse._SubParsersAction[ParserT]) -> ParserT:
-    """Register ``eval`` (with ``eval retrieval``) on ``sub`` (the top-level subparsers)."""
-    ev = sub.add_parser("eval", help="evaluate models on a dataset")
-    ev_sub = ev.add_subparsers(dest="eval_command", metavar="COMMAND")
-
-    def _help(_: argparse.Namespace) -> int:
-        ev.print_help()
-        return 2
-
-    ev.set_defaults(func=_help)
-
+def add_eval_retrieval_parser(ev_sub: argparse._SubParsersAction[ParserT]) -> ParserT:
+    """Register ``retrieval`` on ``ev_sub`` (the subparsers of ``eval``, which the command line
+    makes: ``eval prove`` is a layer above this one)."""
     p = ev_sub.add_parser(
         "retrieval",
         help="premise retrieval: R@k, FullRecall@k, MRR",
