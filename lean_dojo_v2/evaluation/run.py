@@ -89,15 +89,33 @@ class PreparedEvaluation:
             return _Run(self).execute()
 
 
-def evaluate(config: EvalConfig | None = None, **changes: object) -> EvalResult:
+def evaluate(
+    config: EvalConfig | None = None,
+    *,
+    make_env: EnvFactory | None = None,
+    make_generator: GeneratorFactory | None = None,
+    **changes: object,
+) -> EvalResult:
     """Evaluate a model on a benchmark (see the module docstring): ``config``, with ``changes``
     (EvalConfig's fields, checked as ``--set`` checks them) applied. Returns the
-    :class:`~.summary.EvalResult` that ``summary.json`` holds."""
-    return prepare(config, **changes).run()
+    :class:`~.summary.EvalResult` that ``summary.json`` holds.
+
+    ``make_env`` / ``make_generator``: your own environment or generator factory (picklable
+    callables without arguments, as :class:`~lean_dojo_v2.prover.pipeline.ProveRun` takes them)
+    instead of the ones ``verifier`` and ``generator`` name; the verdict cache and the budget
+    apply to them as to the library's."""
+    return prepare(config, make_env=make_env, make_generator=make_generator, **changes).run()
 
 
-def prepare(config: EvalConfig | None = None, **changes: object) -> PreparedEvaluation:
-    """Every check of an evaluation, nothing written: see the module docstring."""
+def prepare(
+    config: EvalConfig | None = None,
+    *,
+    make_env: EnvFactory | None = None,
+    make_generator: GeneratorFactory | None = None,
+    **changes: object,
+) -> PreparedEvaluation:
+    """Every check of an evaluation, nothing written: see the module docstring (and
+    :func:`evaluate` for the arguments)."""
     cfg = config if config is not None else EvalConfig()
     if not isinstance(cfg, EvalConfig):
         raise ConfigError(f"evaluate takes an EvalConfig, not a {type(cfg).__name__}")
@@ -113,10 +131,13 @@ def prepare(config: EvalConfig | None = None, **changes: object) -> PreparedEval
     price = _price(cfg, model)
     benchmark = _load_benchmark(cfg)
     theorems = _theorems(benchmark)
-    make_env = _verifier_env(cfg, benchmark)
-    make_generator = _generator_factory(cfg)
+    verifier_env = _verifier_env(cfg, benchmark, make_env)
+    generator = make_generator if make_generator is not None else _generator_factory(cfg)
     search = search_config(cfg)
     settings = _settings(cfg, benchmark, model)
+    for key, factory in (("env_factory", make_env), ("generator_factory", make_generator)):
+        if factory is not None:  # your own: named, so that another one is another evaluation
+            settings[key] = f"{type(factory).__module__}.{type(factory).__qualname__}"
     out = (
         Path(cfg.out).expanduser()
         if cfg.out
@@ -130,8 +151,8 @@ def prepare(config: EvalConfig | None = None, **changes: object) -> PreparedEval
         cfg,
         benchmark,
         theorems,
-        MeteredEnvFactory(make_env, str(plan.path.resolve() / LEDGER_DIR)),
-        make_generator,
+        _metered(cfg, verifier_env, plan.path.resolve() / LEDGER_DIR),
+        generator,
         search,
         price,
         model,
@@ -210,17 +231,29 @@ def _theorems(benchmark: Benchmark) -> dict[str, Theorem]:
     return out
 
 
-def _verifier_env(cfg: EvalConfig, benchmark: Benchmark) -> EnvFactory:
-    from .verifiers import VerdictCache, cached, make_verifier_env
+def _verifier_env(cfg: EvalConfig, benchmark: Benchmark, own: EnvFactory | None) -> EnvFactory:
+    """The environment the searches run and check in: ``own``, else the verifier's (no Lean, a
+    project that is not built: one line, here)."""
+    if own is not None:
+        return own
+    from .verifiers import make_verifier_env
 
     project = Path(cfg.project).expanduser() if cfg.project else None
-    make_env = make_verifier_env(
+    return make_verifier_env(
         cfg.verifier, benchmark, project=project, repl=cfg.repl, timeout=cfg.tactic_timeout
     )
+
+
+def _metered(cfg: EvalConfig, make_env: EnvFactory, ledger: Path) -> EnvFactory:
+    """``make_env`` with the budget's meter on it, behind the verdict cache when there is one:
+    a verdict from the cache never reaches the meter, so it costs no Lean call."""
+    metered = MeteredEnvFactory(make_env, str(ledger))
     cache_path = _verdict_cache_path(cfg.verdict_cache)
     if cache_path is None:
-        return make_env
-    return cached(make_env, VerdictCache(cache_path))
+        return metered
+    from .verifiers import VerdictCache, cached
+
+    return cached(metered, VerdictCache(cache_path))
 
 
 def _verdict_cache_path(setting: str | None) -> Path | None:
