@@ -9,12 +9,14 @@ off a replayed result as one checked by Lean.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..data.goals import NO_GOALS
 from ..errors import InteractionError  # noqa: F401  (re-exported: the Lean boundary's base error)
 from ..errors import LeanNotFoundError as _LeanNotFoundError
+from .messages import LeanMessage, parse_lean_messages
 
 if TYPE_CHECKING:
     from ..data.model import Theorem
@@ -116,9 +118,55 @@ class Verdict:
     # The axioms the checked declaration depends on, as Lean's ``#print axioms`` names them, or
     # None when the backend cannot say (replay; a check that failed before Lean answered).
     axioms: tuple[str, ...] | None = None
+    # Lean's messages about the proof, placed in it (see LeanMessage); empty where the backend
+    # gives none (replay, recorded), and then ``errors`` reads them from ``messages``.
+    lean_messages: tuple[LeanMessage, ...] = ()
+    # Served from a verdict cache: this answer cost no call to the backend.
+    cached: bool = False
 
     def __bool__(self) -> bool:
         return self.ok
+
+    @property
+    def errors(self) -> tuple[LeanMessage, ...]:
+        """Lean's error messages about the proof, in Lean's order (the first error first)."""
+        found = self.lean_messages or tuple(parse_lean_messages(self.messages))
+        return tuple(m for m in found if m.is_error)
+
+    @property
+    def first_error(self) -> LeanMessage | None:
+        """The first error (its position in the proof, its text, the goal there), or None."""
+        errors = self.errors
+        return errors[0] if errors else None
+
+    def to_dict(self) -> dict[str, object]:
+        """A JSON-ready dict (what a verdict cache stores); :meth:`from_dict` reads it back."""
+        return {
+            "ok": self.ok,
+            "backend": self.backend,
+            "checked_by": self.checked_by,
+            "messages": list(self.messages),
+            "axioms": None if self.axioms is None else list(self.axioms),
+            "lean_messages": [m.to_dict() for m in self.lean_messages],
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, object]) -> Verdict:
+        def strings(value: object) -> tuple[str, ...]:
+            return tuple(str(v) for v in value) if isinstance(value, list) else ()
+
+        axioms = d.get("axioms")
+        found = d.get("lean_messages")
+        return cls(
+            bool(d.get("ok")),
+            str(d.get("backend", "")),
+            str(d.get("checked_by", "")),
+            strings(d.get("messages")),
+            strings(axioms) if isinstance(axioms, list) else None,
+            tuple(LeanMessage.from_dict(m) for m in found or () if isinstance(m, Mapping))
+            if isinstance(found, list)
+            else (),
+        )
 
     @property
     def nonstandard_axioms(self) -> tuple[str, ...]:

@@ -768,6 +768,9 @@ class FakeRepl:
         self.delay = float(os.environ.get("FAKE_PANTOGRAPH_DELAY") or 0)
         self.noise = os.environ.get("FAKE_PANTOGRAPH_STDERR_NOISE") == "1"
         self.log_path = os.environ.get("FAKE_PANTOGRAPH_LOG")
+        # Test switch: a theorem's tactic proof whose statement nothing recorded is an error
+        # (the fake cannot check it) instead of passing with no messages.
+        self.strict = os.environ.get("FAKE_PANTOGRAPH_STRICT") == "1"
         # The axioms of constants of the environment, for `#print axioms` of a declaration that
         # names them (JSON {constant: [axiom, ...]}); the fake cannot elaborate, so a checked
         # proof depends on the standard three, these, and sorryAx when it failed or used sorry.
@@ -1504,6 +1507,10 @@ class FakeRepl:
         recorded = self.recorded_name(source, decl)
         initial = self.table.initial_goals(recorded) if recorded else None
         proof = source.tactic_proof(decl) if initial else None
+        if proof is None and self.strict and not initial and not decl.has_sorry:
+            unchecked = self.unchecked_proof(source, decl, file_name)
+            if unchecked is not None:
+                return [unchecked], []
         if proof is None:
             return ([sorry_warning] if decl.has_sorry else []), []
         by_start, tactics = proof
@@ -1527,7 +1534,9 @@ class FakeRepl:
                     return [self.message(error.split(": ", 1)[-1], file_name, (line, col))], []
                 after = self.run_text(goals, text)
             if after is None:
-                data = f"{NOT_RECORDED}: {normalize_tactic(text)}"
+                # Lean prints the goal a failing tactic saw under its complaint (linarith,
+                # omega, decide, …): so does the fake, for a refinement round to read.
+                data = f"{NOT_RECORDED}: {normalize_tactic(text)}\n" + "\n\n".join(goals)
                 return [self.message(data, file_name, *where)], invocations
             invocations.append(
                 {
@@ -1550,6 +1559,27 @@ class FakeRepl:
                 )
             ], invocations
         return ([sorry_warning] if used_sorry or decl.has_sorry else []), invocations
+
+    def unchecked_proof(
+        self, source: SourceFile, decl: Any, file_name: str
+    ) -> dict[str, Any] | None:
+        """An error for a theorem with a tactic proof whose statement nothing recorded: the fake
+        cannot elaborate it, and says so rather than accept an unchecked proof. None for other
+        declarations (definitions, context the fake needs no check of)."""
+        start, end = source.offset(decl.start), source.offset(decl.end) + 1
+        keyword = _KEYWORD.search(source.clean, start, end)
+        if keyword is None or keyword.group(1) not in ("theorem", "lemma", "example"):
+            return None
+        if source.tactic_proof(decl) is None:
+            return None
+        name_pos = source.name_span(decl)
+        return self.message(
+            f"{NOT_EMULATED} elaboration: no recorded proof has this statement, so its proof "
+            "cannot be checked",
+            file_name,
+            source.position(name_pos[0]),
+            source.position(name_pos[1]),
+        )
 
     @staticmethod
     def used_constants(thm: Theorem | None, goals: list[str], tactic: str) -> list[str]:

@@ -38,6 +38,8 @@ from ...data.lean_lexer import index_of
 from ...data.model import Theorem
 from ...data.sorry import file_has_sorry
 from ..base import AsyncProofEnv, check_tactic_call, check_text, check_timeout
+from ..messages import LeanMessage, ProofSpan
+from ..standalone import declared_name, standalone_header, standalone_source
 from ..types import (
     InteractionError,
     ProofFinished,
@@ -59,6 +61,7 @@ from .protocol import (
     GoalInfo,
     Message,
     PantographError,
+    Position,
     TacticOutcome,
     canonical_goals,
     parse_goals,
@@ -276,7 +279,7 @@ class AsyncPantographEnv(AsyncProofEnv):
                 return None
             logger.info("start(%s): %s; starting from its statement alone", name, exc)
             where = TheoremSource(name, statement=theorem.theorem_statement)
-        declared = where.source is not None and await self._declared(name)
+        declared = where.source is not None and await self._declared(where.full_name)
         options = option_items(self.config.core_options)
         for route, rename in where.routes(declared, rename=True, statement_last=True):
             try:
@@ -508,6 +511,11 @@ class AsyncPantographEnv(AsyncProofEnv):
         the file does not fit the theorem). ``purpose`` names the caller in messages."""
         name = theorem.full_name
         statement = theorem.theorem_statement or None
+        header = standalone_header(theorem)
+        if header is not None and statement is not None:
+            # A benchmark's statement: no file, its header is its context.
+            source, start = standalone_source(header, statement)
+            return TheoremSource(declared_name(statement) or name, source, start, statement)
         project = self.config.project_path
         if project is None or not theorem.file_path:
             if statement is not None:
@@ -576,7 +584,7 @@ class AsyncPantographEnv(AsyncProofEnv):
         before it are reported with it."""
         opts = {**option_items(self.config.core_options), **option_items(options)}
         where = self.theorem_source(theorem, "verify")
-        declared = where.source is not None and await self._declared(theorem.full_name)
+        declared = where.source is not None and await self._declared(where.full_name)
         verdict: Verdict | None = None
         previous = ""
         for route, rename in where.routes(declared):
@@ -659,7 +667,19 @@ class AsyncPantographEnv(AsyncProofEnv):
             "lean",
             tuple(str(m) for u in checked_units for m in u.messages),
             axioms=found[0] if found else None,
+            lean_messages=_placed(judged, checked.span),
         )
+
+
+def _placed(messages: Sequence[Message], span: ProofSpan | None) -> tuple[LeanMessage, ...]:
+    """Lean's messages about the checked declaration, placed in the proof (``span``; None: text
+    given as it is, positions kept)."""
+    where = span if span is not None else ProofSpan(1, 0, 1 << 30)
+
+    def pos(p: Position | None) -> tuple[int, int] | None:
+        return (p.line, p.column) if p is not None and (p.line or p.column) else None
+
+    return tuple(where.message(m.severity, m.data, pos(m.pos), pos(m.end_pos)) for m in messages)
 
 
 def _already_declared(verdict: Verdict) -> bool:

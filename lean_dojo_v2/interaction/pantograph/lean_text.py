@@ -22,7 +22,9 @@ from ...data.lean_lexer import (
     index_of,
     proof_span,
     tactic_block,
+    tactic_block_lines,
 )
+from ..messages import ProofSpan
 from ..types import InteractionError
 
 
@@ -131,6 +133,17 @@ def proof_file(
     (its module is imported) cannot be declared again under its own name. ``options`` (core
     options) become ``set_option … in`` before the declaration.
     """
+    return _statement_check(statement, proof, full_name, rename, options)[0]
+
+
+def _statement_check(
+    statement: str,
+    proof: str,
+    full_name: str | None,
+    rename: bool,
+    options: Sequence[str] | Mapping[str, Any] | None,
+) -> tuple[str, int]:
+    """:func:`proof_file`'s text and the index of the ``by`` that opens the proof in it."""
     decl = _normalize_statement(statement)
     namespace = None
     m = _declared_name(decl)
@@ -140,10 +153,19 @@ def proof_file(
             namespace = full_name[: -len(name) - 1]
         if rename:
             decl = _renamed(decl, m)
-    text = f"{set_option_prefix(options)}{decl} := {tactic_block(proof)}\n"
+    head = f"{set_option_prefix(options)}{decl} := "
+    opening = f"namespace {namespace}\n\n" if namespace else ""
+    text = f"{opening}{head}{tactic_block(proof)}\n"
     if namespace:
-        text = f"namespace {namespace}\n\n{text}\nend {namespace}\n"
-    return text
+        text += f"\nend {namespace}\n"
+    return text, len(opening) + len(head)
+
+
+def proof_span_in(text: str, by_index: int, proof: str, indent: int = 2) -> ProofSpan:
+    """Where ``proof`` sits in ``text`` once :func:`tactic_block` put it there, its ``by`` at
+    ``by_index``: its lines start on the line after the ``by``, indented by ``indent``."""
+    first = text.count("\n", 0, by_index) + 2
+    return ProofSpan(first, indent, len(tactic_block_lines(proof)))
 
 
 def statement_name(statement: str, full_name: str) -> str | None:
@@ -184,6 +206,9 @@ class CheckedText:
     # The checked declaration's full name as Lean knows it after the text (renamed or not);
     # None when the builder could not tell (then its axioms cannot be asked for).
     name: str | None = None
+    # Where the proof's lines are in ``text``, to place Lean's messages in the proof; None for
+    # text given as it is.
+    span: ProofSpan | None = None
 
     @property
     def decl_start_byte(self) -> int:
@@ -278,7 +303,9 @@ def file_check_text(
     prefix = _blank(source[:head]) + source[head:cut]
     decl = source[cut:begin] + tactic_block(proof, indent) + source[end:stop]
     set_options = set_option_prefix(options)
-    return CheckedText(prefix + set_options + decl + "\n", "file", len(prefix))
+    text = prefix + set_options + decl + "\n"
+    span = proof_span_in(text, len(prefix + set_options) + begin - cut, proof, len(indent))
+    return CheckedText(text, "file", len(prefix), span=span)
 
 
 def context_check_text(
@@ -312,8 +339,9 @@ def context_check_text(
         decl = _renamed(decl, m)
     context = "".join(source[c.start : c.end] + "\n\n" for c in ctx.context)
     prefixes = "".join(source[a:b] + "\n" for a, b in command.prefixes)
-    text = f"{set_option_prefix(options)}{prefixes}{decl} := {tactic_block(proof)}\n"
-    return CheckedText(context + text, "context", len(context))
+    head = f"{context}{set_option_prefix(options)}{prefixes}{decl} := "
+    text = f"{head}{tactic_block(proof)}\n"
+    return CheckedText(text, "context", len(context), span=proof_span_in(text, len(head), proof))
 
 
 @dataclass(frozen=True)
@@ -363,8 +391,15 @@ class TheoremSource:
         if route == "statement":
             if self.statement is None:
                 raise InteractionError(f"{self.full_name} has no statement to check")
-            text = proof_file(self.statement, proof, self.full_name, rename, options=options)
-            return CheckedText(text, "statement", name=statement_name(self.statement, name))
+            text, by_index = _statement_check(
+                self.statement, proof, self.full_name, rename, options
+            )
+            return CheckedText(
+                text,
+                "statement",
+                name=statement_name(self.statement, name),
+                span=proof_span_in(text, by_index, proof),
+            )
         if self.source is None:
             raise InteractionError(f"{self.full_name} has no file to check it in")
         if route == "file":
