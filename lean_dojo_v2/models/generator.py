@@ -38,6 +38,8 @@ import functools
 import logging
 import math
 import os
+import threading
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -82,8 +84,101 @@ class Sample:
     truncated: bool
 
 
+@dataclass(frozen=True)
+class GeneratorUsage:
+    """What a generator has used: ``calls`` (model calls: a batched decode, an HTTP request),
+    ``tokens_in`` (prompt tokens read), ``tokens_out`` (tokens generated, each sequence up to and
+    including the token that ended it), ``seconds`` (wall time inside those calls) and
+    ``gpu_seconds`` (the wall time of calls that ran on a CUDA device; 0 on a CPU or a remote
+    server). Usages add and subtract: a search reads the difference around its calls."""
+
+    calls: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    seconds: float = 0.0
+    gpu_seconds: float = 0.0
+
+    def __add__(self, other: GeneratorUsage) -> GeneratorUsage:
+        return GeneratorUsage(
+            self.calls + other.calls,
+            self.tokens_in + other.tokens_in,
+            self.tokens_out + other.tokens_out,
+            self.seconds + other.seconds,
+            self.gpu_seconds + other.gpu_seconds,
+        )
+
+    def __sub__(self, other: GeneratorUsage) -> GeneratorUsage:
+        return GeneratorUsage(
+            self.calls - other.calls,
+            self.tokens_in - other.tokens_in,
+            self.tokens_out - other.tokens_out,
+            self.seconds - other.seconds,
+            self.gpu_seconds - other.gpu_seconds,
+        )
+
+    def to_dict(self) -> dict[str, int | float]:
+        return {
+            "calls": self.calls,
+            "tokens_in": self.tokens_in,
+            "tokens_out": self.tokens_out,
+            "seconds": round(self.seconds, 6),
+            "gpu_seconds": round(self.gpu_seconds, 6),
+        }
+
+
+class UsageMeter:
+    """A running :class:`GeneratorUsage` that several threads add to (a prover's concurrent
+    requests); a copy sent to a worker process starts from the count it had."""
+
+    def __init__(self) -> None:
+        self._total = GeneratorUsage()
+        self._lock = threading.Lock()
+
+    def add(
+        self,
+        *,
+        tokens_in: int = 0,
+        tokens_out: int = 0,
+        seconds: float = 0.0,
+        gpu_seconds: float = 0.0,
+        calls: int = 1,
+    ) -> None:
+        part = GeneratorUsage(calls, tokens_in, tokens_out, seconds, gpu_seconds)
+        with self._lock:
+            self._total = self._total + part
+
+    def total(self) -> GeneratorUsage:
+        with self._lock:
+            return self._total
+
+    def __getstate__(self) -> dict[str, object]:
+        return {"_total": self.total()}
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        total = state.get("_total")
+        self._total = total if isinstance(total, GeneratorUsage) else GeneratorUsage()
+        self._lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One sampled answer as the model wrote it (a whole-proof request's answer, before the
+    proof is taken out of it): ``text`` (``""`` when the model wrote nothing), the sum of its
+    tokens' log-probs when known, and the tokens generated when known."""
+
+    text: str
+    logprob: float | None = None
+    tokens_out: int | None = None
+
+
 class TacticGenerator(ABC):
     """Proposes tactics for goal states."""
+
+    def usage(self) -> GeneratorUsage:
+        """What this generator has used so far (:class:`GeneratorUsage`); the searches record
+        the difference around their calls in each attempt. The library's generators count; this
+        default reports nothing used (a generator that does not count)."""
+        return GeneratorUsage()
 
     @abstractmethod
     def generate(
@@ -285,6 +380,8 @@ class HFTacticGenerator(TacticGenerator):
         self.share_prompt_cache = share_prompt_cache
         self.tokens_generated = 0
         """Tokens generated so far (each sequence up to and including its end token)."""
+        self.meter = UsageMeter()
+        """Every decode's :class:`GeneratorUsage` (:meth:`usage`)."""
         tok = model.tokenizer
         self.style = "state" if model.kind == "seq2seq" else prompt_style(tok)
         self._stop_ids = self._stop_token_ids()
@@ -293,6 +390,11 @@ class HFTacticGenerator(TacticGenerator):
     @property
     def model(self) -> PreTrainedModel | PeftModel:
         return self.loaded.model
+
+    def usage(self) -> GeneratorUsage:
+        """Every decode so far: prompt tokens (padding left out), generated tokens, seconds, and
+        GPU seconds on a CUDA device."""
+        return self.meter.total()
 
     @property
     def tokenizer(self) -> PreTrainedTokenizerBase:
@@ -403,8 +505,6 @@ class HFTacticGenerator(TacticGenerator):
         until_tactic_end: bool = True,
     ) -> tuple[list[list[int]], list[list[float]]]:
         """See :meth:`decode_rows`."""
-        import torch
-
         tok = self.tokenizer
         causal = self.loaded.kind == "causal"
         # Causal decoding reads each row's last position as its newest token, so prompts are
@@ -419,6 +519,42 @@ class HFTacticGenerator(TacticGenerator):
             add_special_tokens=add_special_tokens_for(self.style),
         ).to(self.loaded.device)
         limit = self.max_new_tokens if max_new_tokens is None else int(max_new_tokens)
+        start = time.perf_counter()
+        rows = self._decode_encoded(enc, states, n, prefix, limit, until_tactic_end)
+        self._count(enc, rows[0], start)
+        return rows
+
+    def _count(self, enc: BatchEncoding, rows: list[list[int]], start: float) -> None:
+        """Add one decode to :attr:`meter`: prompt tokens, generated tokens up to each row's
+        end token, and its time (waiting for the device to finish on CUDA)."""
+        import torch
+
+        on_cuda = torch.device(self.loaded.device).type == "cuda"
+        if on_cuda:
+            torch.cuda.synchronize()
+        seconds = time.perf_counter() - start
+        ends = set(self._stop_ids) | {self.tokenizer.pad_token_id}
+        out = sum(next((i + 1 for i, t in enumerate(r) if t in ends), len(r)) for r in rows)
+        self.meter.add(
+            tokens_in=int(enc["attention_mask"].sum()),
+            tokens_out=out,
+            seconds=seconds,
+            gpu_seconds=seconds if on_cuda else 0.0,
+        )
+
+    def _decode_encoded(
+        self,
+        enc: BatchEncoding,
+        states: list[str],
+        n: int,
+        prefix: str | None,
+        limit: int,
+        until_tactic_end: bool,
+    ) -> tuple[list[list[int]], list[list[float]]]:
+        """The decode of :meth:`decode_rows` on the encoded prompts ``enc``."""
+        import torch
+
+        causal = self.loaded.kind == "causal"
         if causal and self.strategy != "beam":
             from .decoding import decode_causal
 

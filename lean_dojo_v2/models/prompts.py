@@ -37,7 +37,7 @@ template already writes BOS and the turn markers); the generators do so
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Literal
 
 from ..data import canonical_state
@@ -229,3 +229,33 @@ def proof_training_pair(
     style = prompt_style(tokenizer, style)
     prompt = render_proof_prompt(tokenizer, state, premises, style=style)
     return prompt, proof.rstrip() + end_marker(tokenizer, style)
+
+
+def _folded(messages: Sequence[Mapping[str, str]]) -> list[dict[str, str]]:
+    """``messages`` with a leading system turn folded into the first user turn."""
+    out = [dict(m) for m in messages]
+    if len(out) > 1 and out[0].get("role") == "system" and out[1].get("role") == "user":
+        system = out.pop(0)
+        out[0]["content"] = system["content"] + "\n\n" + out[0]["content"]
+    return out
+
+
+def render_messages(
+    tokenizer: PreTrainedTokenizerBase,
+    messages: Sequence[Mapping[str, str]],
+    *,
+    style: str | None = None,
+) -> str:
+    """The exact text fed to a model for chat ``messages`` (``role``/``content`` turns); it ends
+    where the answer starts. ``"chat"``: the tokenizer's template with a generation prompt (a
+    template that refuses a system role gets the system turn folded into the first user turn);
+    ``"plain"``: :data:`PLAIN_PROOF_TEMPLATE` around the non-system turns joined by blank lines;
+    ``"state"``: those turns alone. For ``[system PROOF_SYSTEM_PROMPT, user user_content(state)]``
+    this is :func:`render_proof_prompt`'s text, so a whole-proof request of a traced theorem is
+    asked exactly as SFT trains."""
+    style = prompt_style(tokenizer, style)
+    if style != "chat":
+        user = "\n\n".join(m["content"] for m in messages if m.get("role") != "system")
+        return user if style == "state" else PLAIN_PROOF_TEMPLATE.format(user=user)
+    plain = [dict(m) for m in messages]
+    return _render_chat(tokenizer, lambda fold: _folded(plain) if fold else plain, True)

@@ -65,9 +65,17 @@ from ..interaction.types import (
     TacticTimeout,
     UnknownTheoremError,
 )
-from .result import SearchResult
+from .attempt import Attempt
+from .result import SearchResult, proof_text
 from .search_config import SearchConfig
-from .search_run import BlockingSearch, SearchRun, SearchStop, check_theorem, own_config
+from .search_run import (
+    BlockingSearch,
+    SearchRun,
+    SearchStop,
+    check_theorem,
+    own_config,
+    usage_source,
+)
 from .search_tree import DROPPED, EXPANDED, OPEN, TOO_DEEP, Node, SearchTree
 from .threads import in_daemon_thread
 
@@ -163,7 +171,7 @@ class BestFirstSearch(BlockingSearch):
         try:
             return await run.execute()
         finally:
-            self.last_tree = run.tree
+            self.last_tree = run.search_tree
 
 
 class _BestFirstRun(SearchRun):
@@ -172,8 +180,9 @@ class _BestFirstRun(SearchRun):
     def __init__(self, owner: BestFirstSearch, envs: list[AsyncProofEnv], theorem: Theorem) -> None:
         super().__init__(owner.config, envs, theorem)
         self.owner = owner
-        self.tree = SearchTree()
+        self.search_tree = SearchTree()
         self.shared = all(shares_states(e) for e in envs)
+        self.start_seconds = 0.0
 
     # ----------------------------------------------------------------------- driver
     async def _search(self) -> None:
@@ -189,6 +198,8 @@ class _BestFirstRun(SearchRun):
             *(self.envs[i].start(self.theorem) for i in targets), return_exceptions=True
         )
         self.c.env_wall_seconds += time.perf_counter() - t
+        self.c.start_calls += len(targets)
+        self.start_seconds += time.perf_counter() - t
         states: dict[int, ProofState] = {}
         first_error: BaseException | None = None
         for i, out in zip(targets, outcomes, strict=True):
@@ -215,13 +226,13 @@ class _BestFirstRun(SearchRun):
                 f"{type(first_error).__name__}: {first_error}",
             )
         first = min(states)
-        root = self.tree.add_root(states[first], first)
+        root = self.search_tree.add_root(states[first], first)
         root.handles.update(states)
-        self.tree.push(root)
+        self.search_tree.push(root)
 
     async def _loop(self, generator: TacticGenerator) -> None:
         cfg = self.cfg
-        tree = self.tree
+        tree = self.search_tree
         while True:
             if self.clock.remaining() <= 0:
                 raise SearchStop("timeout", "timeout")
@@ -254,7 +265,9 @@ class _BestFirstRun(SearchRun):
 
     # -------------------------------------------------------------------- generation
     async def _generate(self, generator: TacticGenerator, states: list[str]) -> list[list[Scored]]:
-        raw = await self._call_generator(generator.generate, states, "tactic generator")
+        raw = await self._call_generator(
+            generator.generate, states, "tactic generator", generator=usage_source(generator)
+        )
         return self._candidates(raw, len(states), "generate()")
 
     # ---------------------------------------------------------------------- tactics
@@ -342,9 +355,10 @@ class _BestFirstRun(SearchRun):
         current: Node | None = node
         while current is not None:
             chain.append(current)
-            current = self.tree.nodes[current.parent] if current.parent is not None else None
+            current = self.search_tree.nodes[current.parent] if current.parent is not None else None
         chain.reverse()
         t = time.perf_counter()
+        self.c.start_calls += 1
         try:
             state = await self.envs[i].start(self.theorem)
         except EnvClosedError:
@@ -375,7 +389,7 @@ class _BestFirstRun(SearchRun):
         """Add the outcomes of a batch to the tree (in job order, so the tree does not depend on
         which environment finished first), score and push the new states, then re-check the
         proofs found, best first."""
-        tree = self.tree
+        tree = self.search_tree
         cfg = self.cfg
         new_nodes: list[Node] = []
         moved: list[Node] = []
@@ -428,7 +442,7 @@ class _BestFirstRun(SearchRun):
         model = self.owner.progress_model
         if self.owner.progress_weight > 0 and model is not None:
             goals = [n.key for n in nodes]
-            prefixes = ["\n".join(self.tree.path(n)) for n in nodes]
+            prefixes = ["\n".join(self.search_tree.path(n)) for n in nodes]
             t = time.perf_counter()
             try:
                 preds = await in_daemon_thread(
@@ -455,9 +469,37 @@ class _BestFirstRun(SearchRun):
         for n in nodes:
             n.priority = self._priority(n)
 
+    # --------------------------------------------------------------------- the record
+    def _final_attempts(self, status: str, error: str | None) -> list[Attempt]:
+        """One attempt for the whole search: the proof found (or none) and everything the
+        search used; the tree too when the config asks for it."""
+        if self.cfg.record_tree:
+            self.tree = self.search_tree.report_nodes(self.proof if status == "proved" else None)
+        c = self.c
+        proved = status == "proved" and self.proof is not None
+        verdict = self.verdict if proved else None
+        return [
+            Attempt(
+                index=0,
+                round=0,
+                proof=proof_text(self.proof) if proved and self.proof is not None else "",
+                ok=proved,
+                checked_by=verdict.checked_by if verdict is not None else "",
+                messages=list(verdict.messages) if verdict is not None else list(c.rejections),
+                tokens_in=c.tokens_in,
+                tokens_out=c.tokens_out,
+                generator_seconds=c.generator_seconds,
+                gpu_seconds=c.gpu_seconds,
+                lean_calls=c.start_calls + c.tactic_calls + c.verify_calls,
+                lean_seconds=self.start_seconds + c.env_seconds + c.verify_seconds,
+                cached=bool(getattr(verdict, "cached", False)),
+                error=error,
+            )
+        ]
+
     def _stats(self, reason: str, seconds: float) -> dict[str, Any]:
         stats: dict[str, Any] = {"stop_reason": reason}
-        stats.update(self.tree.stats())
+        stats.update(self.search_tree.stats())
         stats.update(self.c.as_dict())
         stats["envs"] = len(self.envs)
         stats["progress_weight"] = self.owner.progress_weight

@@ -35,9 +35,12 @@ import textwrap
 from collections import Counter
 from collections.abc import Sequence
 
+from ..errors import ModelError
 from ..models.generator import is_forbidden, tactic_end
+from ..models.proof_prompt import ProofRequest
 
 __all__ = [
+    "check_requests",
     "completion_proof",
     "completion_tactic",
     "frequency_scores",
@@ -161,3 +164,18 @@ def whole_proof_input(theorem: object) -> str:
     else:
         text = state_text(theorem)
     return _TRAILING_BY.sub("", text.strip())
+
+
+def check_requests(requests: object, num_samples: object) -> None:
+    """Raise :class:`~lean_dojo_v2.errors.ModelError` unless ``requests`` is a list of
+    :class:`~lean_dojo_v2.models.proof_prompt.ProofRequest` and ``num_samples`` an int >= 1
+    (what ``sample_proofs`` takes)."""
+    if isinstance(requests, (str, bytes)) or not isinstance(requests, Sequence):
+        raise ModelError(f"requests must be a list of ProofRequest, not {type(requests).__name__}")
+    bad = [i for i, r in enumerate(requests) if not isinstance(r, ProofRequest)]
+    if bad:
+        raise ModelError(
+            f"requests[{bad[0]}] is a {type(requests[bad[0]]).__name__}, not a ProofRequest"
+        )
+    if isinstance(num_samples, bool) or not isinstance(num_samples, int) or num_samples < 1:
+        raise ModelError(f"num_samples must be a whole number >= 1, got {num_samples!r}")

@@ -236,6 +236,20 @@ def chat_choices(body: object, where: str, what: str) -> list[tuple[str | None, 
     return out
 
 
+def usage_counts(body: object) -> tuple[int, int]:
+    """``(prompt_tokens, completion_tokens)`` of a chat completion's ``usage`` (what the server
+    billed); ``(0, 0)`` for a server that does not say."""
+    usage = body.get("usage") if isinstance(body, dict) else None
+    if not isinstance(usage, dict):
+        return 0, 0
+
+    def count(key: str) -> int:
+        value = usage.get(key)
+        return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+    return count("prompt_tokens"), count("completion_tokens")
+
+
 def served_model_ids(body: object, where: str, what: str) -> list[str]:
     """The model ids of a ``GET /models`` answer (``{"data": [{"id": ...}, ...]}``), or an
     :class:`ExternalAnswerError` saying what came back instead."""

@@ -50,14 +50,24 @@ import logging
 import math
 import os
 import threading
+import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
-from ..models.generator import Candidate, check_generate_args, finalize
+from ..models.generator import (
+    Candidate,
+    Completion,
+    GeneratorUsage,
+    UsageMeter,
+    check_generate_args,
+    finalize,
+)
 from ..models.prompts import chat_messages
+from ..models.proof_prompt import ProofPrompt, ProofRequest, default_proof_prompt
 from .base import BaseProver
 from .completions import (
+    check_requests,
     completion_proof,
     completion_tactic,
     frequency_scores,
@@ -73,6 +83,7 @@ from .external_answers import (
     parse_json,
     read_capped,
     served_model_ids,
+    usage_counts,
 )
 from .external_answers import (
     max_answer_bytes as answer_cap,
@@ -213,6 +224,8 @@ class ExternalProver(BaseProver):
         self.max_answer_bytes = answer_cap(max_answer_bytes)
         self.requests_sent = 0
         """HTTP requests made so far (each may have been retried by the client)."""
+        self.meter = UsageMeter()
+        """What the server reported it used (:meth:`usage`)."""
         self._client: openai.OpenAI | None = None
         self._lock = threading.Lock()
         self._model_lock = threading.Lock()
@@ -334,6 +347,38 @@ class ExternalProver(BaseProver):
             states, num_samples, prefix=prefix, whole_proof=whole_proof, premises=premises
         )
 
+    def usage(self) -> GeneratorUsage:
+        """What the server reported for every answer so far (its ``usage``: prompt and
+        completion tokens; 0 where a server does not say) and the seconds the requests took. A
+        remote server uses no GPU of this machine: ``gpu_seconds`` stays 0."""
+        return self.meter.total()
+
+    def sample_proofs(
+        self,
+        requests: Sequence[ProofRequest],
+        num_samples: int,
+        *,
+        prompt: ProofPrompt | None = None,
+    ) -> list[list[Completion]]:
+        """Exactly ``num_samples`` answers per request as the model wrote them (duplicates and
+        empty answers included; ``""`` for an empty one): ``prompt``'s messages (None:
+        :func:`~lean_dojo_v2.models.proof_prompt.default_proof_prompt` of each task), ``n``
+        choices per request (asked again for the rest when the server sends fewer), up to
+        ``max_proof_tokens`` each. Requests run concurrently (``max_concurrency``)."""
+        check_requests(requests, num_samples)
+        chats = [(prompt or default_proof_prompt(r.task)).messages(r) for r in requests]
+
+        def answers(messages: list[dict[str, str]]) -> list[Completion]:
+            got: list[tuple[str | None, float | None]] = []
+            while len(got) < num_samples:  # a server that ignores n answers one per request
+                got.extend(self._request(messages, num_samples - len(got), self.max_proof_tokens))
+            return [Completion(text or "", lp) for text, lp in got[:num_samples]]
+
+        if len(chats) == 1 or self.max_concurrency == 1:
+            return [answers(m) for m in chats]
+        with ThreadPoolExecutor(min(self.max_concurrency, len(chats))) as pool:
+            return list(pool.map(answers, chats))
+
     # ................................................................ upstream LeanDojo-v2's calls
 
     def next_tactic(self, state: object, goal_id: int = 0, *, num_samples: int = 1) -> str | None:
@@ -426,6 +471,7 @@ class ExternalProver(BaseProver):
         where = f"the model server at {self.base_url} (model {self.model_name!r})"
         what = f"POST {self.base_url}/chat/completions"
         self.requests_sent += 1
+        started = time.perf_counter()
         try:
             # Streamed, so that an answer past max_answer_bytes is never read whole.
             with self.client.chat.completions.with_streaming_response.create(**kwargs) as raw:
@@ -464,7 +510,12 @@ class ExternalProver(BaseProver):
                 f"{where} answered HTTP {exc.status_code} ({_message(exc)}) after "
                 f"{self.max_retries} retries; check the server's log"
             ) from exc
-        out = chat_choices(parse_json(data, where, what), where, what)
+        body = parse_json(data, where, what)
+        out = chat_choices(body, where, what)
+        tokens_in, tokens_out = usage_counts(body)
+        self.meter.add(
+            tokens_in=tokens_in, tokens_out=tokens_out, seconds=time.perf_counter() - started
+        )
         empty = sum(text is None for text, _ in out)
         if empty:
             log.warning("%s sent %d of %d choices without text; dropped", where, empty, len(out))

@@ -39,11 +39,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import ConfigError, ModelError, ModelNotFoundError
-from ..models.generator import Candidate, HFTacticGenerator, check_generate_args, finalize
+from ..models.generator import (
+    Candidate,
+    Completion,
+    GeneratorUsage,
+    HFTacticGenerator,
+    check_generate_args,
+    finalize,
+)
 from ..models.loading import LoadedModel, load_model
-from ..models.prompts import render_prompt, render_proof_prompt
+from ..models.prompts import render_messages, render_prompt, render_proof_prompt
+from ..models.proof_prompt import ProofPrompt, ProofRequest, default_proof_prompt
 from .base import BaseProver
-from .completions import completion_proof, state_text, whole_proof_input
+from .completions import check_requests, completion_proof, state_text, whole_proof_input
 
 if TYPE_CHECKING:  # pragma: no cover
     from transformers import PreTrainedTokenizerBase
@@ -120,8 +128,11 @@ class PromptedGenerator(HFTacticGenerator):
 
     premises: Mapping[str, Sequence[str]] | None = None
     whole_proof: bool = False
+    rendered: bool = False  # the "states" are prompts rendered already (whole-proof requests)
 
     def prompts(self, states: Sequence[str], prefix: str | None = None) -> list[str]:
+        if self.rendered:
+            return [s + (prefix or "") for s in states]
         render = render_proof_prompt if self.whole_proof else render_prompt
         table = self.premises or {}
         rendered = [render(self.tokenizer, s, table.get(s, ()), style=self.style) for s in states]
@@ -130,25 +141,36 @@ class PromptedGenerator(HFTacticGenerator):
         return rendered
 
 
-def proof_from_ids(
+def completion_from_ids(
     tokenizer: PreTrainedTokenizerBase,
     ids: Sequence[int],
     logprobs: Sequence[float],
     stop_ids: Sequence[int],
-) -> tuple[str | None, float]:
-    """The whole proof held by one generated sequence and its score.
-
-    The text is everything before the first stop token (end marker / EOS), decoded without
-    special tokens and cleaned by :func:`completion_proof` (None when nothing is left or it uses
-    ``sorry``); the score sums the log-probs of those tokens and of the stop token. A sequence
-    without a stop token (cut by the token budget) is scored on all its tokens."""
+) -> Completion:
+    """One generated sequence as the model's answer: everything before the first stop token
+    (end marker / EOS), decoded without special tokens; its score sums the log-probs of those
+    tokens and of the stop token, which are its ``tokens_out``. A sequence without a stop token
+    (cut by the token budget) counts all its tokens."""
     stops = set(stop_ids)
     end = next((i for i, t in enumerate(ids) if t in stops), None)
     body = list(ids) if end is None else list(ids[:end])
     kept = len(ids) if end is None else end + 1
     # One flat sequence of ids decodes to one str (a list of str only for a batch of them).
     text = cast(str, tokenizer.decode(body, skip_special_tokens=True))
-    return completion_proof(text), math.fsum(logprobs[:kept])
+    return Completion(text, math.fsum(logprobs[:kept]), kept)
+
+
+def proof_from_ids(
+    tokenizer: PreTrainedTokenizerBase,
+    ids: Sequence[int],
+    logprobs: Sequence[float],
+    stop_ids: Sequence[int],
+) -> tuple[str | None, float]:
+    """The whole proof held by one generated sequence and its score: the answer of
+    :func:`completion_from_ids` cleaned by :func:`completion_proof` (None when nothing is left
+    or it uses ``sorry``)."""
+    answer = completion_from_ids(tokenizer, ids, logprobs, stop_ids)
+    return completion_proof(answer.text), float(answer.logprob or 0.0)
 
 
 class HFProver(BaseProver):
@@ -293,6 +315,70 @@ class HFProver(BaseProver):
                     out.extend(finalize(raw, num_samples) for raw in per_state)
             finally:
                 gen.premises, gen.whole_proof = None, False
+        return out
+
+    # ..................................................................... whole-proof requests
+
+    def usage(self) -> GeneratorUsage:
+        """Every decode of this prover's model so far (tactics and whole proofs)."""
+        return self.generator.usage()
+
+    def request_premises(self, requests: Sequence[ProofRequest]) -> list[list[str]]:
+        """The premise texts of each request's prompt: none here (a retrieval prover ranks
+        them for the task's goal state)."""
+        return [[] for _ in requests]
+
+    def request_prompts(
+        self, requests: Sequence[ProofRequest], prompt: ProofPrompt | None = None
+    ) -> list[str]:
+        """The exact model input of each whole-proof request: ``prompt``'s messages (None:
+        :func:`~lean_dojo_v2.models.proof_prompt.default_proof_prompt` of each task) through
+        the model's chat template (:func:`~lean_dojo_v2.models.prompts.render_messages`)."""
+        premises = self.request_premises(requests)
+        gen = self.generator
+        return [
+            render_messages(
+                gen.tokenizer,
+                (prompt or default_proof_prompt(r.task)).messages(r, p),
+                style=gen.style,
+            )
+            for r, p in zip(requests, premises, strict=True)
+        ]
+
+    def sample_proofs(
+        self,
+        requests: Sequence[ProofRequest],
+        num_samples: int,
+        *,
+        prompt: ProofPrompt | None = None,
+    ) -> list[list[Completion]]:
+        """Exactly ``num_samples`` answers per request, as the model wrote them (duplicates and
+        empty answers included): what whole-proof and refinement search check. An answer ends at
+        the end marker / EOS or after ``max_proof_tokens``. Greedy decoding decodes once and
+        returns that answer ``num_samples`` times."""
+        check_requests(requests, num_samples)
+        texts = self.request_prompts(requests, prompt)
+        gen = self.generator
+        n = 1 if gen.strategy == "greedy" else num_samples
+        out: list[list[Completion]] = []
+        with self._lock:
+            gen.rendered = True
+            try:
+                for i in range(0, len(texts), gen.batch_size):
+                    batch = texts[i : i + gen.batch_size]
+                    rows_ids, rows_lp = gen.decode_rows(
+                        batch, n, max_new_tokens=self.max_proof_tokens, until_tactic_end=False
+                    )
+                    per: list[list[Completion]] = [[] for _ in batch]
+                    for row, ids in enumerate(rows_ids):
+                        per[row // n].append(
+                            completion_from_ids(gen.tokenizer, ids, rows_lp[row], gen.stop_ids)
+                        )
+                    if n < num_samples:  # greedy: one decode stands for every sample
+                        per = [[Completion(a.text, a.logprob)] * num_samples for (a,) in per]
+                    out.extend(per)
+            finally:
+                gen.rendered = False
         return out
 
     # ................................................................ upstream LeanDojo-v2's calls

@@ -8,6 +8,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .attempt import Attempt, TreeNode
+
 STATUSES = ("proved", "failed", "timeout", "error")
 
 
@@ -24,6 +26,11 @@ class SearchResult:
     start the theorem), ``error`` says what. ``proof`` holds the tactics (one entry per tactic,
     multi-line tactics whole) only when proved. ``expansions`` counts the nodes expanded (one
     generator request each); ``seconds`` is wall time; ``stats`` the search tree's counters.
+
+    ``attempts``: every proof tried and checked (:class:`~.attempt.Attempt`): each whole-proof
+    sample and refinement round, or one for a tactic search, with its tokens, seconds and Lean
+    calls. ``tree``: the search tree of a best-first search (:class:`~.attempt.TreeNode` s, the
+    root first) when ``SearchConfig.record_tree`` asks for it, else None.
     """
 
     theorem: str
@@ -36,6 +43,8 @@ class SearchResult:
     checked_by: str | None
     error: str | None = None
     stats: dict[str, Any] = field(default_factory=dict)
+    attempts: list[Attempt] = field(default_factory=list)
+    tree: list[TreeNode] | None = None
 
     @property
     def proved(self) -> bool:
@@ -60,6 +69,8 @@ class SearchResult:
             "checked_by": self.checked_by,
             "error": self.error,
             "stats": _json_ready(self.stats),
+            "attempts": [a.to_dict() for a in self.attempts],
+            "tree": None if self.tree is None else [n.to_dict() for n in self.tree],
         }
 
     @classmethod
@@ -76,6 +87,10 @@ class SearchResult:
             checked_by=data.get("checked_by"),
             error=data.get("error"),
             stats=dict(data.get("stats") or {}),
+            attempts=[Attempt.from_dict(a) for a in data.get("attempts") or ()],
+            tree=None
+            if data.get("tree") is None
+            else [TreeNode.from_dict(n) for n in data["tree"]],
         )
 
 

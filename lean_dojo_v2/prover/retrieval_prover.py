@@ -41,6 +41,7 @@ from .hf_prover import HFProver
 if TYPE_CHECKING:
     from ..data.model import Theorem
     from ..models.premise_index import DenseRetriever
+    from ..models.proof_prompt import ProofRequest
     from ..models.retrieval import AccessibleAt, Retriever
 
 
@@ -207,6 +208,14 @@ class RetrievalProver(HFProver):
         check_generate_args(states, num_samples, None)
         table = dict(zip(states, self.premises(states), strict=True))
         return self._generate_proofs(states, num_samples, premises=table)
+
+    def request_premises(self, requests: Sequence[ProofRequest]) -> list[list[str]]:
+        """The premises of each whole-proof request: those ranked for its task's goal state
+        (none for a task without one)."""
+        states = [r.task.state or "" for r in requests]
+        wanted = [s for s in states if s]
+        ranked = dict(zip(wanted, self.premises(wanted), strict=True))
+        return [list(ranked.get(s, [])) for s in states]
 
     def prompts(self, states: Sequence[str], *, whole_proof: bool = False) -> list[str]:
         """The exact model input of each state, premises included (for inspection and tests)."""

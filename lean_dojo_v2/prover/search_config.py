@@ -12,6 +12,9 @@ ENV_PROGRESS_MODEL = "LEANPROGRESS_MODEL"
 """Upstream LeanDojo-v2's variable naming a progress model (the same name as
 ``models.progress.ENV_MODEL``; repeated here so that this module stays free of model imports)."""
 
+MODES: tuple[str, ...] = ("tactic", "whole", "refine")
+"""The search modes (:attr:`SearchConfig.mode`)."""
+
 DEFAULT_PROGRESS_WEIGHT = 0.5
 """λ when a progress model is configured and ``progress_weight`` is None. Log-probs of single
 tactics are typically a few tenths to a few nats apart; at 0.5 one predicted step fewer weighs half
@@ -21,8 +24,9 @@ a nat, enough to reorder near-equal candidates without overruling a generator th
 @dataclass
 class SearchConfig:
     r"""Settings of one proof search (per theorem), for
-    :class:`~lean_dojo_v2.prover.search.BestFirstSearch` and
-    :class:`~lean_dojo_v2.prover.search.WholeProofSearch`.
+    :class:`~lean_dojo_v2.prover.search.BestFirstSearch`,
+    :class:`~lean_dojo_v2.prover.search.WholeProofSearch` and
+    :class:`~lean_dojo_v2.prover.refine.RefineSearch`.
 
     ``prove --config FILE --set max_expansions=20`` loads it like a trainer's config;
     ``prove --help-config`` prints the fields below.
@@ -66,12 +70,33 @@ class SearchConfig:
 
         > Parameters that control the mode
 
+        mode (`str` or `None`, *optional*, defaults to `None`):
+            How to search: `"tactic"` (best-first search tactic by tactic, `BestFirstSearch`),
+            `"whole"` (sample whole proofs and check each, `WholeProofSearch`) or `"refine"` (a
+            whole proof, then up to `refine_rounds` rounds that send Lean's first error back to
+            the model, `RefineSearch`). `None`: `"whole"` when `whole_proof`, else `"tactic"`.
         whole_proof (`bool`, *optional*, defaults to `False`):
-            Sample whole proofs (`generator.generate_proofs`) and verify each instead of searching
-            tactic by tactic (`WholeProofSearch`).
+            The older name of `mode="whole"` (with `mode` None); `True` with `mode="tactic"` is
+            refused.
         whole_proof_rounds (`int`, *optional*, defaults to `1`):
-            Generator requests in whole-proof mode (`num_samples` proofs each); each counts as one
-            expansion.
+            Generator requests of first whole proofs (`num_samples` proofs each, so `num_samples
+            * whole_proof_rounds` samples in all); each counts as one expansion.
+        refine_rounds (`int`, *optional*, defaults to `2`):
+            Refinement rounds R after a failed whole proof (`mode="refine"`): each round asks for
+            one corrected proof with the failed proof and Lean's first error in the prompt; a
+            chain stops at its first accepted proof or after R rounds.
+        early_stop (`bool`, *optional*, defaults to `True`):
+            Whole and refine modes: stop at the first accepted proof. `False` checks every
+            sample (and runs every refinement chain to its end), as pass@k needs.
+        proof_prompt (`str` or `None`, *optional*, defaults to `None`):
+            A prompt template file (JSON, YAML or TOML with the keys `whole`, `refine`,
+            `system`; `docs/evaluation.md`) for whole and refine modes. `None`: DeepSeek-Prover's
+            prompt for a standalone statement, the library's own whole-proof prompt for a traced
+            theorem.
+        record_tree (`bool`, *optional*, defaults to `False`):
+            Tactic mode: keep the search tree in the result (`SearchResult.tree`: every tactic
+            tried, its goal, score and outcome), for a report. Off by default: a tree holds every
+            goal text of the search.
 
         > Parameters that control failure handling
 
@@ -95,8 +120,13 @@ class SearchConfig:
     frontier_batch: int = 4
     progress_weight: float | None = None
     progress_model_path: str | None = None
+    mode: str | None = None
     whole_proof: bool = False
     whole_proof_rounds: int = 1
+    refine_rounds: int = 2
+    early_stop: bool = True
+    proof_prompt: str | None = None
+    record_tree: bool = False
     max_depth: int | None = None
     rebuild_stale: bool = True
     max_rebuilds: int = 50
@@ -106,7 +136,7 @@ class SearchConfig:
     def __post_init__(self) -> None:
         for name in ("num_samples", "max_expansions", "frontier_batch", "whole_proof_rounds"):
             _check_int(name, getattr(self, name), 1)
-        for name in ("max_rebuilds", "verify_retries"):
+        for name in ("max_rebuilds", "verify_retries", "refine_rounds"):
             _check_int(name, getattr(self, name), 0)
         if self.max_depth is not None:
             _check_int("max_depth", self.max_depth, 1)
@@ -133,6 +163,34 @@ class SearchConfig:
             raise ConfigError(
                 f"SearchConfig.progress_model_path must be a directory path or None, got {path!r}"
             )
+        if self.mode is not None and self.mode not in MODES:
+            raise ConfigError(
+                f"SearchConfig.mode must be one of {', '.join(MODES)} (or None), got {self.mode!r}"
+            )
+        if self.mode == "tactic" and self.whole_proof:
+            raise ConfigError(
+                "SearchConfig: whole_proof=True contradicts mode='tactic'; whole_proof is the "
+                "older name of mode='whole': set one of them"
+            )
+        for name in ("whole_proof", "early_stop", "record_tree", "rebuild_stale"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(
+                    f"SearchConfig.{name} must be true or false, got {getattr(self, name)!r}"
+                )
+        prompt = self.proof_prompt
+        if prompt is not None and (not isinstance(prompt, str) or not prompt.strip()):
+            raise ConfigError(
+                f"SearchConfig.proof_prompt must be the path of a template file or None, "
+                f"got {prompt!r}"
+            )
+
+    @property
+    def search_mode(self) -> str:
+        """The mode the search runs: ``mode``, or ``"whole"``/``"tactic"`` from ``whole_proof``
+        when ``mode`` is None."""
+        if self.mode is not None:
+            return self.mode
+        return "whole" if self.whole_proof else "tactic"
 
     def progress_model_source(self) -> str | None:
         """The progress model directory this config asks for: ``progress_model_path``, else
@@ -157,4 +215,4 @@ def _check_int(name: str, value: object, low: int) -> None:
         raise ConfigError(f"SearchConfig.{name} must be a whole number >= {low}, got {value!r}")
 
 
-__all__ = ["DEFAULT_PROGRESS_WEIGHT", "ENV_PROGRESS_MODEL", "SearchConfig"]
+__all__ = ["DEFAULT_PROGRESS_WEIGHT", "ENV_PROGRESS_MODEL", "MODES", "SearchConfig"]

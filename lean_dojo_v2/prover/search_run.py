@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from ..data.model import Theorem
 from ..errors import ConfigError
@@ -27,6 +27,8 @@ from ..interaction.types import (
     Verdict,
 )
 from ..models.candidates import Scored, clean_candidates
+from ..models.generator import GeneratorUsage
+from .attempt import Attempt, TreeNode
 from .result import SearchResult
 from .search_config import SearchConfig
 from .threads import run_sync, timed_call
@@ -34,6 +36,18 @@ from .verify import VerifyObserver, verify_proof_async
 
 # The name the search logged under before it was split into modules: logging configs keep working.
 log = logging.getLogger("lean_dojo_v2.prover.search")
+
+
+@runtime_checkable
+class CountsUsage(Protocol):
+    """A generator that says what it used (:meth:`TacticGenerator.usage`)."""
+
+    def usage(self) -> GeneratorUsage: ...
+
+
+def usage_source(generator: object) -> CountsUsage | None:
+    """``generator`` when it says what it used, else None (a generator that does not count)."""
+    return generator if isinstance(generator, CountsUsage) else None
 
 
 class SearchStop(Exception):
@@ -64,6 +78,10 @@ class Counters:
     def __init__(self) -> None:
         self.generator_calls = 0
         self.generator_seconds = 0.0
+        self.tokens_in = 0
+        self.tokens_out = 0
+        self.gpu_seconds = 0.0
+        self.start_calls = 0
         self.candidates = 0
         self.tactic_calls = 0
         self.env_seconds = 0.0  # sum over calls (several environments overlap)
@@ -194,6 +212,9 @@ class SearchRun:
         self.expansions = 0
         self.proof: list[str] | None = None
         self.verdict: Verdict | None = None
+        self.attempts: list[Attempt] = []
+        self.tree: list[TreeNode] | None = None  # set by a mode that records its tree
+        self.last_usage = GeneratorUsage()  # of the latest generator call
         self._verify_counter = _VerifyCounter(self)
 
     # ----------------------------------------------------------------------- driver
@@ -216,19 +237,34 @@ class SearchRun:
 
     # -------------------------------------------------------------------- generation
     async def _call_generator(
-        self, func: Callable[..., object], states: list[str], who: str
+        self,
+        func: Callable[..., object],
+        states: Sequence[object],
+        who: str,
+        *,
+        generator: CountsUsage | None = None,
+        num_samples: int | None = None,
     ) -> object:
-        """``func(states, num_samples)``, timed, within the time left; its raw answer. ``who``
-        names the generator in the error (``"tactic generator"``)."""
+        """``func(states, num_samples)`` (default ``config.num_samples``), timed, within the
+        time left; its raw answer. ``who`` names the generator in the error (``"tactic
+        generator"``). What ``generator`` reports it used (:meth:`TacticGenerator.usage`, read
+        around the call in the thread that makes it) is :attr:`last_usage` and is counted."""
         cfg = self.cfg
+        n = cfg.num_samples if num_samples is None else num_samples
+        used: list[GeneratorUsage] = []
+
+        def call() -> object:
+            before = generator.usage() if generator is not None else GeneratorUsage()
+            try:
+                return func(states, n)
+            finally:
+                if generator is not None:
+                    used.append(generator.usage() - before)
+
         waited = time.perf_counter()
         try:
             raw, seconds = await timed_call(
-                func,
-                states,
-                cfg.num_samples,
-                in_thread=cfg.generator_in_thread,
-                timeout=self.clock.remaining(),
+                call, in_thread=cfg.generator_in_thread, timeout=self.clock.remaining()
             )
         except TimeoutError:
             # the abandoned call's time is the generator's, not the engine's
@@ -240,6 +276,14 @@ class SearchRun:
             ) from exc
         self.c.generator_calls += 1
         self.c.generator_seconds += seconds
+        usage = used[0] if used else GeneratorUsage()
+        # the search's own clock is the call's time: it holds for generators that do not count
+        self.last_usage = GeneratorUsage(
+            usage.calls, usage.tokens_in, usage.tokens_out, seconds, usage.gpu_seconds
+        )
+        self.c.tokens_in += usage.tokens_in
+        self.c.tokens_out += usage.tokens_out
+        self.c.gpu_seconds += usage.gpu_seconds
         return raw
 
     def _candidates(self, raw: object, expected: int, what: str) -> list[list[Scored]]:
@@ -262,15 +306,18 @@ class SearchRun:
         )
 
     # ------------------------------------------------------------------ re-checking
-    async def _check(self, tactics: Sequence[str] | str, env_index: int = 0) -> Verdict | None:
-        """The whole-proof re-check, counted; None when it could not be done."""
+    async def _check(
+        self, tactics: Sequence[str] | str, env_index: int = 0, meter: LeanMeter | None = None
+    ) -> Verdict | None:
+        """The whole-proof re-check, counted (also into ``meter``, one attempt's Lean calls);
+        None when it could not be done."""
         return await verify_proof_async(
             self.envs,
             self.theorem,
             tactics,
             retries=self.cfg.verify_retries,
             first_env=env_index,
-            observer=self._verify_counter,
+            observer=self._verify_counter if meter is None else _VerifyCounter(self, meter),
         )
 
     async def _verify(self, tactics: list[str], env_index: int = 0) -> bool:
@@ -289,10 +336,16 @@ class SearchRun:
     def _env_restarts(self) -> int:
         return restart_delta(self.envs, self.restarts0)
 
+    def _final_attempts(self, status: str, error: str | None) -> list[Attempt]:
+        """``SearchResult.attempts``: the attempts recorded, in sample order (a mode that makes
+        its one attempt at the end overrides this)."""
+        return sorted(self.attempts, key=lambda a: (a.index, a.round))
+
     def _result(self, status: str, reason: str, error: str | None) -> SearchResult:
         seconds = self.clock.elapsed()
         stats = self._stats(reason, seconds)
         proved = status == "proved"
+        attempts = self._final_attempts(status, error)
         return SearchResult(
             theorem=self.theorem.full_name,
             file_path=self.theorem.file_path,
@@ -304,14 +357,26 @@ class SearchRun:
             checked_by=self.verdict.checked_by if proved and self.verdict else None,
             error=error,
             stats=stats,
+            attempts=attempts,
+            tree=self.tree,
         )
 
 
-class _VerifyCounter(VerifyObserver):
-    """Counts a run's re-checks into its counters and stops the run when its time is up."""
+class LeanMeter:
+    """The Lean calls made for one attempt and their wall seconds."""
 
-    def __init__(self, run: SearchRun) -> None:
+    def __init__(self) -> None:
+        self.calls = 0
+        self.seconds = 0.0
+
+
+class _VerifyCounter(VerifyObserver):
+    """Counts a run's re-checks into its counters (and one attempt's ``meter``) and stops the
+    run when its time is up."""
+
+    def __init__(self, run: SearchRun, meter: LeanMeter | None = None) -> None:
         self.run = run
+        self.meter = meter
 
     def before_attempt(self) -> None:
         if self.run.clock.remaining() <= 0:
@@ -321,6 +386,9 @@ class _VerifyCounter(VerifyObserver):
         c = self.run.c
         c.verify_calls += 1
         c.verify_seconds += seconds
+        if self.meter is not None:
+            self.meter.calls += 1
+            self.meter.seconds += seconds
 
     def env_failed(self, exc: InteractionError) -> None:
         c = self.run.c
@@ -342,10 +410,13 @@ __all__ = [
     "BlockingSearch",
     "Clock",
     "Counters",
+    "CountsUsage",
+    "LeanMeter",
     "SearchRun",
     "SearchStop",
     "check_theorem",
     "checked_candidates",
     "own_config",
     "restart_delta",
+    "usage_source",
 ]

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..interaction.types import ProofState
+from .attempt import TreeNode
 
 # Node status
 OPEN = "open"  # in the frontier
@@ -153,6 +154,43 @@ class SearchTree:
             for _, _, i, p in self._heap
             if self.nodes[i].status == OPEN and self.nodes[i].priority == p
         )
+
+    # ------------------------------------------------------------------------ report
+    def report_nodes(self, proof: list[str] | None = None) -> list[TreeNode]:
+        """The tree as a report draws it (:class:`~.attempt.TreeNode`): the root, then one node
+        per tactic tried, in the order they were tried, under the node of the state it was
+        tried on (the edge that first reached that state). ``proof``: the accepted proof's
+        tactics, whose nodes get ``proved``."""
+        root = self.nodes[0] if self.nodes else None
+        if root is None:
+            return []
+        out = [TreeNode(0, None, root.key, None, 0.0, root.status)]
+        report_id = {root.id: 0}  # state node id -> report node id
+        by_step: dict[tuple[int, str], TreeNode] = {}
+        for edge in self.edges:
+            parent = report_id.get(edge.source, 0)
+            node = TreeNode(len(out), parent, None, edge.tactic, edge.logprob, edge.outcome)
+            if edge.outcome == "state" and edge.target is not None:
+                target = self.nodes[edge.target]
+                node.goal, node.outcome = target.key, target.status
+                report_id[target.id] = node.id
+            elif edge.outcome == "dedup":
+                # the state was reached before: its node exists already (edges come in order)
+                node.outcome = "duplicate"
+                node.target = None if edge.target is None else report_id.get(edge.target)
+            by_step.setdefault((edge.source, edge.tactic), node)
+            out.append(node)
+        if proof:
+            out[0].proved = True
+            state: int | None = root.id
+            for tactic in proof:
+                step = by_step.get((state, tactic)) if state is not None else None
+                if step is None:
+                    break
+                step.proved = True
+                edge = self.edges[step.id - 1]
+                state = edge.target
+        return out
 
     # ------------------------------------------------------------------------- stats
     def stats(self) -> dict[str, Any]:

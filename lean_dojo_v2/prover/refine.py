@@ -1,0 +1,217 @@
+"""Layer 3 (prover): refinement — a whole proof, then rounds that send Lean's error back.
+
+:class:`RefineSearch` is whole-proof search (:mod:`.whole_proof`) with a second phase, the way the
+strongest open provers use Lean (Goedel-Prover-V2's self-correction, StepFun-Prover's and
+Leanabell-Prover-V2's multi-turn use of Lean's messages):
+
+1. ``num_samples`` whole proofs are sampled (``whole_proof_rounds`` requests) and checked; each
+   starts a *chain* (its sample index).
+2. Up to ``config.refine_rounds`` (R) rounds follow. In each, every chain whose latest proof
+   failed sends one request: the task, the failed proof and Lean's first error
+   (:class:`~lean_dojo_v2.models.proof_prompt.LeanFeedback`: position, message and the goal
+   there, from :func:`first_error`), rendered by the
+   :class:`~lean_dojo_v2.models.proof_prompt.ProofPrompt`'s ``refine`` template; the answers of
+   all chains come from one ``sample_proofs`` call (one expansion) and are checked.
+3. A chain ends at its first accepted proof or after R rounds; with ``early_stop`` (the default)
+   the search ends at the first accepted proof of any chain.
+
+Every proof checked is an :class:`~.attempt.Attempt` (``index``: its chain, ``round``: 0 … R).
+
+Lean's first error comes from the verdict: its structured messages when the environment gives
+them (``Verdict.errors``: objects with ``severity``, ``line``, ``column``, ``text`` and ``goal``),
+else the first of ``Verdict.messages`` in Lean's ``LINE:COL: error: MESSAGE`` form (a file name
+before it is allowed), else its first message. An ``unsolved goals`` error carries the goals
+after its first line: they become the goal there.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..data.model import Theorem
+from ..errors import ConfigError
+from ..interaction import AsyncProofEnv
+from ..interaction.async_adapter import as_async_envs
+from ..interaction.types import Verdict
+from ..models.proof_prompt import FailedProof, LeanFeedback, ProofPrompt, ProofRequest, ProofTask
+from .result import SearchResult
+from .search_config import SearchConfig
+from .search_run import SearchStop, check_theorem, own_config
+from .whole_proof import ProofSampler, Sampled, WholeProofRun, WholeProofSearch
+
+if TYPE_CHECKING:
+    from ..models.generator import TacticGenerator
+    from .search_types import ProgressPredictor
+
+# Lean's message text: "LINE:COL: SEVERITY: MESSAGE", as Lean prints it (a file name may lead).
+_LEAN_MESSAGE = re.compile(
+    r"^(?:[^\n]*?:)?(\d+):(\d+):\s*(error|warning|information|info)\s*:\s?(.*)\Z", re.S
+)
+_UNSOLVED = re.compile(r"^unsolved goals\s*\n(.+)\Z", re.S)
+
+
+def first_error_index(messages: Sequence[str]) -> int | None:
+    """The index of the first error among Lean's ``messages`` (text in Lean's
+    ``LINE:COL: error: MESSAGE`` form, or a message without a position that is not a
+    warning), or None when there is none."""
+    for k, text in enumerate(messages):
+        m = _LEAN_MESSAGE.match(text.strip())
+        if m is not None and m.group(3) == "error":
+            return k
+    for k, text in enumerate(messages):
+        if _LEAN_MESSAGE.match(text.strip()) is None and not text.lstrip().startswith("warning"):
+            return k
+    return None
+
+
+def _split_goal(message: str, goal: str | None) -> tuple[str, str | None]:
+    """An ``unsolved goals`` message's goals as the goal there (when none is given)."""
+    m = _UNSOLVED.match(message.strip())
+    if goal is None and m is not None:
+        return "unsolved goals", m.group(1).strip()
+    return message.strip(), goal
+
+
+def _int_or_none(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def first_error(verdict: Verdict) -> LeanFeedback:
+    """Lean's first error of a rejected proof (see the module docstring)."""
+    structured: Any = getattr(verdict, "errors", None)
+    if structured:
+        errors = [e for e in structured if getattr(e, "severity", "error") == "error"]
+        e = (errors or list(structured))[0]
+        text = str(getattr(e, "text", None) or getattr(e, "message", None) or e)
+        goal = getattr(e, "goal", None)
+        message, goal = _split_goal(text, goal if isinstance(goal, str) and goal else None)
+        return LeanFeedback(
+            message,
+            _int_or_none(getattr(e, "line", None)),
+            _int_or_none(getattr(e, "column", None)),
+            goal,
+        )
+    messages = [str(m) for m in verdict.messages]
+    k = first_error_index(messages)
+    if k is None:
+        return LeanFeedback("Lean rejected the proof without a message")
+    m = _LEAN_MESSAGE.match(messages[k].strip())
+    if m is None:
+        message, goal = _split_goal(messages[k], None)
+        return LeanFeedback(message, goal=goal)
+    message, goal = _split_goal(m.group(4), None)
+    return LeanFeedback(message, int(m.group(1)), int(m.group(2)), goal)
+
+
+def feedback_of(sample: Sampled) -> LeanFeedback:
+    """What a refinement round tells the model about a failed sample: Lean's first error, or
+    why there was nothing for Lean to check."""
+    if sample.text is None:
+        return LeanFeedback(
+            "the answer held no Lean 4 proof (it was empty, or it used sorry or admit)"
+        )
+    if sample.verdict is None:
+        return LeanFeedback(
+            "the proof could not be checked (the Lean environment failed); try another proof"
+        )
+    return first_error(sample.verdict)
+
+
+class RefineSearch(WholeProofSearch):
+    """Refinement mode (see the module docstring): needs a generator with ``sample_proofs``
+    (:class:`~.whole_proof.ProofSampler`; every prover of the library has it). ``prompt``: a
+    :class:`~lean_dojo_v2.models.proof_prompt.ProofPrompt` or a template file, instead of
+    ``config.proof_prompt``."""
+
+    def __init__(
+        self,
+        generator: TacticGenerator,
+        config: SearchConfig | None = None,
+        progress_model: ProgressPredictor | None = None,
+        *,
+        prompt: ProofPrompt | str | None = None,
+    ) -> None:
+        if not isinstance(generator, ProofSampler):
+            raise ConfigError(
+                f"{type(generator).__name__} cannot refine proofs: refinement needs a generator "
+                "with sample_proofs(requests, n, prompt=...) (HFProver, RetrievalProver, "
+                "ExternalProver)"
+            )
+        cfg = own_config(config, whole_proof=True)
+        super().__init__(generator, cfg, progress_model, prompt=prompt)
+
+    async def search_async(
+        self, envs: AsyncProofEnv | Sequence[AsyncProofEnv], theorem: Theorem
+    ) -> SearchResult:
+        run = RefineRun(self, as_async_envs(envs), check_theorem(theorem))
+        return await run.execute()
+
+
+class RefineRun(WholeProofRun):
+    """The state of one refinement search of one theorem."""
+
+    label = "refinement search"
+    mode_name = "refine"
+
+    def __init__(self, owner: WholeProofSearch, envs: list[AsyncProofEnv], theorem: Theorem):
+        super().__init__(owner, envs, theorem)
+        self.rounds_run = 0
+        self.stop_reason = "rounds"
+
+    async def _search(self) -> None:
+        generator = self.owner.generator.for_theorem(self.theorem)
+        if not isinstance(generator, ProofSampler):
+            raise SearchStop(
+                "error",
+                "generator_error",
+                f"{type(generator).__name__} (the generator bound to the theorem) has no "
+                "sample_proofs()",
+            )
+        root = await self._start()
+        task = ProofTask.from_theorem(self.theorem, root.text)
+        try:
+            latest = await self._first_round(generator, task)
+            await self._refine(generator, task, latest)
+        except SearchStop as stop:
+            if self.proof is None or stop.status == "proved":
+                raise
+            raise SearchStop("proved", stop.reason) from None  # a checked proof stands
+        if self.proof is not None:
+            raise SearchStop("proved", "proved")
+        raise SearchStop("failed", self.stop_reason)
+
+    async def _refine(
+        self, generator: ProofSampler, task: ProofTask, latest: dict[int, Sampled]
+    ) -> None:
+        cfg = self.cfg
+        history: dict[int, list[FailedProof]] = {i: [] for i in latest}
+        for step in range(1, cfg.refine_rounds + 1):
+            if self.proof is not None and cfg.early_stop:
+                return
+            failing = [i for i in sorted(latest) if not latest[i].attempt.ok]
+            if not failing:
+                return
+            if self.expansions >= cfg.max_expansions:
+                self.stop_reason = "max_expansions"
+                return
+            self._time_left()
+            for i in failing:
+                s = latest[i]
+                history[i].append(FailedProof(s.attempt.proof, feedback_of(s), s.answer))
+            requests = [ProofRequest(task, tuple(history[i])) for i in failing]
+            answers = await self._sample(generator, requests, 1)
+            indexed = [(i, got[0]) for i, got in zip(failing, answers, strict=True) if got]
+            batch = self._records_of(indexed, step, self.last_usage)
+            self.rounds_run = step
+            await self._check_samples(batch)
+            latest.update((s.attempt.index, s) for s in batch)
+
+    def _stats(self, reason: str, seconds: float) -> dict[str, Any]:
+        stats = super()._stats(reason, seconds)
+        stats["refine_rounds"] = self.rounds_run
+        return stats
+
+
+__all__ = ["RefineRun", "RefineSearch", "feedback_of", "first_error", "first_error_index"]
