@@ -1,0 +1,319 @@
+"""What the HTML report shows, read back from an evaluation's output directory.
+
+The page is made from the files an evaluation writes into ``--out`` and from nothing else, so a
+report can be re-made from any output directory, a finished one or one whose run was killed:
+``attempts.jsonl`` (one line per attempt: the attempt's fields, the problem's name and the mode,
+in tactic mode the search tree; then one ``"done"`` line per finished problem with its status and
+budget) and ``summary.json`` (settings, ``problems``, ``pass_at``, ``budget``). Model output and
+Lean's messages are kept as text here; escaping them is the page's job.
+
+The reader is lenient where the files are, since a report is most wanted when a run went wrong:
+a run killed while writing leaves a half line at the end of ``attempts.jsonl`` (ignored); Lean's
+messages come as Lean prints them (``3:2: error: …``, read by
+:func:`~lean_dojo_v2.interaction.messages.parse_lean_messages`) or as structured messages; a field
+of the wrong type is left out rather than refused. A line that is not JSON in the middle of the
+file is an error naming the file and line.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import DataFormatError
+from ..interaction.messages import LeanMessage, parse_lean_messages
+from .errors import ReportInputError
+
+ATTEMPTS_FILE = "attempts.jsonl"
+SUMMARY_FILE = "summary.json"
+
+SOLVED = "solved"
+FAILED = "failed"
+UNFINISHED = "unfinished"
+NOT_RUN = "not run"
+STATUSES = (SOLVED, FAILED, UNFINISHED, NOT_RUN)
+"""A problem's status on the page: ``unfinished`` has attempts but no ``done`` line (its run was
+killed; ``--resume`` proves it again), ``not run`` has no attempt at all."""
+
+
+@dataclass(frozen=True)
+class NodeRecord:
+    """One node of a tactic-mode search tree: ``tactic`` tried on ``parent``'s state led to
+    ``goal`` (None: no new state) with ``outcome``; ``target``, the node a duplicate state
+    was first reached at; ``proved``, on the path of the accepted proof."""
+
+    id: int
+    parent: int | None
+    goal: str | None
+    tactic: str | None
+    score: float | None
+    outcome: str
+    target: int | None = None
+    proved: bool = False
+
+
+@dataclass(frozen=True)
+class AttemptRecord:
+    """One attempt at one problem, as ``attempts.jsonl`` recorded it."""
+
+    index: int
+    round: int
+    proof: str
+    ok: bool
+    checked_by: str
+    messages: tuple[LeanMessage, ...] = ()
+    tokens_in: int = 0
+    tokens_out: int = 0
+    generator_seconds: float = 0.0
+    lean_calls: int = 0
+    lean_seconds: float = 0.0
+    cached: bool = False
+    error: str | None = None
+    tree: tuple[NodeRecord, ...] = ()
+
+
+@dataclass
+class ProblemRecord:
+    """A problem of the evaluation: its status, statement and every attempt at it, in sample and
+    round order. ``search_status`` is the search's own word (``proved``, ``failed``,
+    ``timeout``, ``error``) and ``error`` what went wrong, where the run recorded them;
+    ``budget`` what the problem cost (``summary.json``'s per-problem budget: tokens, Lean calls,
+    Lean CPU and wall seconds, dollars), empty when the run did not finish it."""
+
+    name: str
+    status: str
+    attempts: list[AttemptRecord] = field(default_factory=list)
+    header: str | None = None
+    statement: str | None = None
+    search_status: str | None = None
+    error: str | None = None
+    budget: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def correct(self) -> int:
+        """How many attempts the verifier accepted."""
+        return sum(1 for a in self.attempts if a.ok)
+
+    def cost(self, key: str) -> float:
+        """One figure of the problem's budget (``tokens_in``, ``lean_calls``, …): the recorded
+        one, else the sum over the attempts (which know tokens, seconds and Lean calls)."""
+        if key in self.budget:
+            return self.budget[key]
+        return sum(float(getattr(a, key, 0.0)) for a in self.attempts)
+
+
+@dataclass
+class ReportData:
+    """Everything the page shows. ``finished`` is False when ``summary.json`` is missing (the run
+    was killed, or is still going): statuses are then those of the attempts written so far."""
+
+    out_dir: Path
+    summary: dict[str, object]
+    problems: list[ProblemRecord]
+    finished: bool
+
+    @property
+    def mode(self) -> str:
+        return _text(self.summary.get("mode")) or ""
+
+
+def read_report_data(out_dir: str | Path) -> ReportData:
+    """Read ``out_dir``'s ``summary.json`` and ``attempts.jsonl`` (either may be missing, not
+    both). Problems are in the summary's order (the benchmark's), then any only the attempts name.
+    """
+    out = Path(out_dir)
+    attempts_path, summary_path = out / ATTEMPTS_FILE, out / SUMMARY_FILE
+    if not out.is_dir():
+        raise ReportInputError(
+            f"{out} is not a directory: give the --out directory of an evaluation "
+            "(it holds attempts.jsonl and summary.json)"
+        )
+    if not attempts_path.is_file() and not summary_path.is_file():
+        raise ReportInputError(
+            f"{out} holds neither {ATTEMPTS_FILE} nor {SUMMARY_FILE}: give the --out directory "
+            "of an evaluation"
+        )
+    summary = _read_summary(summary_path) if summary_path.is_file() else {}
+    log = _read_attempts(attempts_path) if attempts_path.is_file() else _AttemptLines()
+    listed = summary.get("problems")
+    listed = listed if isinstance(listed, Mapping) else {}
+    names = [*map(str, listed), *(n for n in log.attempts if n not in listed)]
+    names += [n for n in log.done if n not in names]
+    problems: list[ProblemRecord] = []
+    for name in names:
+        attempts = sorted(log.attempts.get(name, {}).values(), key=lambda a: (a.index, a.round))
+        # The summary's entry where there is one, else the line that closed the problem.
+        entry = listed.get(name)
+        entry = entry if isinstance(entry, Mapping) else log.done.get(name)
+        problems.append(_problem(name, entry, attempts))
+    return ReportData(out, summary, problems, finished=summary_path.is_file())
+
+
+def _problem(
+    name: str, entry: Mapping[str, object] | None, attempts: list[AttemptRecord]
+) -> ProblemRecord:
+    entry = entry or {}
+    budget = entry.get("budget")
+    return ProblemRecord(
+        name=name,
+        status=_status(entry, attempts),
+        attempts=attempts,
+        header=_text(entry.get("header")) or None,
+        statement=_text(entry.get("formal_statement")) or _text(entry.get("statement")) or None,
+        search_status=_text(entry.get("status")),
+        error=_text(entry.get("error")),
+        budget={
+            str(k): number
+            for k, value in (budget.items() if isinstance(budget, Mapping) else ())
+            if (number := _float(value)) is not None
+        },
+    )
+
+
+def _status(entry: Mapping[str, object], attempts: list[AttemptRecord]) -> str:
+    # The summary (or the problem's done line) decides where there is one: it is what the
+    # published number counts; the attempts decide for a problem the run did not close.
+    solved = entry.get("solved")
+    if solved is True or (solved is None and any(a.ok for a in attempts)):
+        return SOLVED
+    if not attempts:
+        return NOT_RUN
+    return FAILED if solved is False else UNFINISHED
+
+
+def _read_summary(path: Path) -> dict[str, object]:
+    try:
+        data = json.loads(path.read_text("utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise DataFormatError(
+            f"cannot read it as JSON ({exc}); re-run the evaluation with --resume to write it again",
+            file=path,
+        ) from exc
+    if not isinstance(data, dict):
+        raise DataFormatError("is not a JSON object", file=path)
+    return {str(k): v for k, v in data.items()}
+
+
+@dataclass
+class _AttemptLines:
+    """``attempts.jsonl`` read: attempts by problem, then by (sample index, round); the line that
+    closed each finished problem."""
+
+    attempts: dict[str, dict[tuple[int, int], AttemptRecord]] = field(default_factory=dict)
+    done: dict[str, Mapping[str, object]] = field(default_factory=dict)
+
+
+def _read_attempts(path: Path) -> _AttemptLines:
+    """Every attempt and done line; a line repeated for the same attempt counts once (the last
+    one written), so nothing is shown twice."""
+    out = _AttemptLines()
+    try:
+        text = path.read_text("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DataFormatError(f"cannot read it ({exc})", file=path) from exc
+    lines = text.split("\n")
+    last = max((i for i, line in enumerate(lines) if line.strip()), default=-1)
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            if i == last:  # a half-written last line: the run was killed mid-write
+                break
+            raise DataFormatError(f"line {i + 1} is not JSON ({exc})", file=path) from exc
+        if not isinstance(record, dict) or "problem" not in record:
+            continue
+        name = str(record["problem"])
+        if record.get("done") is True:
+            out.done[name] = record
+        elif (attempt := _attempt(record)) is not None:
+            out.attempts.setdefault(name, {})[(attempt.index, attempt.round)] = attempt
+    return out
+
+
+def _attempt(record: Mapping[str, object]) -> AttemptRecord | None:
+    index = _int(record.get("index"))
+    if index is None:
+        return None  # not an attempt line
+    return AttemptRecord(
+        index=index,
+        round=_int(record.get("round")) or 0,
+        proof=_text(record.get("proof")) or "",
+        ok=record.get("ok") is True,
+        checked_by=_text(record.get("checked_by")) or "",
+        messages=tuple(_messages(record.get("messages"))),
+        tokens_in=_int(record.get("tokens_in")) or 0,
+        tokens_out=_int(record.get("tokens_out")) or 0,
+        generator_seconds=_float(record.get("generator_seconds")) or 0.0,
+        lean_calls=_int(record.get("lean_calls")) or 0,
+        lean_seconds=_float(record.get("lean_seconds")) or 0.0,
+        cached=record.get("cached") is True,
+        error=_text(record.get("error")),
+        tree=tuple(_tree(record.get("tree"))),
+    )
+
+
+def _messages(value: object) -> list[LeanMessage]:
+    if not isinstance(value, list):
+        return []
+    out = []
+    for item in value:
+        if isinstance(item, Mapping):
+            try:
+                out.append(LeanMessage.from_dict(item))
+            except ValueError:
+                out.append(LeanMessage("error", 0, 0, str(item.get("text", item))))
+        elif item is not None:
+            out.extend(parse_lean_messages([str(item)]))
+    return out
+
+
+def _tree(value: object) -> list[NodeRecord]:
+    if isinstance(value, Mapping):
+        value = value.get("nodes")
+    if not isinstance(value, list):
+        return []
+    nodes = []
+    for item in value:
+        node_id = _int(item.get("id")) if isinstance(item, Mapping) else None
+        if not isinstance(item, Mapping) or node_id is None:
+            continue
+        nodes.append(
+            NodeRecord(
+                id=node_id,
+                parent=_int(item.get("parent")),
+                goal=_text(item.get("goal")),
+                tactic=_text(item.get("tactic")),
+                score=_float(item.get("score")),
+                outcome=_text(item.get("outcome")) or "",
+                target=_int(item.get("target")),
+                proved=item.get("proved") is True,
+            )
+        )
+    return nodes
+
+
+def _text(value: object) -> str | None:
+    if value is None:
+        return None
+    return value if isinstance(value, str) else str(value)
+
+
+def _int(value: object) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return None
+
+
+def _float(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if math.isfinite(value) else None
