@@ -25,8 +25,10 @@ if TYPE_CHECKING:
         shares_states,
     )
     from .base import AsyncProofEnv, ProofEnv
+    from .messages import LeanMessage
     from .pantograph import AsyncPantographEnv, PantographConfig, PantographEnv, PantographPool
     from .replay import AsyncReplayEnv, ReplayEnv, TransitionTable, normalize_tactic, split_tactics
+    from .standalone import standalone_header, standalone_theorem
     from .types import (
         STANDARD_AXIOMS,
         EnvClosedError,
@@ -53,6 +55,7 @@ _EXPORTS = {
     "shares_states": ".async_adapter",
     "AsyncProofEnv": ".base",
     "ProofEnv": ".base",
+    "LeanMessage": ".messages",
     "AsyncPantographEnv": ".pantograph",
     "PantographConfig": ".pantograph",
     "PantographEnv": ".pantograph",
@@ -62,6 +65,8 @@ _EXPORTS = {
     "TransitionTable": ".replay",
     "normalize_tactic": ".replay",
     "split_tactics": ".replay",
+    "standalone_header": ".standalone",
+    "standalone_theorem": ".standalone",
     "STANDARD_AXIOMS": ".types",
     "EnvClosedError": ".types",
     "EnvCrashedError": ".types",
@@ -84,6 +89,7 @@ __all__ = [
     "EnvCrashedError",
     "InteractionError",
     "InvalidRequestError",
+    "LeanMessage",
     "LeanNotFoundError",
     "PantographConfig",
     "PantographEnv",
@@ -108,6 +114,8 @@ __all__ = [
     "restarts_of",
     "shares_states",
     "split_tactics",
+    "standalone_header",
+    "standalone_theorem",
 ]
 
 __getattr__, __dir__ = reexport(globals(), _EXPORTS)

@@ -3,11 +3,12 @@ as a header (``import``/``open``/``set_option`` lines, definitions it needs) and
 text, as proving benchmarks (miniF2F, ProofNet, PutnamBench) pose it.
 
 :func:`standalone_theorem` makes it a :class:`~lean_dojo_v2.data.model.Theorem` whose
-``extra`` carries the header (and the initial goal where the benchmark records it), so it
-travels unchanged through the proving pipeline, worker processes and ``Theorem.to_dict``.
-Environments recognise it by :func:`standalone_header`: ``PantographEnv`` starts and verifies it
-in the text :func:`standalone_source` builds (the header without its ``import`` lines, which the
-REPL imported at launch, then the declaration), with no file or project around it.
+``extra`` carries the header (with the initial goal where the benchmark records it, and the
+informal statement for a prompt to show), so it travels unchanged through the proving pipeline,
+worker processes and ``Theorem.to_dict``. Environments recognise it by
+:func:`standalone_header`: ``PantographEnv`` starts and verifies it in the text
+:func:`standalone_source` builds (the header without its ``import`` lines, which the REPL
+imported at launch, then the declaration), with no file or project around it.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from ..data.model import Pos, Theorem
 __all__ = [
     "GOAL_KEY",
     "HEADER_KEY",
+    "INFORMAL_KEY",
     "declared_name",
     "header_imports",
     "recorded_goal",
@@ -30,21 +32,31 @@ __all__ = [
 
 HEADER_KEY = "header"
 GOAL_KEY = "goal"
+INFORMAL_KEY = "informal_statement"
 
 _IMPORT = re.compile(r"^\s*import\s+(.+?)\s*$", re.MULTILINE)
-_DECLARED = re.compile(r"(?<![\w.'])(?:theorem|lemma)\s+(«[^»]*»|[^\s(\[{⦃⟨:]+)")
+_DECLARED = re.compile(
+    r"(?<![\w.'])(?:theorem|lemma|def|abbrev|instance)\s+(«[^»]*»|[^\s(\[{⦃⟨:]+)"
+)
 
 
 def standalone_theorem(
-    name: str, header: str, statement: str, *, goal: str | None = None
+    name: str,
+    header: str,
+    statement: str,
+    *,
+    goal: str | None = None,
+    informal: str | None = None,
 ) -> Theorem:
     """The :class:`Theorem` of a standalone statement: ``name`` (unique within its benchmark),
     its ``header`` and its ``statement`` (``theorem name … := by``, no proof); ``goal`` is the
-    initial goal as Lean printed it, where it is known. No repository: ``url``, ``commit`` and
-    ``file_path`` are empty."""
+    initial goal as Lean printed it, where it is known; ``informal`` the statement in words. No
+    repository: ``url``, ``commit`` and ``file_path`` are empty."""
     extra: dict[str, object] = {HEADER_KEY: header}
     if goal is not None:
         extra[GOAL_KEY] = goal
+    if informal is not None:
+        extra[INFORMAL_KEY] = informal
     return Theorem(
         url="",
         commit="",
@@ -77,7 +89,8 @@ def header_imports(header: str) -> list[str]:
 
 
 def declared_name(statement: str) -> str | None:
-    """The name a ``theorem``/``lemma`` statement declares (None for an ``example``)."""
+    """The name a ``theorem``/``lemma``/``def`` statement declares (None for an
+    ``example``)."""
     m = _DECLARED.search(statement)
     return m.group(1) if m else None
 
