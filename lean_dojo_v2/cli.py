@@ -169,6 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
     from .agent.doctor import add_doctor_parser
     from .database.cli import add_db_parser
     from .evaluation.cli import add_eval_prove_parser
+    from .evaluation.report_cli import add_eval_report_parser
     from .external_api.cli import add_serve_parser
     from .lean_dojo.cli import add_trace_parser
     from .models.cli import add_generate_parser
@@ -186,6 +187,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev_sub = ev.add_subparsers(dest="eval_command", metavar="COMMAND")
     ev.set_defaults(func=lambda a: _help(ev))
     add_eval_prove_parser(ev_sub)
+    add_eval_report_parser(ev_sub)
     add_eval_retrieval_parser(ev_sub)
     add_train_parser(sub)
     add_prove_parser(sub)

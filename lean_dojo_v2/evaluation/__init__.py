@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from .config import EvalConfig
     from .errors import (
         EvaluationError,
+        ReportInputError,
         StatementError,
         UnknownBenchmarkError,
         UnknownProblemError,
@@ -27,6 +28,8 @@ if TYPE_CHECKING:
     )
     from .problems import Benchmark, Problem
     from .recorded import RecordedEnv, RecordedProof, RecordedProofs
+    from .report_data import ReportData, read_report_data
+    from .report_html import write_report_html
     from .run import evaluate
     from .statements import check_statement, normalise_proof, remove_comments
     from .summary import EvalResult
@@ -41,6 +44,7 @@ _EXPORTS = {
     "load_jsonl": ".benchmarks",
     "EvalConfig": ".config",
     "EvaluationError": ".errors",
+    "ReportInputError": ".errors",
     "StatementError": ".errors",
     "UnknownBenchmarkError": ".errors",
     "UnknownProblemError": ".errors",
@@ -50,6 +54,9 @@ _EXPORTS = {
     "RecordedEnv": ".recorded",
     "RecordedProof": ".recorded",
     "RecordedProofs": ".recorded",
+    "ReportData": ".report_data",
+    "read_report_data": ".report_data",
+    "write_report_html": ".report_html",
     "evaluate": ".run",
     "check_statement": ".statements",
     "normalise_proof": ".statements",
@@ -75,6 +82,8 @@ __all__ = [
     "RecordedEnv",
     "RecordedProof",
     "RecordedProofs",
+    "ReportData",
+    "ReportInputError",
     "StatementError",
     "UnknownBenchmarkError",
     "UnknownProblemError",
@@ -89,7 +98,9 @@ __all__ = [
     "load_jsonl",
     "make_verifier_env",
     "normalise_proof",
+    "read_report_data",
     "remove_comments",
+    "write_report_html",
 ]
 
 __getattr__, __dir__ = reexport(globals(), _EXPORTS)

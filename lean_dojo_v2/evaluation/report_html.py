@@ -74,7 +74,12 @@ def write_report_html(out_dir: str | Path) -> Path:
     :class:`~lean_dojo_v2.evaluation.errors.ReportInputError` when ``out_dir`` holds no
     evaluation, :class:`~lean_dojo_v2.errors.DataFormatError` for a file that cannot be read.
     """
-    data = read_report_data(out_dir)
+    return save_report_html(read_report_data(out_dir))
+
+
+def save_report_html(data: ReportData) -> Path:
+    """Write the page of ``data`` (read by :func:`~.report_data.read_report_data`) into its
+    output directory, atomically; return its path."""
     target = data.out_dir / REPORT_FILE
     page = render_report_html(data)
     fd, tmp = tempfile.mkstemp(prefix=".report.", suffix=".html.tmp", dir=data.out_dir)

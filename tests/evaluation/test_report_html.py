@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from lean_dojo_v2.cli import main
 from lean_dojo_v2.errors import DataFormatError
 from lean_dojo_v2.evaluation.errors import ReportInputError
 from lean_dojo_v2.evaluation.report_data import read_report_data
@@ -305,6 +306,23 @@ def test_putnambench_size_stays_small_and_fast_to_write(
     page = path.read_text("utf-8")
     assert len(_problem_names(page)) == 672
     assert not re.search(r"<details[^>]* open[ >=]", page)  # collapsed: nothing open
+
+
+def test_eval_report_remakes_the_page_from_an_out_directory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = _evaluation(tmp_path / "out")
+    assert main(["eval", "report", str(out), "--json"]) == 0
+    line = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert line == {"report": str(out / "report.html"), "problems": 5, "finished": True}
+    assert len(_problem_rows((out / "report.html").read_text("utf-8"))) == 5
+
+    assert main(["eval", "report", str(tmp_path / "nothing-here")]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        f"lean-dojo-v2: error: {tmp_path / 'nothing-here'} is not a directory: give the --out "
+        "directory of an evaluation (it holds attempts.jsonl and summary.json)"
+    ]
 
 
 # --------------------------------------------------------------------------- in Chromium
