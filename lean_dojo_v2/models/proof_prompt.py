@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import json
 import string
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -72,27 +72,29 @@ class ProofTask:
 
     @classmethod
     def from_theorem(cls, theorem: Theorem, state: str | None = None) -> ProofTask:
-        """The task of ``theorem``: a benchmark problem carries ``header`` (and
-        ``informal_statement``) in ``theorem.extra`` and its statement in ``theorem_statement``
-        (or ``extra["formal_statement"]``); a traced theorem has neither header nor extra."""
-        extra = theorem.extra if isinstance(theorem.extra, Mapping) else {}
-        header = extra.get("header")
-        statement = extra.get("formal_statement") or theorem.theorem_statement
-        informal = extra.get("informal_statement")
+        """The task of ``theorem``: a standalone statement
+        (:func:`~lean_dojo_v2.interaction.standalone.standalone_theorem`: a benchmark problem)
+        has its header, statement, informal statement and recorded goal; a theorem of a traced
+        repository has its statement when the dataset records one. ``state``: the first goal
+        state (from the environment), else the recorded goal."""
+        from ..interaction.standalone import INFORMAL_KEY, recorded_goal, standalone_header
+
+        informal = theorem.extra.get(INFORMAL_KEY)
         return cls(
             name=theorem.full_name,
-            header=header if isinstance(header, str) else None,
-            formal_statement=statement if isinstance(statement, str) else None,
+            header=standalone_header(theorem),
+            formal_statement=theorem.theorem_statement or None,
             informal_statement=informal if isinstance(informal, str) and informal else None,
-            state=state,
+            state=state if state is not None else recorded_goal(theorem),
         )
 
 
 @dataclass(frozen=True)
 class LeanFeedback:
     """Lean's first error of a failed attempt, as a refinement prompt shows it: ``message``,
-    its position (``line``, ``column``; None when Lean gave none) and ``goal``, the goal at that
-    position when known."""
+    its position in the proof (``line`` 1 is the proof's first line, ``column`` counted from 0
+    as Lean counts; None when Lean placed the error outside the proof, e.g. ``unsolved goals``
+    at the statement's ``by``) and ``goal``, the goal Lean printed there when it printed one."""
 
     message: str
     line: int | None = None
@@ -101,10 +103,11 @@ class LeanFeedback:
 
     @property
     def position(self) -> str:
-        """``"line 3, column 2"``, or ``"an unknown position"``."""
+        """``"line 3, column 2 of the proof"``, or ``"the statement (outside the proof)"``."""
         if self.line is None:
-            return "an unknown position"
-        return f"line {self.line}" + (f", column {self.column}" if self.column is not None else "")
+            return "the statement (outside the proof)"
+        column = f", column {self.column}" if self.column is not None else ""
+        return f"line {self.line}{column} of the proof"
 
 
 @dataclass(frozen=True)
@@ -178,7 +181,8 @@ REFINE_FIELDS = (
 """Placeholders of a ``refine`` template, besides :data:`WHOLE_FIELDS`: ``whole`` the rendered
 whole-proof prompt, ``proof`` the failed proof, ``attempt`` the code it was checked as (header,
 statement and proof for a standalone statement; the proof otherwise), ``error`` Lean's message,
-``line``/``column`` its position as Lean reports it (``""`` when unknown), ``position`` both in words,
+``line``/``column`` its position in the proof (:class:`LeanFeedback`; ``""`` outside the
+proof), ``position`` both in words,
 ``error_goal`` the goal there (``""`` when unknown), ``goal_block`` ``"The goal there:\\n…\\n"``
 or ``""``, ``answer`` the model's failed answer as written, ``round`` the refinement round (1…)."""
 

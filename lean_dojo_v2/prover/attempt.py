@@ -21,7 +21,7 @@ def _number(value: object) -> float:
 
 
 def _finite(value: float) -> float | None:
-    return round(value, 6) if math.isfinite(value) else None
+    return value if math.isfinite(value) else None
 
 
 @dataclass

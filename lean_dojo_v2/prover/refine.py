@@ -17,16 +17,12 @@ Leanabell-Prover-V2's multi-turn use of Lean's messages):
 
 Every proof checked is an :class:`~.attempt.Attempt` (``index``: its chain, ``round``: 0 … R).
 
-Lean's first error comes from the verdict: its structured messages when the environment gives
-them (``Verdict.errors``: objects with ``severity``, ``line``, ``column``, ``text`` and ``goal``),
-else the first of ``Verdict.messages`` in Lean's ``LINE:COL: error: MESSAGE`` form (a file name
-before it is allowed), else its first message. An ``unsolved goals`` error carries the goals
-after its first line: they become the goal there.
+Lean's first error comes from the verdict (:func:`~.feedback.first_error`): its position in the
+proof, its message and the goal Lean printed there.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -34,8 +30,8 @@ from ..data.model import Theorem
 from ..errors import ConfigError
 from ..interaction import AsyncProofEnv
 from ..interaction.async_adapter import as_async_envs
-from ..interaction.types import Verdict
 from ..models.proof_prompt import FailedProof, LeanFeedback, ProofPrompt, ProofRequest, ProofTask
+from .feedback import first_error
 from .result import SearchResult
 from .search_config import SearchConfig
 from .search_run import SearchStop, check_theorem, own_config
@@ -44,65 +40,6 @@ from .whole_proof import ProofSampler, Sampled, WholeProofRun, WholeProofSearch
 if TYPE_CHECKING:
     from ..models.generator import TacticGenerator
     from .search_types import ProgressPredictor
-
-# Lean's message text: "LINE:COL: SEVERITY: MESSAGE", as Lean prints it (a file name may lead).
-_LEAN_MESSAGE = re.compile(
-    r"^(?:[^\n]*?:)?(\d+):(\d+):\s*(error|warning|information|info)\s*:\s?(.*)\Z", re.S
-)
-_UNSOLVED = re.compile(r"^unsolved goals\s*\n(.+)\Z", re.S)
-
-
-def first_error_index(messages: Sequence[str]) -> int | None:
-    """The index of the first error among Lean's ``messages`` (text in Lean's
-    ``LINE:COL: error: MESSAGE`` form, or a message without a position that is not a
-    warning), or None when there is none."""
-    for k, text in enumerate(messages):
-        m = _LEAN_MESSAGE.match(text.strip())
-        if m is not None and m.group(3) == "error":
-            return k
-    for k, text in enumerate(messages):
-        if _LEAN_MESSAGE.match(text.strip()) is None and not text.lstrip().startswith("warning"):
-            return k
-    return None
-
-
-def _split_goal(message: str, goal: str | None) -> tuple[str, str | None]:
-    """An ``unsolved goals`` message's goals as the goal there (when none is given)."""
-    m = _UNSOLVED.match(message.strip())
-    if goal is None and m is not None:
-        return "unsolved goals", m.group(1).strip()
-    return message.strip(), goal
-
-
-def _int_or_none(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def first_error(verdict: Verdict) -> LeanFeedback:
-    """Lean's first error of a rejected proof (see the module docstring)."""
-    structured: Any = getattr(verdict, "errors", None)
-    if structured:
-        errors = [e for e in structured if getattr(e, "severity", "error") == "error"]
-        e = (errors or list(structured))[0]
-        text = str(getattr(e, "text", None) or getattr(e, "message", None) or e)
-        goal = getattr(e, "goal", None)
-        message, goal = _split_goal(text, goal if isinstance(goal, str) and goal else None)
-        return LeanFeedback(
-            message,
-            _int_or_none(getattr(e, "line", None)),
-            _int_or_none(getattr(e, "column", None)),
-            goal,
-        )
-    messages = [str(m) for m in verdict.messages]
-    k = first_error_index(messages)
-    if k is None:
-        return LeanFeedback("Lean rejected the proof without a message")
-    m = _LEAN_MESSAGE.match(messages[k].strip())
-    if m is None:
-        message, goal = _split_goal(messages[k], None)
-        return LeanFeedback(message, goal=goal)
-    message, goal = _split_goal(m.group(4), None)
-    return LeanFeedback(message, int(m.group(1)), int(m.group(2)), goal)
 
 
 def feedback_of(sample: Sampled) -> LeanFeedback:
@@ -214,4 +151,4 @@ class RefineRun(WholeProofRun):
         return stats
 
 
-__all__ = ["RefineRun", "RefineSearch", "feedback_of", "first_error", "first_error_index"]
+__all__ = ["RefineRun", "RefineSearch", "feedback_of"]

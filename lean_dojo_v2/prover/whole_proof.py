@@ -43,6 +43,7 @@ from ..models.generator import Completion, GeneratorUsage
 from ..models.proof_prompt import ProofPrompt, ProofRequest, ProofTask, load_proof_prompt
 from .attempt import Attempt
 from .completions import completion_proof
+from .feedback import verdict_messages
 from .result import SearchResult, proof_text
 from .search_config import SearchConfig
 from .search_run import (
@@ -356,7 +357,7 @@ class WholeProofRun(SearchRun):
             return
         a.ok = bool(verdict.ok)
         a.checked_by = verdict.checked_by
-        a.messages = _first_error_first(verdict)
+        a.messages = verdict_messages(verdict)
         a.cached = not checked_here or bool(getattr(verdict, "cached", False))
         if a.cached:
             a.lean_calls, a.lean_seconds = 0, 0.0
@@ -412,17 +413,6 @@ class WholeProofRun(SearchRun):
         stats["envs"] = len(self.envs)
         stats["env_restarts"] = self._env_restarts()
         return stats
-
-
-def _first_error_first(verdict: Verdict) -> list[str]:
-    """Lean's messages with the first error first (``Verdict.messages`` order otherwise)."""
-    from .refine import first_error_index
-
-    messages = [str(m) for m in verdict.messages]
-    k = first_error_index(messages)
-    if k:
-        messages.insert(0, messages.pop(k))
-    return messages
 
 
 def _shares(

@@ -37,7 +37,8 @@ What a test can script (attributes of :class:`Script`, changeable while the serv
   ``huge`` bytes, declared in ``content-length``).
 
 ``requests`` holds every chat request body received (parsed JSON), in order; ``headers`` their
-HTTP headers (lower-case names).
+HTTP headers (lower-case names). Each answer's ``usage`` counts three characters a token: the
+prompt's messages once, and every choice's text.
 """
 
 from __future__ import annotations
@@ -295,11 +296,20 @@ class FakeOpenAI:
                     entries = [{"token": t} for t in toks]
                 choice["logprobs"] = {"content": entries}
             choices.append(choice)
+        # three characters a token, as the log-probs are spread (the prompt counted once)
+        prompt_tokens = sum(len(_tokens(str(m.get("content", "")))) for m in body["messages"])
+        completion_tokens = sum(
+            len(_tokens(c["message"]["content"] or "")) for c in choices
+        )
         return 200, {
             "id": f"chatcmpl-{len(self.requests)}",
             "object": "chat.completion",
             "created": int(time.time()),
             "model": body.get("model"),
             "choices": choices,
-            "usage": {"prompt_tokens": 1, "completion_tokens": n, "total_tokens": 1 + n},
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+            },
         }
