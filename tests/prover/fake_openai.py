@@ -298,9 +298,7 @@ class FakeOpenAI:
             choices.append(choice)
         # three characters a token, as the log-probs are spread (the prompt counted once)
         prompt_tokens = sum(len(_tokens(str(m.get("content", "")))) for m in body["messages"])
-        completion_tokens = sum(
-            len(_tokens(c["message"]["content"] or "")) for c in choices
-        )
+        completion_tokens = sum(len(_tokens(c["message"]["content"] or "")) for c in choices)
         return 200, {
             "id": f"chatcmpl-{len(self.requests)}",
             "object": "chat.completion",
