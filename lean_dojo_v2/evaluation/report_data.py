@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..errors import DataFormatError
@@ -35,6 +35,8 @@ FAILED = "failed"
 UNFINISHED = "unfinished"
 NOT_RUN = "not run"
 STATUSES = (SOLVED, FAILED, UNFINISHED, NOT_RUN)
+NOTE = "note"
+"""The severity given to a message that is not Lean's (no ``line:col: severity:`` in front)."""
 """A problem's status on the page: ``unfinished`` has attempts but no ``done`` line (its run was
 killed; ``--resume`` proves it again), ``not run`` has no attempt at all."""
 
@@ -268,7 +270,13 @@ def _messages(value: object) -> list[LeanMessage]:
             except ValueError:
                 out.append(LeanMessage("error", 0, 0, str(item.get("text", item))))
         elif item is not None:
-            out.extend(parse_lean_messages([str(item)]))
+            text = str(item)
+            (message,) = parse_lean_messages([text])
+            if message.line == 0 and message.text == text:
+                # Not in Lean's format: the verifier's or the search's own note about the attempt
+                # ("recorded: not counted: …", "no proof in the model's answer"), not an error.
+                message = replace(message, severity=NOTE)
+            out.append(message)
     return out
 
 

@@ -22,7 +22,7 @@ import logging
 import math
 import os
 import re
-import tempfile
+import threading
 from collections.abc import Iterable, Mapping
 from importlib import resources
 from pathlib import Path
@@ -82,13 +82,14 @@ def save_report_html(data: ReportData) -> Path:
     output directory, atomically; return its path."""
     target = data.out_dir / REPORT_FILE
     page = render_report_html(data)
-    fd, tmp = tempfile.mkstemp(prefix=".report.", suffix=".html.tmp", dir=data.out_dir)
+    # A named file beside it rather than mkstemp's: that one is private (0600) whatever the umask,
+    # and the report is read like the other files of --out.
+    tmp = target.with_name(f".{REPORT_FILE}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(page)
+        tmp.write_text(page, encoding="utf-8")
         os.replace(tmp, target)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
     log.info("report written to %s (%d problems)", target, len(data.problems))
     return target
@@ -319,7 +320,7 @@ def _attempt(pid: str, a: AttemptRecord, ids: _Ids) -> str:
         body.append(f'<div class="label">error</div>{_pre(a.error, "err")}')
     if a.messages:
         body.append(
-            '<div class="label">Lean\'s messages</div><ul class="msgs">'
+            '<div class="label">messages</div><ul class="msgs">'
             + "".join(_message(m) for m in a.messages)
             + "</ul>"
         )

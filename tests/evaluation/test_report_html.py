@@ -57,6 +57,8 @@ TREE = [
     },
     {"id": 3, "parent": 1, "goal": "", "tactic": "rfl", "score": -0.1, "outcome": "proof"},
 ]
+# The recorded verifier's word about an accepted proof: a note, not one of Lean's errors.
+ACCEPTED_NOTE = "recorded: the proof is, up to white space, one Lean accepted for this statement"
 PROBLEMS = ["mathd_algebra_10", "amc12_2000_p5", "nat_add_zero", "imo_1959_p1", QUOTE_NAME]
 
 
@@ -64,7 +66,7 @@ def _evaluation(out: Path) -> Path:
     """Five problems: solved in whole mode, failed (with hostile proof and message), solved by
     tactic search (with its tree), not run, and one whose very name is hostile."""
     lines = [
-        attempt("mathd_algebra_10", 0, ok=True),
+        attempt("mathd_algebra_10", 0, ok=True, messages=[ACCEPTED_NOTE]),
         attempt("mathd_algebra_10", 1, ok=False),
         attempt("amc12_2000_p5", 0, ok=False, proof=SCRIPT_PROOF),
         attempt(
@@ -148,6 +150,12 @@ def test_every_problem_with_its_status_attempts_and_lean_messages(tmp_path: Path
     assert "linarith failed to find a contradiction" in page
     assert "h : a &lt; b\n⊢ False" in page
     assert "error at 1:8" in page and "unknown identifier &#x27;foo&#x27;" in page
+    note = page[page.index(ACCEPTED_NOTE) - 120 : page.index(ACCEPTED_NOTE)]
+    assert '<span class="sev sev-note">note</span>' in note
+    # Readable as the other files of --out are (not a private temporary file's 0600).
+    umask = os.umask(0)
+    os.umask(umask)
+    assert path.stat().st_mode & 0o777 == 0o666 & ~umask
     # The summary table: pass@k, the budget, which verifier decided.
     # k, pass@k (Chen et al.'s estimator: 2 problems with 1 of 2 samples right), solved in first k
     assert '<th>1</th><td class="num">20.0 %</td><td class="num">2</td>' in page
