@@ -26,12 +26,21 @@ __all__ = ["PLOT_FILE", "budget_curve", "write_plot"]
 
 
 def budget_curve(result: EvalResult) -> tuple[str, list[tuple[float, int]]]:
-    """``(unit, [(budget, problems solved within it), ...])`` for the right panel: the unit is
-    ``"tokens"`` when the generator reported tokens, else ``"attempts"``."""
+    """``(unit, [(budget, problems solved within it), ...])`` for the right panel, from 0 to
+    the most any problem spent: the unit is ``"tokens"`` when the generator reported tokens,
+    else ``"attempts"``."""
     costs = [p.to_solve for p in result.problems if p.solved and p.to_solve]
     unit = "tokens" if any(c.get("tokens") for c in costs) else "attempts"
     values = sorted(float(c.get(unit) or 0.0) for c in costs)
-    return unit, [(v, i + 1) for i, v in enumerate(values)]
+    curve = [(0.0, 0)] + [(v, i + 1) for i, v in enumerate(values)]
+    spent = [
+        float(p.budget.tokens_in + p.budget.tokens_out if unit == "tokens" else p.budget.attempts)
+        for p in result.problems
+    ]
+    most = max(spent, default=0.0)
+    if most > curve[-1][0]:  # flat to the end: more budget solved nothing more
+        curve.append((most, curve[-1][1]))
+    return unit, curve
 
 
 def write_plot(result: EvalResult, out_dir: Path) -> Path | None:
@@ -41,6 +50,7 @@ def write_plot(result: EvalResult, out_dir: Path) -> Path | None:
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+        from matplotlib.ticker import MaxNLocator
     except ImportError:
         log.warning("matplotlib is not installed: no %s (pip install matplotlib)", PLOT_FILE)
         return None
@@ -61,13 +71,11 @@ def write_plot(result: EvalResult, out_dir: Path) -> Path | None:
         left.set_ylim(0, max(result.attempted, 1))
         left.grid(alpha=0.3)
         left.legend(fontsize=8)
+        left.xaxis.set_major_locator(MaxNLocator(integer=True))
         unit, curve = budget_curve(result)
-        if curve:
-            xs = [0.0] + [x for x, _ in curve]
-            ys = [0] + [y for _, y in curve]
-            right.step(xs, ys, where="post")
-            if unit == "tokens" and curve[-1][0] > 100 * max(curve[0][0], 1.0):
-                right.set_xscale("symlog")
+        right.step([x for x, _ in curve], [y for _, y in curve], where="post")
+        if unit == "tokens" and curve[-1][0] > 1000:
+            right.set_xscale("symlog", linthresh=100)
         right.set_xlabel(f"budget per problem ({unit} up to the first accepted proof)")
         right.set_ylabel("problems solved")
         right.set_ylim(0, max(result.attempted, 1))

@@ -127,7 +127,7 @@ def prepare(
             "of problems) or a LeanDojo dataset (data=DIR, --data DIR)"
         )
     _check_mode(cfg)
-    model = _model_name(cfg)
+    model = _model_name(cfg, make_generator)
     price = _price(cfg, model)
     benchmark = _load_benchmark(cfg)
     theorems = _theorems(benchmark)
@@ -137,7 +137,7 @@ def prepare(
     settings = _settings(cfg, benchmark, model)
     for key, factory in (("env_factory", make_env), ("generator_factory", make_generator)):
         if factory is not None:  # your own: named, so that another one is another evaluation
-            settings[key] = f"{type(factory).__module__}.{type(factory).__qualname__}"
+            settings[key] = _name_of(factory)
     out = (
         Path(cfg.out).expanduser()
         if cfg.out
@@ -179,7 +179,20 @@ def _check_mode(cfg: EvalConfig) -> None:
         log.info("early_stop has no effect in tactic mode: a search stops at its first proof")
 
 
-def _model_name(cfg: EvalConfig) -> str:
+def _name_of(factory: object) -> str:
+    """``module.name`` of a factory: a function's own, a ``functools.partial``'s function's, or
+    the class of a callable object."""
+    target = getattr(factory, "func", factory)  # functools.partial
+    if not hasattr(target, "__qualname__"):
+        target = type(target)
+    return f"{getattr(target, '__module__', '?')}.{getattr(target, '__qualname__', '?')}"
+
+
+def _model_name(cfg: EvalConfig, own: GeneratorFactory | None) -> str:
+    """The model's name in the results: ``model``, else the default model's, else (your own
+    generator factory) the factory's."""
+    if own is not None:
+        return cfg.model or _name_of(own)
     if cfg.generator == "openai":
         if not cfg.model:
             raise ConfigError("--generator openai needs --model: the model name the server serves")
