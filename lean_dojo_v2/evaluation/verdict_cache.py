@@ -7,7 +7,7 @@ so that a repeated sample or a re-run costs no call to Lean.
     make_env = cached(make_verifier_env("lean", bench, project=p), cache)
 
 :class:`VerdictCache` is a SQLite file (WAL, so worker processes share it) or a dict. Its key is a
-hash of the verifier's identity (``lean:v4.15.0``, ``recorded``: a verdict of one verifier never
+hash of the verifier's identity (``lean:4.15.0``, ``recorded``: a verdict of one verifier never
 answers for another), the header and statement (a LeanDojo theorem: its repository, commit, file
 and name) and the proof, each in its comparison form (:mod:`.statements`: two proofs that differ
 only in white space are one proof). A verdict that says Lean ran out of time is not kept: on a
@@ -49,7 +49,7 @@ __all__ = ["CachedEnv", "CachedEnvFactory", "VerdictCache", "cached", "verifier_
 def verifier_id(thing: object) -> str:
     """Who checks, and with which Lean: a factory's or environment's ``verifier_id`` where it
     declares one (looking through wrappers' ``make_env``/``env``/``aenv``), else its backend
-    and the Lean version of its project (``pantograph:leanprover/lean4:v4.15.0``), read from the
+    and the Lean version of its project (``pantograph:4.15.0``), read from the
     project's ``lean-toolchain`` without starting anything."""
     seen = 0
     current: object = thing

@@ -18,7 +18,7 @@ verifier, for the proving pipeline's workers and its re-check.
 - ``replay``: a LeanDojo dataset's recorded transitions (``ReplayEnv``; ``checked_by="replay"``),
   as ``prove --backend replay`` proves, for tactic search without Lean.
 
-Each factory declares ``verifier_id`` (``lean:leanprover/lean4:v4.15.0``, ``recorded``,
+Each factory declares ``verifier_id`` (``lean:4.15.0``, ``recorded``,
 ``replay:DIR``), the verdict cache's name for it.
 """
 
