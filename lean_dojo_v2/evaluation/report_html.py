@@ -424,14 +424,15 @@ def _is_proof(outcome: str) -> bool:
 
 
 class _Ids:
-    """Element ids from names: characters a URL fragment would need escaped become ``_``, and a
-    repeated id gets a ``-2``, ``-3`` … suffix, so ``#id`` always names one element."""
+    """Element ids from names: letters (Lean's ``ι``, ``₁`` too), digits and ``_.:'-`` are kept,
+    anything else (white space, quotes, brackets) becomes ``_``; a repeated id gets a ``-2``,
+    ``-3`` … suffix, so ``#id`` always names one element."""
 
     def __init__(self) -> None:
         self._seen: set[str] = set()
 
     def new(self, wanted: str) -> str:
-        base = re.sub(r"[^A-Za-z0-9_.:-]+", "_", wanted)
+        base = re.sub(r"[^\w.:'-]+", "_", wanted)
         candidate, n = base, 1
         while candidate in self._seen:
             n += 1

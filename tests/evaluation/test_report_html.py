@@ -385,10 +385,19 @@ def test_the_report_opens_in_chromium_and_shows_every_problem(tmp_path: Path) ->
     assert "<code>rfl</code>" in node[: node.index("</details>")]
     assert "5 of 5 problems shown" in dom
 
+    # A window taller than the page: headless Chromium paints a scrolled page with a blank band.
     shot = tmp_path / "report.png"
-    _browse(tmp_path, url, f"--screenshot={shot}", "--window-size=1280,1400", "--hide-scrollbars")
+    _browse(tmp_path, url, f"--screenshot={shot}", "--window-size=1280,2400", "--hide-scrollbars")
     png = shot.read_bytes()
     assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 10_000
+    from PIL import Image  # matplotlib's dependency
+
+    with Image.open(shot) as image:
+        gray = image.convert("L")
+        assert gray.size == (1280, 2400)
+        title, tree = gray.crop((0, 0, 1280, 80)), gray.crop((0, 1000, 1280, 2400))
+        assert title.getextrema()[0] < 80  # the title's dark text is painted
+        assert tree.getextrema()[0] < 80  # so is what the opened problem shows
 
 
 def test_putnambench_size_loads_in_chromium(
