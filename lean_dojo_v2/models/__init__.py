@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from .premise_index import DenseRetriever, PremiseIndex, export_retriever, load_retriever
     from .progress import ProgressModel, load_progress_model, progress_text
     from .prompts import SYSTEM_PROMPT, end_marker, render_prompt, training_pair
+    from .proof_prompt import ProofPrompt, ProofRequest, ProofTask
     from .retrieval import AccessibleAt, PremiseEncoder, Retriever, load_encoder, premise_text
     from .retrieval_eval import (
         RetrievalQuery,
@@ -52,6 +53,9 @@ _EXPORTS = {
     "ProgressModel": ".progress",
     "load_progress_model": ".progress",
     "progress_text": ".progress",
+    "ProofPrompt": ".proof_prompt",
+    "ProofRequest": ".proof_prompt",
+    "ProofTask": ".proof_prompt",
     "SYSTEM_PROMPT": ".prompts",
     "end_marker": ".prompts",
     "render_prompt": ".prompts",
@@ -77,6 +81,9 @@ __all__ = [
     "PremiseEncoder",
     "PremiseIndex",
     "ProgressModel",
+    "ProofPrompt",
+    "ProofRequest",
+    "ProofTask",
     "RetrievalQuery",
     "Retriever",
     "SYSTEM_PROMPT",

@@ -1,6 +1,6 @@
 """Layer 3: proof search and provers.
 
-Best-first and whole-proof search over a :class:`~lean_dojo_v2.interaction.ProofEnv`, the provers
+Best-first, whole-proof and refinement search over a :class:`~lean_dojo_v2.interaction.ProofEnv`, the provers
 (tactic generators behind that search), proof re-checking, recording and write-back, and the
 proving pipeline that runs them in order (:class:`ProveRun`). Names are imported on first use.
 """
@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from .._lazy import reexport
 
 if TYPE_CHECKING:
+    from .attempt import Attempt, TreeNode
     from .base import BaseProver
     from .best_first import BestFirstSearch
     from .external_prover import ExternalProver
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
     from .parallel import prove_theorems
     from .pipeline import ProofJob, ProveRun, ProveRunReport, WriteBackRequest
     from .recording import record_results
+    from .refine import RefineSearch
     from .result import SearchResult, proof_text
     from .retrieval_prover import RetrievalProver
     from .search import search_theorem
@@ -29,6 +31,8 @@ if TYPE_CHECKING:
     from .writeback import SorryNotFoundError, WriteBackError, WriteBackResult, write_back
 
 _EXPORTS = {
+    "Attempt": ".attempt",
+    "TreeNode": ".attempt",
     "BaseProver": ".base",
     "BestFirstSearch": ".best_first",
     "ExternalProver": ".external_prover",
@@ -40,6 +44,7 @@ _EXPORTS = {
     "ProveRunReport": ".pipeline",
     "WriteBackRequest": ".pipeline",
     "record_results": ".recording",
+    "RefineSearch": ".refine",
     "SearchResult": ".result",
     "proof_text": ".result",
     "RetrievalProver": ".retrieval_prover",
@@ -54,6 +59,7 @@ _EXPORTS = {
     "write_back": ".writeback",
 }
 __all__ = [
+    "Attempt",
     "BaseProver",
     "BestFirstSearch",
     "ExternalProver",
@@ -61,11 +67,13 @@ __all__ = [
     "ProofJob",
     "ProveRun",
     "ProveRunReport",
+    "RefineSearch",
     "RetrievalProver",
     "SearchConfig",
     "SearchResult",
     "SorryNotFoundError",
     "TheoremOutcome",
+    "TreeNode",
     "WholeProofSearch",
     "WriteBackError",
     "WriteBackRequest",

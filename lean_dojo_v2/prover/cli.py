@@ -8,8 +8,8 @@ copy of the repository with ``--write-back``), then prints a summary (with ``--j
 line is one JSON object). The search settings are a :class:`~lean_dojo_v2.prover.search.SearchConfig`,
 read like every trainer's config: a YAML ``--config FILE``, then ``--set key=value`` overrides,
 then the explicit search flags (``--num-samples``, ``--max-expansions``, ``--timeout``,
-``--tactic-timeout``, ``--whole-proof``), which are shortcuts for their keys; ``--help-config``
-lists every key with its doc.
+``--tactic-timeout``, ``--whole-proof``, ``--mode``, ``--refine-rounds``), which are shortcuts
+for their keys; ``--help-config`` lists every key with its doc.
 
 Bad input ends in one line that says what to do, before any work starts: an unknown dataset,
 split or theorem, a config key or value, a dataset with nothing the environment can start, a
@@ -131,6 +131,20 @@ def add_prove_parser(sub: argparse._SubParsersAction[ParserT]) -> ParserT:
     search.add_argument("--tactic-timeout", type=float, default=None, help="seconds per tactic")
     search.add_argument(
         "--whole-proof", action="store_true", help="sample whole proofs and verify each"
+    )
+    search.add_argument(
+        "--mode",
+        choices=("tactic", "whole", "refine"),
+        default=None,
+        help="tactic: best-first search (the default); whole: sample whole proofs, verify each; "
+        "refine: whole proofs, then rounds that send Lean's first error back (--refine-rounds)",
+    )
+    search.add_argument(
+        "--refine-rounds",
+        type=int,
+        default=None,
+        metavar="R",
+        help="refinement rounds after a failed whole proof, --mode refine (2)",
     )
     search.add_argument(
         "--progress-model",
@@ -409,7 +423,7 @@ def _with_progress_model(config: SearchConfig) -> SearchConfig:
     from ..models.progress import check_progress_model
 
     folder = check_progress_model(source)
-    if config.whole_proof:
+    if config.search_mode != "tactic":
         logger.warning(
             "whole-proof search ranks no states: the progress model %s is not used", source
         )
@@ -425,6 +439,10 @@ def _search_flags(args: argparse.Namespace) -> dict[str, Any]:
     }
     if args.whole_proof:  # a store_true flag: absent leaves the config's whole_proof alone
         flags["whole_proof"] = True
+    if args.mode is not None:
+        flags["mode"] = args.mode
+    if args.refine_rounds is not None:
+        flags["refine_rounds"] = args.refine_rounds
     if args.progress_model is not None:
         flags["progress_model_path"] = args.progress_model
     if args.progress_weight is not None:
@@ -469,7 +487,7 @@ def _summary(
         "parallel": args.parallel,
         "errors": {r.theorem: r.error for r in results if r.status == "error"},
     }
-    if config is not None and not config.whole_proof:
+    if config is not None and config.search_mode == "tactic":
         model = config.progress_model_path if config.progress_weight != 0 else None
         out["progress_model"] = model
         out["progress_weight"] = config.effective_progress_weight(model is not None)

@@ -154,3 +154,18 @@ def test_prove_with_config_and_set_runs_a_search(
     summary = json.loads(out.strip().splitlines()[-1])
     assert summary["attempted"] == 1
     assert 1 <= summary["expansions"] <= 20
+
+
+def test_mode_and_refine_rounds_flags_set_the_search_mode(
+    tiny_model: Path, captured: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from lean_dojo_v2.prover.search import SearchConfig
+
+    assert main(_prove(["--mode", "refine", "--refine-rounds", "3"], tiny_model)) == 0
+    assert captured["config"] == SearchConfig(mode="refine", refine_rounds=3)
+    assert main(_prove(["--set", "mode=whole", "--set", "early_stop=false"], tiny_model)) == 0
+    assert captured["config"].search_mode == "whole" and not captured["config"].early_stop
+    line = one_line_error(_prove(["--whole-proof", "--mode", "tactic"], tiny_model), capsys)
+    assert "contradicts mode='tactic'" in line
+    line = one_line_error(_prove(["--set", "mode=wholeproof"], tiny_model), capsys)
+    assert "tactic, whole, refine" in line
