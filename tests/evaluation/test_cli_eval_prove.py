@@ -1,0 +1,166 @@
+"""``lean-dojo-v2 eval prove``: bad input is one line and writes nothing; an ``--out`` of another
+evaluation is refused unless ``--resume`` (same settings) or ``--force``; the config system
+(``--help-config``, ``--set``, ``--config``); dollars from a price table; and tactic mode on a
+LeanDojo dataset proves what ``prove`` proves at the same budget."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from prover._oracle_server import one_line_error, oracle_answer
+from prover.fake_openai import FakeOpenAI
+
+from lean_dojo_v2.cli import main
+from lean_dojo_v2.data import load_theorems, sample_dataset_path
+from lean_dojo_v2.evaluation import RecordedProofs, load_benchmark
+
+SAMPLE = str(sample_dataset_path())
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[FakeOpenAI]:
+    """Answers every whole-proof request with a proof of the first miniF2F-test problem."""
+    p = load_benchmark("minif2f-test", limit=1).problems[0]
+    proof = RecordedProofs.bundled().for_statement(p.header, p.formal_statement)[0].proof
+    with FakeOpenAI(completions=[f"```lean4\n{p.header}{p.formal_statement}{proof}\n```"],
+                    models=("prover",)) as s:  # fmt: skip
+        yield s
+
+
+def _eval(server: FakeOpenAI, out: Path, *extra: str) -> list[str]:
+    return (
+        ["eval", "prove", "--benchmark", "minif2f-test", "--limit", "2", "--n", "2"]
+        + ["--generator", "openai", "--model", "prover", "--base-url", server.base_url]
+        + ["--verifier", "recorded", "--verdict-cache", "none", "--out", str(out)]
+        + ["--parallel", "inline", "--no-progress", "--json", *extra]
+    )
+
+
+def _json(capsys: pytest.CaptureFixture[str]) -> dict:
+    return json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+
+
+# -- bad input: one line, nothing written ---------------------------------------------------------
+
+
+def test_bad_input_is_one_line_and_nothing_is_written(
+    server: FakeOpenAI, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    bad_statement = tmp_path / "mine.jsonl"
+    bad_statement.write_text(
+        json.dumps({"name": "p", "header": "import Mathlib\n", "formal_statement": "x + 1 = 2"})
+        + "\n",
+        "utf-8",
+    )
+    typo = tmp_path / "prices.yaml"
+    typo.write_text("prover: {inptu: 1.0, output: 2.0}\n", "utf-8")
+    a_file = tmp_path / "a_file"
+    a_file.write_text("", "utf-8")
+    cases = {
+        "unknown benchmark 'minif2f-tst' (did you mean minif2f-test?)": [
+            "--benchmark",
+            "minif2f-tst",
+        ],
+        "mathd_algebra_47": ["--problems", "mathd_algebra_47"],
+        "does not declare `theorem NAME`": ["--benchmark", str(bad_statement)],
+        "unknown key 'inptu'": ["--price-table", str(typo)],
+        "only used with --generator openai": ["--generator", "hf"],
+        "tactic mode runs tactics": ["--mode", "tactic"],
+        "resume and force contradict": ["--resume", "--force"],
+        "must be a whole number >= 1": ["--n", "0"],
+    }
+    for says, extra in cases.items():
+        line = one_line_error(_eval(server, out, *extra), capsys)
+        assert says in line, line
+    assert not out.exists()
+    line = one_line_error(_eval(server, a_file / "out"), capsys)
+    assert "is a file, not a directory" in line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a_file", "mine.jsonl", "prices.yaml"]
+    assert not (tmp_path / ".out.lock").exists()
+
+
+def test_an_out_of_another_evaluation_needs_resume_or_force(
+    server: FakeOpenAI, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    assert main(_eval(server, out)) == 0
+    first = _json(capsys)
+    assert first["attempted"] == 2 and first["solved"] == 1
+    summary = (out / "summary.json").read_bytes()
+    line = one_line_error(_eval(server, out, "--n", "4"), capsys)
+    assert "other settings (n: 2 there, 4 here)" in line and "--force" in line
+    line = one_line_error(_eval(server, out, "--n", "4", "--resume"), capsys)
+    assert "other settings" in line
+    line = one_line_error(_eval(server, out), capsys)
+    assert "--resume" in line
+    assert (out / "summary.json").read_bytes() == summary  # refused: untouched
+    requests = len(server.requests)
+    assert main(_eval(server, out, "--resume", "--workers", "3")) == 0
+    assert _json(capsys)["pass_at"] == first["pass_at"]
+    assert len(server.requests) == requests  # every problem was finished: none asked again
+    assert main(_eval(server, out, "--n", "4", "--force")) == 0
+    assert _json(capsys)["n"] == 4
+
+
+def test_config_file_set_and_flags_and_a_price_table(
+    server: FakeOpenAI, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as done:  # like --help: printed, then exit 0
+        main(["eval", "prove", "--help-config"])
+    assert done.value.code == 0
+    text = capsys.readouterr().out
+    assert "refine_rounds = 2" in text and "price_table = null" in text
+    config = tmp_path / "eval.yaml"
+    config.write_text("n: 3\nlimit: 1\n", "utf-8")
+    prices = tmp_path / "prices.yaml"
+    prices.write_text("prover: {input: 2.0, output: 10.0}\n", "utf-8")
+    argv = _eval(server, tmp_path / "out", "--config", str(config), "--set", "limit=2")
+    assert main([*argv, "--n", "1", "--price-table", str(prices)]) == 0
+    line = _json(capsys)
+    # YAML, then --set (limit 2 over the file's 1), then flags (--n 1 over the file's 3; --limit
+    # of _eval says 2 too)
+    assert line["n"] == 1 and line["attempted"] == 2
+    budget = line["budget"]
+    expected = (budget["tokens_in"] * 2.0 + budget["tokens_out"] * 10.0) / 1e6
+    assert budget["dollars"] == pytest.approx(expected) and budget["dollars"] > 0
+    entry = json.loads((tmp_path / "out" / "putnambench_entry.json").read_text("utf-8"))
+    assert "cost: $" in entry["prover"]["note"]
+
+
+# -- tactic mode is prove --------------------------------------------------------------------------
+
+
+def test_tactic_mode_on_a_leandojo_dataset_proves_what_prove_proves(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    theorems = [t for t in load_theorems(SAMPLE) if t.traced_tactics][:8]
+    budget = ["--num-samples", "3", "--max-expansions", "30", "--timeout", "60"]
+    names = [t.full_name for t in theorems]
+    with FakeOpenAI(completions=oracle_answer(), models=("oracle",)) as s:
+        argv = ["prove", "--data", SAMPLE, "--split", "all", "--generator", "openai"]
+        argv += ["--model", "oracle", "--base-url", s.base_url, "--parallel", "inline"]
+        argv += [*budget, "--no-progress", "--json"]
+        for name in names:
+            argv += ["--theorem", name]
+        assert main(argv) == 0
+        proved = set(_json(capsys)["proofs"])
+    with FakeOpenAI(completions=oracle_answer(), models=("oracle",)) as s:
+        argv = ["eval", "prove", "--data", SAMPLE, "--split", "all", "--mode", "tactic"]
+        argv += ["--verifier", "replay", "--generator", "openai", "--model", "oracle"]
+        argv += ["--base-url", s.base_url, "--parallel", "inline", *budget, "--no-progress"]
+        argv += ["--verdict-cache", "none", "--out", str(tmp_path / "out"), "--json"]
+        argv += ["--problems", *names]
+        assert main(argv) == 0
+        line = _json(capsys)
+    assert proved and set(line["solved_problems"]) == proved
+    assert line["n"] == 1 and set(line["pass_at"]) == {"1"}
+    assert line["pass_at"]["1"] == pytest.approx(len(proved) / len(names))
+    assert line["checked_by"] == {"replay": len(proved)}
+    # the search trees are in attempts.jsonl, for the report
+    records = (tmp_path / "out" / "attempts.jsonl").read_text("utf-8").splitlines()
+    trees = [json.loads(r)["tree"] for r in records if '"tree"' in r]
+    assert len(trees) == len(names) and all(tree[0]["parent"] is None for tree in trees)
