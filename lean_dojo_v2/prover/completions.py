@@ -6,7 +6,9 @@ add a sentence of prose. :func:`completion_tactic` and :func:`completion_proof` 
 to what :class:`~lean_dojo_v2.interaction.ProofEnv` takes:
 
 1. **Fences.** The first fenced block is unwrapped (a ``lean``/``lean4`` block is preferred to
-   one in another language); an unterminated block runs to the end of the text. A completion
+   one in another language; for a whole proof the *last* Lean block, after any ``</think>``:
+   reasoning provers sketch code before the complete proof); an unterminated block runs to the
+   end of the text. A completion
    wrapped in single backticks (`` `simp` ``) is unwrapped too. Text without fences is kept.
 2. **Statement.** A repeated ``theorem``/``lemma``/``example`` header ending in ``:= by`` is
    removed with everything before it.
@@ -61,13 +63,14 @@ _BY = re.compile(r"^[ \t]*by(?=\s|$)")
 _TRAILING_BY = re.compile(r"\s*:=\s*(?:by)?\s*$")
 
 
-def unwrap_fence(text: str) -> str:
-    """The body of the first fenced code block of ``text`` (a Lean block preferred), or of a
-    completion wrapped in single backticks; ``text`` itself when it has neither."""
+def unwrap_fence(text: str, *, last: bool = False) -> str:
+    """The body of the first (``last``: the last) fenced code block of ``text`` (a Lean block
+    preferred), or of a completion wrapped in single backticks; ``text`` itself when it has
+    neither."""
     blocks = [(m.group(1).lower(), m.group(2)) for m in _FENCE.finditer(text)]
     if blocks:
-        lean = [body for lang, body in blocks if lang in _LEAN_LANGS]
-        return (lean or [blocks[0][1]])[0]
+        lean = [body for lang, body in blocks if lang in _LEAN_LANGS] or [blocks[0][1]]
+        return lean[-1] if last else lean[0]
     stripped = text.strip()
     if len(stripped) > 2 and stripped[0] == stripped[-1] == "`" and "`" not in stripped[1:-1]:
         return stripped[1:-1]
@@ -94,8 +97,8 @@ def strip_by(text: str) -> str:
     return textwrap.dedent(tail)
 
 
-def _body(text: str) -> str:
-    body = strip_by(strip_statement(unwrap_fence(text)))
+def _body(text: str, last_block: bool = False) -> str:
+    body = strip_by(strip_statement(unwrap_fence(text, last=last_block)))
     lines = textwrap.dedent(body).splitlines()
     while lines and not lines[0].strip():
         lines.pop(0)
@@ -117,10 +120,18 @@ def completion_tactic(text: str | None) -> str | None:
 
 def completion_proof(text: str | None) -> str | None:
     """The whole tactic proof a completion proposes (every line kept, dedented, no leading
-    ``by``), or None when it holds none or uses ``sorry``/``admit`` anywhere."""
+    ``by``), or None when it holds none or uses ``sorry``/``admit`` anywhere.
+
+    Provers that reason before answering (DeepSeek-Prover-V2, Goedel-Prover-V2, Kimina-Prover)
+    sketch code along the way and give the complete proof last: the answer after a closing
+    ``</think>`` is read (an answer still thinking holds no proof), and its last Lean block."""
     if not text or not text.strip():
         return None
-    proof = _body(text)
+    if "</think>" in text:
+        text = text.rsplit("</think>", 1)[1]
+    elif "<think>" in text:
+        return None  # cut off while thinking: no answer yet
+    proof = _body(text, last_block=True)
     if not proof or is_forbidden(proof):
         return None
     return proof

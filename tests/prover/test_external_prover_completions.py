@@ -54,6 +54,13 @@ def test_completion_tactic_drops_empty_and_sorry(text):
         ("by\n  intro n\n  " + INDUCTION.replace("\n", "\n  "), "intro n\n" + INDUCTION),
         ("```lean\ntheorem t : p := by\n  exact hp\n```", "exact hp"),
         ("by intro n\n  simp", "intro n\nsimp"),
+        # a reasoning prover's answer: a sketch first, the complete proof in the last block
+        (
+            "Plan:\n```lean4\ntheorem t : p := by\n  have h : q := by sorry\n  sorry\n```\n"
+            "Final:\n```lean4\nimport Mathlib\n\ntheorem t : p := by\n  exact hp\n```",
+            "exact hp",
+        ),
+        ("<think>\n```lean4\nsimp\n```\n</think>\n```lean4\nnorm_num\n```", "norm_num"),
     ],
 )
 def test_completion_proof_keeps_every_line(text, proof):
@@ -63,6 +70,7 @@ def test_completion_proof_keeps_every_line(text, proof):
 def test_completion_proof_drops_any_sorry():
     assert completion_proof("intro n\nsorry") is None
     assert completion_proof("```lean\n```") is None
+    assert completion_proof("<think>\nFirst, ```lean4\nsimp\n```") is None  # still thinking
 
 
 def test_helpers():
