@@ -7,12 +7,12 @@ in tactic mode the search tree; then one ``"done"`` line per finished problem wi
 budget) and ``summary.json`` (settings, ``problems``, ``pass_at``, ``budget``). Model output and
 Lean's messages are kept as text here; escaping them is the page's job.
 
-The reader is lenient where the files are, since a report is most wanted when a run went wrong:
-a run killed while writing leaves a half line at the end of ``attempts.jsonl`` (ignored); Lean's
-messages come as Lean prints them (``3:2: error: …``, read by
-:func:`~lean_dojo_v2.interaction.messages.parse_lean_messages`) or as structured messages; a field
-of the wrong type is left out rather than refused. A line that is not JSON in the middle of the
-file is an error naming the file and line.
+The lines are read as the run reads them to resume (a half line at the end, left by a killed
+run, is dropped; one that is not JSON elsewhere is an error naming the file and line), each
+attempt as the prover's :class:`~lean_dojo_v2.prover.attempt.Attempt` with its tree of
+:class:`~lean_dojo_v2.prover.attempt.TreeNode` s. Lean's messages come as Lean prints them
+(``3:2: error: …``, read by :func:`~lean_dojo_v2.interaction.messages.parse_lean_messages`) or as
+structured messages; a message not in Lean's format is the verifier's or the search's own note.
 """
 
 from __future__ import annotations
@@ -25,6 +25,8 @@ from pathlib import Path
 
 from ..errors import DataFormatError
 from ..interaction.messages import LeanMessage, parse_lean_messages
+from ..prover.attempt import Attempt, TreeNode
+from .attempts import _records as attempt_lines
 from .errors import ReportInputError
 
 ATTEMPTS_FILE = "attempts.jsonl"
@@ -42,39 +44,14 @@ killed; ``--resume`` proves it again), ``not run`` has no attempt at all."""
 
 
 @dataclass(frozen=True)
-class NodeRecord:
-    """One node of a tactic-mode search tree: ``tactic`` tried on ``parent``'s state led to
-    ``goal`` (None: no new state) with ``outcome``; ``target``, the node a duplicate state
-    was first reached at; ``proved``, on the path of the accepted proof."""
-
-    id: int
-    parent: int | None
-    goal: str | None
-    tactic: str | None
-    score: float | None
-    outcome: str
-    target: int | None = None
-    proved: bool = False
-
-
-@dataclass(frozen=True)
 class AttemptRecord:
-    """One attempt at one problem, as ``attempts.jsonl`` recorded it."""
+    """One attempt at one problem as ``attempts.jsonl`` recorded it: the prover's
+    :class:`~lean_dojo_v2.prover.attempt.Attempt`, its messages read as Lean's (position, text,
+    goal) and, in tactic mode, the search tree."""
 
-    index: int
-    round: int
-    proof: str
-    ok: bool
-    checked_by: str
+    attempt: Attempt
     messages: tuple[LeanMessage, ...] = ()
-    tokens_in: int = 0
-    tokens_out: int = 0
-    generator_seconds: float = 0.0
-    lean_calls: int = 0
-    lean_seconds: float = 0.0
-    cached: bool = False
-    error: str | None = None
-    tree: tuple[NodeRecord, ...] = ()
+    tree: tuple[TreeNode, ...] = ()
 
 
 @dataclass
@@ -97,14 +74,14 @@ class ProblemRecord:
     @property
     def correct(self) -> int:
         """How many attempts the verifier accepted."""
-        return sum(1 for a in self.attempts if a.ok)
+        return sum(1 for a in self.attempts if a.attempt.ok)
 
     def cost(self, key: str) -> float:
         """One figure of the problem's budget (``tokens_in``, ``lean_calls``, …): the recorded
         one, else the sum over the attempts (which know tokens, seconds and Lean calls)."""
         if key in self.budget:
             return self.budget[key]
-        return sum(float(getattr(a, key, 0.0)) for a in self.attempts)
+        return sum(float(getattr(a.attempt, key, 0.0)) for a in self.attempts)
 
 
 @dataclass
@@ -146,7 +123,7 @@ def read_report_data(out_dir: str | Path) -> ReportData:
     names += [n for n in log.done if n not in names]
     problems: list[ProblemRecord] = []
     for name in names:
-        attempts = sorted(log.attempts.get(name, {}).values(), key=lambda a: (a.index, a.round))
+        attempts = sorted(log.attempts.get(name, {}).values(), key=_sample_order)
         # The summary's entry where there is one, else the line that closed the problem.
         entry = listed.get(name)
         entry = entry if isinstance(entry, Mapping) else log.done.get(name)
@@ -179,7 +156,7 @@ def _status(entry: Mapping[str, object], attempts: list[AttemptRecord]) -> str:
     # The summary (or the problem's done line) decides where there is one: it is what the
     # published number counts; the attempts decide for a problem the run did not close.
     solved = entry.get("solved")
-    if solved is True or (solved is None and any(a.ok for a in attempts)):
+    if solved is True or (solved is None and any(a.attempt.ok for a in attempts)):
         return SOLVED
     if not attempts:
         return NOT_RUN
@@ -209,54 +186,40 @@ class _AttemptLines:
 
 
 def _read_attempts(path: Path) -> _AttemptLines:
-    """Every attempt and done line; a line repeated for the same attempt counts once (the last
-    one written), so nothing is shown twice."""
+    """Every attempt and done line (a half line at the end, left by a killed run, is dropped); a
+    line repeated for the same attempt counts once (the last one written), so nothing is shown
+    twice."""
     out = _AttemptLines()
-    try:
-        text = path.read_text("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DataFormatError(f"cannot read it ({exc})", file=path) from exc
-    lines = text.split("\n")
-    last = max((i for i, line in enumerate(lines) if line.strip()), default=-1)
-    for i, line in enumerate(lines):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            if i == last:  # a half-written last line: the run was killed mid-write
-                break
-            raise DataFormatError(f"line {i + 1} is not JSON ({exc})", file=path) from exc
-        if not isinstance(record, dict) or "problem" not in record:
-            continue
+    for number, _, record in attempt_lines(path):
         name = str(record["problem"])
         if record.get("done") is True:
             out.done[name] = record
-        elif (attempt := _attempt(record)) is not None:
-            out.attempts.setdefault(name, {})[(attempt.index, attempt.round)] = attempt
+        elif "index" in record:
+            shown = _attempt(record, path, number)
+            out.attempts.setdefault(name, {})[(shown.attempt.index, shown.attempt.round)] = shown
     return out
 
 
-def _attempt(record: Mapping[str, object]) -> AttemptRecord | None:
-    index = _int(record.get("index"))
-    if index is None:
-        return None  # not an attempt line
-    return AttemptRecord(
-        index=index,
-        round=_int(record.get("round")) or 0,
-        proof=_text(record.get("proof")) or "",
-        ok=record.get("ok") is True,
-        checked_by=_text(record.get("checked_by")) or "",
-        messages=tuple(_messages(record.get("messages"))),
-        tokens_in=_int(record.get("tokens_in")) or 0,
-        tokens_out=_int(record.get("tokens_out")) or 0,
-        generator_seconds=_float(record.get("generator_seconds")) or 0.0,
-        lean_calls=_int(record.get("lean_calls")) or 0,
-        lean_seconds=_float(record.get("lean_seconds")) or 0.0,
-        cached=record.get("cached") is True,
-        error=_text(record.get("error")),
-        tree=tuple(_tree(record.get("tree"))),
-    )
+def _attempt(record: Mapping[str, object], path: Path, number: int) -> AttemptRecord:
+    tree = record.get("tree")
+    if isinstance(tree, Mapping):
+        tree = tree.get("nodes")
+    try:
+        return AttemptRecord(
+            Attempt.from_dict(record),
+            messages=tuple(_messages(record.get("messages"))),
+            tree=tuple(TreeNode.from_dict(n) for n in (tree if isinstance(tree, list) else ())),
+        )
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise DataFormatError(
+            f"line {number} is not an attempt as eval prove writes it ({type(exc).__name__}: "
+            f"{exc}); re-run the evaluation with --force",
+            file=path,
+        ) from None
+
+
+def _sample_order(a: AttemptRecord) -> tuple[int, int]:
+    return a.attempt.index, a.attempt.round
 
 
 def _messages(value: object) -> list[LeanMessage]:
@@ -280,45 +243,10 @@ def _messages(value: object) -> list[LeanMessage]:
     return out
 
 
-def _tree(value: object) -> list[NodeRecord]:
-    if isinstance(value, Mapping):
-        value = value.get("nodes")
-    if not isinstance(value, list):
-        return []
-    nodes = []
-    for item in value:
-        node_id = _int(item.get("id")) if isinstance(item, Mapping) else None
-        if not isinstance(item, Mapping) or node_id is None:
-            continue
-        nodes.append(
-            NodeRecord(
-                id=node_id,
-                parent=_int(item.get("parent")),
-                goal=_text(item.get("goal")),
-                tactic=_text(item.get("tactic")),
-                score=_float(item.get("score")),
-                outcome=_text(item.get("outcome")) or "",
-                target=_int(item.get("target")),
-                proved=item.get("proved") is True,
-            )
-        )
-    return nodes
-
-
 def _text(value: object) -> str | None:
     if value is None:
         return None
     return value if isinstance(value, str) else str(value)
-
-
-def _int(value: object) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return None
 
 
 def _float(value: object) -> float | None:

@@ -28,12 +28,12 @@ from importlib import resources
 from pathlib import Path
 
 from ..interaction.messages import LeanMessage
+from ..prover.attempt import TreeNode
 from .report_data import (
     NOT_RUN,
     SOLVED,
     STATUSES,
     AttemptRecord,
-    NodeRecord,
     ProblemRecord,
     ReportData,
     read_report_data,
@@ -300,7 +300,8 @@ def _status(status: str) -> str:
     return f'<span class="st st-{_e(status.replace(" ", "-"))}">{_e(status)}</span>'
 
 
-def _attempt(pid: str, a: AttemptRecord, ids: _Ids) -> str:
+def _attempt(pid: str, record: AttemptRecord, ids: _Ids) -> str:
+    a = record.attempt
     aid = ids.new(f"{pid}-a{a.index}-r{a.round}")
     verdict = "accepted" if a.ok else ("error" if a.error else "rejected")
     by = f" by {a.checked_by}" if a.checked_by else ""
@@ -310,6 +311,8 @@ def _attempt(pid: str, a: AttemptRecord, ids: _Ids) -> str:
         _count(a.lean_calls, "Lean call"),
         f"{a.lean_seconds:.1f} s Lean",
     ]
+    if a.gpu_seconds:
+        meta.insert(2, f"{a.gpu_seconds:.1f} GPU s")
     if a.cached:
         meta.append("verdict from cache")
     label = f"sample {a.index}" + (f", round {a.round}" if a.round else "")
@@ -318,14 +321,14 @@ def _attempt(pid: str, a: AttemptRecord, ids: _Ids) -> str:
         body.append(f'<div class="label">proof</div>{_pre(a.proof, "proof")}')
     if a.error:
         body.append(f'<div class="label">error</div>{_pre(a.error, "err")}')
-    if a.messages:
+    if record.messages:
         body.append(
             '<div class="label">messages</div><ul class="msgs">'
-            + "".join(_message(m) for m in a.messages)
+            + "".join(_message(m) for m in record.messages)
             + "</ul>"
         )
-    if a.tree:
-        body.append(f'<div class="label">search tree</div>{_tree(aid, a.tree, ids)}')
+    if record.tree:
+        body.append(f'<div class="label">search tree</div>{_tree(aid, record.tree, ids)}')
     return (
         f'<details class="attempt {"ok" if a.ok else "bad"}" id="{_e(aid)}"><summary>'
         f'{_e(label)} <span class="res">{_e(verdict + by)}</span> '
@@ -346,11 +349,11 @@ def _message(m: LeanMessage) -> str:
     )
 
 
-def _tree(aid: str, nodes: tuple[NodeRecord, ...], ids: _Ids) -> str:
+def _tree(aid: str, nodes: tuple[TreeNode, ...], ids: _Ids) -> str:
     by_id = {n.id: n for n in nodes}
     on_proof = _proof_path(by_id)
     kept = set(on_proof) | {n.id for n in sorted(nodes, key=lambda n: n.id)[:MAX_TREE_NODES]}
-    children: dict[int | None, list[NodeRecord]] = {}
+    children: dict[int | None, list[TreeNode]] = {}
     for node in nodes:
         if node.id in kept:
             # A node whose parent is not shown is drawn as a root rather than lost.
@@ -359,7 +362,7 @@ def _tree(aid: str, nodes: tuple[NodeRecord, ...], ids: _Ids) -> str:
     node_ids = {n: f"{aid}-n{n}" for n in kept}
     # Iterative, not recursive: a deep search tree must not hit Python's recursion limit.
     out: list[str] = ['<div class="tree">']
-    stack: list[tuple[NodeRecord, bool]] = [(n, False) for n in reversed(children.get(None, []))]
+    stack: list[tuple[TreeNode, bool]] = [(n, False) for n in reversed(children.get(None, []))]
     while stack:
         node, closing = stack.pop()
         if closing:
@@ -378,7 +381,7 @@ def _tree(aid: str, nodes: tuple[NodeRecord, ...], ids: _Ids) -> str:
     return "".join(out)
 
 
-def _node_open(node: NodeRecord, on_proof: bool, node_ids: Mapping[int, str], ids: _Ids) -> str:
+def _node_open(node: TreeNode, on_proof: bool, node_ids: Mapping[int, str], ids: _Ids) -> str:
     nid = ids.new(node_ids[node.id])
     outcome = node.outcome or "open"
     kind = "proof" if _is_proof(outcome) else ("error" if outcome.startswith("error") else "other")
@@ -399,7 +402,7 @@ def _node_open(node: NodeRecord, on_proof: bool, node_ids: Mapping[int, str], id
     )
 
 
-def _proof_path(by_id: Mapping[int, NodeRecord]) -> set[int]:
+def _proof_path(by_id: Mapping[int, TreeNode]) -> set[int]:
     """The nodes to open: those the search marked as the accepted proof's path, else the path
     to every node that closed the goals."""
     marked = {n.id for n in by_id.values() if n.proved}
@@ -409,7 +412,7 @@ def _proof_path(by_id: Mapping[int, NodeRecord]) -> set[int]:
     for node in by_id.values():
         if not _is_proof(node.outcome):
             continue
-        current: NodeRecord | None = node
+        current: TreeNode | None = node
         while current is not None and current.id not in path:
             path.add(current.id)
             current = by_id.get(current.parent) if current.parent is not None else None

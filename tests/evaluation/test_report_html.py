@@ -253,7 +253,7 @@ def test_an_attempt_written_twice_is_shown_once(tmp_path: Path) -> None:
     lines = [attempt("p1", 0, ok=False), attempt("p1", 0, ok=True), attempt("p1", 1, ok=False)]
     write_out(out, lines, problems=["p1"], n=2)
     (problem,) = read_report_data(out).problems
-    assert [(a.index, a.ok) for a in problem.attempts] == [(0, True), (1, False)]
+    assert [(a.attempt.index, a.attempt.ok) for a in problem.attempts] == [(0, True), (1, False)]
 
 
 def test_a_line_that_is_not_json_names_the_file_and_line(tmp_path: Path) -> None:
@@ -261,6 +261,11 @@ def test_a_line_that_is_not_json_names_the_file_and_line(tmp_path: Path) -> None
     text = (out / "attempts.jsonl").read_text("utf-8")
     (out / "attempts.jsonl").write_text("{not json\n" + text, encoding="utf-8")
     with pytest.raises(DataFormatError, match=r"attempts\.jsonl.*line 1 is not JSON"):
+        write_report_html(out)
+    # JSON, but not an attempt: no verdict ("ok") in it.
+    bad = json.dumps({"problem": "p1", "mode": "whole", "index": 0, "proof": "simp"})
+    (out / "attempts.jsonl").write_text(bad + "\n" + text, encoding="utf-8")
+    with pytest.raises(DataFormatError, match=r"line 1 is not an attempt as eval prove writes it"):
         write_report_html(out)
     assert not (out / "report.html").exists()
 
