@@ -51,7 +51,7 @@ import os
 import re
 import types
 import typing
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, Union, cast, overload
 
@@ -252,6 +252,32 @@ def require(config: object, ok: bool, key: str, what: str) -> None:
     "positive")``)."""
     if not ok:
         raise ConfigValueError(f"config key {key!r} must be {what}, got {getattr(config, key)!r}")
+
+
+def require_at_least(config: object, low: int, *keys: str, or_none: bool = False) -> None:
+    """:func:`require` that each field ``keys`` is at least ``low`` (``or_none``: or None)."""
+    what = ("None or " if or_none else "") + ("0 or more" if low == 0 else f"at least {low}")
+    for key in keys:
+        value = getattr(config, key)
+        require(config, (or_none and value is None) or value >= low, key, what)
+
+
+def require_positive(config: object, *keys: str) -> None:
+    """:func:`require` that each field ``keys`` is above 0."""
+    for key in keys:
+        require(config, getattr(config, key) > 0, key, "positive")
+
+
+def require_one_of(config: object, key: str, choices: Sequence[str]) -> None:
+    """:func:`require` that field ``key`` is one of ``choices``."""
+    require(config, getattr(config, key) in choices, key, f"one of {', '.join(choices)}")
+
+
+def require_device(config: object, key: str = "device") -> None:
+    """:func:`require` that field ``key`` names a device: ``auto``, ``cpu``, ``cuda``, ``cuda:N``."""
+    value = getattr(config, key)
+    ok = value in ("auto", "cpu", "cuda") or value.startswith("cuda:")
+    require(config, ok, key, "auto, cpu, cuda or cuda:N")
 
 
 @overload

@@ -7,7 +7,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..config.loading import check_finite_floats, config_field, require
+from ..config.loading import (
+    check_finite_floats,
+    config_field,
+    require,
+    require_at_least,
+    require_device,
+    require_one_of,
+    require_positive,
+)
 from .trl_args import SEED_MAX, check_trl_arg_values
 
 REPORT_TO_CHOICES = ("tensorboard", "wandb", "none")
@@ -190,31 +198,22 @@ class CausalLMConfig:
     def __post_init__(self) -> None:
         # inf passes every range check (lr > 0) and trains NaN weights.
         check_finite_floats(self)
-        require(self, self.batch_size >= 1, "batch_size", "at least 1")
-        require(
-            self, self.gradient_accumulation_steps >= 1, "gradient_accumulation_steps", "at least 1"
-        )
-        require(self, self.lr > 0, "lr", "positive")
-        require(self, self.weight_decay >= 0, "weight_decay", "0 or more")
+        require_at_least(self, 1, "batch_size", "gradient_accumulation_steps", "save_steps")
+        require_at_least(self, 1, "logging_steps", "lora_r")
+        require_at_least(self, 1, "save_total_limit", or_none=True)
+        require_at_least(self, 0, "weight_decay", "warmup_steps")
+        require_positive(self, "lr", "epochs_per_repo")
         # 0 turns clipping off in transformers; a negative value would do so silently.
         require(self, self.max_grad_norm >= 0, "max_grad_norm", "0 (no clipping) or more")
-        require(self, self.epochs_per_repo > 0, "epochs_per_repo", "positive")
-        require(self, self.warmup_steps >= 0, "warmup_steps", "0 or more")
         require(self, self.max_steps == -1 or self.max_steps >= 1, "max_steps", "-1 or at least 1")
         require(self, 0 <= self.seed <= SEED_MAX, "seed", f"a whole number from 0 to {SEED_MAX}")
-        require(self, self.save_steps >= 1, "save_steps", "at least 1")
-        require(self, self.logging_steps >= 1, "logging_steps", "at least 1")
-        require(self, self.lora_r >= 1, "lora_r", "at least 1")
         require(self, 0 <= self.lora_dropout < 1, "lora_dropout", "in [0, 1)")
-        limit = self.save_total_limit
-        require(self, limit is None or limit >= 1, "save_total_limit", "None or at least 1")
-        require(self, self.strategy in STRATEGIES, "strategy", f"one of {', '.join(STRATEGIES)}")
+        require_one_of(self, "strategy", STRATEGIES)
         splits_ok = bool(self.splits) and all(s in SPLITS for s in self.splits)
         require(self, splits_ok, "splits", f"a non-empty list of {', '.join(SPLITS)}")
         reporters_ok = all(r in REPORT_TO_CHOICES for r in self.report_to)
         require(self, reporters_ok, "report_to", f"a list of {', '.join(REPORT_TO_CHOICES)}")
-        device_ok = self.device in ("auto", "cpu", "cuda") or self.device.startswith("cuda:")
-        require(self, device_ok, "device", "auto, cpu, cuda or cuda:N")
+        require_device(self)
         require(self, bool(self.output_dir), "output_dir", "a directory path")
         targets_ok = bool(self.lora_target_modules)
         require(self, targets_ok, "lora_target_modules", "a non-empty list")

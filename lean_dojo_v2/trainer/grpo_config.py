@@ -8,7 +8,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
-from ..config.loading import config_field, require
+from ..config.loading import (
+    config_field,
+    require,
+    require_at_least,
+    require_one_of,
+    require_positive,
+)
 from ..errors import ConfigValueError
 from .causal_lm_config import CausalLMConfig
 from .rl.algorithms import ResolvedAlgorithm, resolve_algorithm
@@ -189,37 +195,21 @@ class GRPOConfig(CausalLMConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        require(self, self.mode in MODES, "mode", f"one of {', '.join(MODES)}")
+        require_one_of(self, "mode", MODES)
         require(self, self.num_generations >= 2, "num_generations", "at least 2 (a group)")
-        require(
-            self,
-            1 <= self.max_completion_length <= MAX_COMPLETION_LENGTH,
-            "max_completion_length",
-            f"from 1 to {MAX_COMPLETION_LENGTH} (the model's context caps it further)",
-        )
-        require(self, self.temperature > 0, "temperature", "positive")
+        cap = f"from 1 to {MAX_COMPLETION_LENGTH} (the model's context caps it further)"
+        length_ok = 1 <= self.max_completion_length <= MAX_COMPLETION_LENGTH
+        require(self, length_ok, "max_completion_length", cap)
+        require_positive(self, "temperature", "tactic_timeout", "reward_timeout")
         require(self, 0 < self.top_p <= 1, "top_p", "in (0, 1]")
-        require(
-            self, self.max_prompts is None or self.max_prompts >= 1, "max_prompts", "None or ≥ 1"
-        )
-        require(self, self.max_prompt_len >= 8, "max_prompt_len", "at least 8")
-        require(
-            self,
-            self.reward_backend in REWARD_BACKENDS,
-            "reward_backend",
-            f"one of {', '.join(REWARD_BACKENDS)}",
-        )
-        require(self, self.reward_envs >= 1, "reward_envs", "at least 1")
-        require(self, self.tactic_timeout > 0, "tactic_timeout", "positive")
-        require(self, self.reward_timeout > 0, "reward_timeout", "positive (seconds)")
-        require(self, self.max_proof_steps >= 1, "max_proof_steps", "at least 1")
-        require(self, self.vllm_mode in VLLM_MODES, "vllm_mode", f"one of {', '.join(VLLM_MODES)}")
-        require(
-            self,
-            all(w >= 0 for w in self.reward_weights.values()),
-            "reward_weights",
-            "a mapping of reward names to weights of 0 or more",
-        )
+        require_at_least(self, 1, "max_prompts", or_none=True)
+        require_at_least(self, 8, "max_prompt_len")
+        require_one_of(self, "reward_backend", REWARD_BACKENDS)
+        require_at_least(self, 1, "reward_envs", "max_proof_steps")
+        require_one_of(self, "vllm_mode", VLLM_MODES)
+        weights_ok = all(w >= 0 for w in self.reward_weights.values())
+        weights = "a mapping of reward names to weights of 0 or more"
+        require(self, weights_ok, "reward_weights", weights)
         if "reward_weights" in self.trl_args:
             # TRL's list must match the reward functions the trainer builds, which TRL checks
             # only once the run has started.

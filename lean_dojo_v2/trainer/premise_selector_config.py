@@ -11,7 +11,7 @@ from dataclasses import InitVar, dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ..config.loading import config_field, require
+from ..config.loading import config_field, require, require_one_of
 from ..errors import ConfigValueError
 from .retrieval_config import TrainingConfig
 
@@ -194,20 +194,14 @@ class PremiseSelectorConfig(TrainingConfig):
         self.num_in_file_negatives = min(1, self.num_negatives)
         self.num_retrieved = max([10, *self.ks])
         super().__post_init__()
-        sources, masks, pools = PREMISE_SOURCES, RETRIEVAL_MASK_MODES, POOLING_MODES
-        require(
-            self, self.premise_source in sources, "premise_source", f"one of {', '.join(sources)}"
-        )
-        mask_ok = self.retrieval_mask_mode in masks
-        require(self, mask_ok, "retrieval_mask_mode", f"one of {', '.join(masks)}")
-        pool_ok = self.pooling_mode is None or self.pooling_mode in pools
-        require(self, pool_ok, "pooling_mode", f"None or one of {', '.join(pools)}")
+        require_one_of(self, "premise_source", PREMISE_SOURCES)
+        require_one_of(self, "retrieval_mask_mode", RETRIEVAL_MASK_MODES)
+        pool_ok = self.pooling_mode is None or self.pooling_mode in POOLING_MODES
+        require(self, pool_ok, "pooling_mode", f"None or one of {', '.join(POOLING_MODES)}")
         require(self, 0 <= self.valid_fraction < 1, "valid_fraction", "a fraction in [0, 1)")
         require(self, 0 <= self.test_fraction < 1, "test_fraction", "a fraction in [0, 1)")
-        below = self.valid_fraction + self.test_fraction < 1
-        require(
-            self, below, "test_fraction", f"below 1 - valid_fraction ({1 - self.valid_fraction})"
-        )
+        below = f"below 1 - valid_fraction ({1 - self.valid_fraction})"
+        require(self, self.valid_fraction + self.test_fraction < 1, "test_fraction", below)
         require(self, bool(self.ks) and all(k >= 1 for k in self.ks), "ks", "a list of k >= 1")
         if self.run_name is not None:
             require(self, bool(_safe_name(self.run_name)), "run_name", "a non-empty name")

@@ -5,7 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..config.loading import check_finite_floats, require
+from ..config.loading import (
+    check_finite_floats,
+    require,
+    require_at_least,
+    require_device,
+    require_one_of,
+    require_positive,
+)
 
 TACTIC_MODES = ("both", "with", "without")
 
@@ -117,30 +124,14 @@ class ProgressConfig:
         # inf passes every range check below (lr > 0) and trains NaN weights.
         check_finite_floats(self)
         require(self, 0 <= self.eval_ratio < 1, "eval_ratio", "in [0, 1)")
-        require(
-            self,
-            self.max_examples is None or self.max_examples >= 1,
-            "max_examples",
-            "None or at least 1",
-        )
-        require(
-            self,
-            self.tactic_mode in TACTIC_MODES,
-            "tactic_mode",
-            f"one of {', '.join(TACTIC_MODES)}",
-        )
-        require(self, self.max_length >= 16, "max_length", "at least 16")
-        require(
-            self,
-            self.device in ("auto", "cpu", "cuda") or self.device.startswith("cuda:"),
-            "device",
-            "auto, cpu, cuda or cuda:N",
-        )
-        require(self, self.epochs > 0, "epochs", "positive")
-        require(self, self.batch_size >= 1, "batch_size", "at least 1")
-        require(self, self.learning_rate > 0, "learning_rate", "positive")
-        require(self, self.weight_decay >= 0, "weight_decay", "0 or more")
-        require(self, self.warmup_steps >= 0, "warmup_steps", "0 or more")
+        require_at_least(self, 1, "max_examples", or_none=True)
+        require_one_of(self, "tactic_mode", TACTIC_MODES)
+        require_at_least(self, 16, "max_length")
+        require_device(self)
+        require_positive(self, "epochs")
+        require_at_least(self, 1, "batch_size")
+        require_positive(self, "learning_rate")
+        require_at_least(self, 0, "weight_decay", "warmup_steps")
         require(self, self.max_steps == -1 or self.max_steps >= 1, "max_steps", "-1 or at least 1")
-        require(self, self.logging_steps >= 1, "logging_steps", "at least 1")
+        require_at_least(self, 1, "logging_steps")
         require(self, bool(self.output_dir), "output_dir", "a directory path")

@@ -9,7 +9,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..config.loading import check_finite_floats, config_field, require
+from ..config.loading import (
+    check_finite_floats,
+    config_field,
+    require,
+    require_at_least,
+    require_device,
+    require_one_of,
+    require_positive,
+)
 
 PRECISIONS = (
     "auto",
@@ -249,94 +257,30 @@ class TrainingConfig:
     def __post_init__(self) -> None:
         # inf passes every range check below (lr > 0) and trains NaN weights.
         check_finite_floats(self)
-        require(self, self.max_seq_len >= 8, "max_seq_len", "at least 8")
-        require(
-            self,
-            self.split_strategy in STRATEGIES,
-            "split_strategy",
-            f"one of {', '.join(STRATEGIES)}",
-        )
-        require(self, self.num_negatives >= 0, "num_negatives", "0 or more")
-        require(
-            self,
-            0 <= self.num_in_file_negatives <= self.num_negatives,
-            "num_in_file_negatives",
-            f"between 0 and num_negatives ({self.num_negatives})",
-        )
-        require(
-            self,
-            self.max_examples is None or self.max_examples >= 1,
-            "max_examples",
-            "None or at least 1",
-        )
+        require_at_least(self, 8, "max_seq_len")
+        require_one_of(self, "split_strategy", STRATEGIES)
+        require_at_least(self, 0, "num_negatives", "lambda_value", "weight_decay", "warmup_steps")
+        in_file_ok = 0 <= self.num_in_file_negatives <= self.num_negatives
+        between = f"between 0 and num_negatives ({self.num_negatives})"
+        require(self, in_file_ok, "num_in_file_negatives", between)
         require(self, self.num_retrieved >= 10, "num_retrieved", "at least 10 (R@10 is reported)")
-        require(self, self.temperature > 0, "temperature", "positive")
-        require(self, self.grad_cache_chunk_size >= 1, "grad_cache_chunk_size", "at least 1")
-        require(self, self.lambda_value >= 0, "lambda_value", "0 or more")
-        require(
-            self,
-            self.fisher_max_batches is None or self.fisher_max_batches >= 1,
-            "fisher_max_batches",
-            "None or at least 1",
-        )
-        require(self, self.lr > 0, "lr", "positive")
-        require(self, self.weight_decay >= 0, "weight_decay", "0 or more")
-        require(
-            self,
-            self.lr_scheduler_type in SCHEDULERS,
-            "lr_scheduler_type",
-            f"one of {', '.join(SCHEDULERS)}",
-        )
-        require(self, self.warmup_steps >= 0, "warmup_steps", "0 or more")
-        require(self, self.batch_size >= 1, "batch_size", "at least 1")
-        require(self, self.eval_batch_size >= 1, "eval_batch_size", "at least 1")
-        require(self, self.accumulate_grad_batches >= 1, "accumulate_grad_batches", "at least 1")
-        require(
-            self,
-            self.gradient_clip_val is None or self.gradient_clip_val > 0,
-            "gradient_clip_val",
-            "None or positive",
-        )
-        require(self, self.max_epochs >= 1, "max_epochs", "at least 1")
+        require_positive(self, "temperature", "lr")
+        require_one_of(self, "lr_scheduler_type", SCHEDULERS)
+        require_at_least(self, 1, "grad_cache_chunk_size", "batch_size", "eval_batch_size")
+        require_at_least(self, 1, "accumulate_grad_batches", "max_epochs", "log_every_n_steps")
+        require_at_least(self, 1, "max_examples", "fisher_max_batches", "num_gpus", or_none=True)
+        optional = ("val_max_queries", "save_every_n_steps", "early_stopping_patience")
+        require_at_least(self, 1, *optional, or_none=True)
+        clip = self.gradient_clip_val
+        require(self, clip is None or clip > 0, "gradient_clip_val", "None or positive")
         require(self, self.max_steps == -1 or self.max_steps >= 1, "max_steps", "-1 or at least 1")
-        require(self, self.precision in PRECISIONS, "precision", f"one of {', '.join(PRECISIONS)}")
+        require_one_of(self, "precision", PRECISIONS)
         require(self, bool(self.output_dir), "output_dir", "a directory path")
-        require(
-            self,
-            self.val_max_queries is None or self.val_max_queries >= 1,
-            "val_max_queries",
-            "None or at least 1",
-        )
-        require(
-            self,
-            self.save_every_n_steps is None or self.save_every_n_steps >= 1,
-            "save_every_n_steps",
-            "None or at least 1",
-        )
-        require(
-            self,
-            self.early_stopping_patience is None or self.early_stopping_patience >= 1,
-            "early_stopping_patience",
-            "None or at least 1",
-        )
-        require(self, self.log_every_n_steps >= 1, "log_every_n_steps", "at least 1")
-        require(
-            self,
-            all(r in REPORT_TO_CHOICES for r in self.report_to),
-            "report_to",
-            f"a list of {', '.join(REPORT_TO_CHOICES)}",
-        )
-        require(self, self.num_gpus is None or self.num_gpus >= 1, "num_gpus", "None or at least 1")
-        require(self, self.num_nodes >= 1, "num_nodes", "at least 1")
-        require(
-            self, bool(self.strategy), "strategy", "a Lightning strategy name such as auto or ddp"
-        )
-        require(
-            self, bool(str(self.devices).strip()), "devices", "auto, a count or a list of indices"
-        )
-        require(
-            self,
-            self.device in ("auto", "cpu", "cuda") or self.device.startswith("cuda:"),
-            "device",
-            "auto, cpu, cuda or cuda:N",
-        )
+        reporters_ok = all(r in REPORT_TO_CHOICES for r in self.report_to)
+        require(self, reporters_ok, "report_to", f"a list of {', '.join(REPORT_TO_CHOICES)}")
+        require_at_least(self, 1, "num_nodes")
+        strategy = "a Lightning strategy name such as auto or ddp"
+        require(self, bool(self.strategy), "strategy", strategy)
+        devices_ok = bool(str(self.devices).strip())
+        require(self, devices_ok, "devices", "auto, a count or a list of indices")
+        require_device(self)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..config.loading import config_field, require
+from ..config.loading import config_field, require_at_least
 from .causal_lm_config import CausalLMConfig
 
 __all__ = ["SFTConfig"]
@@ -50,6 +50,5 @@ class SFTConfig(CausalLMConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        require(self, self.max_seq_len >= 8, "max_seq_len", "at least 8")
-        most = self.max_examples
-        require(self, most is None or most >= 1, "max_examples", "None or at least 1")
+        require_at_least(self, 8, "max_seq_len")
+        require_at_least(self, 1, "max_examples", or_none=True)
