@@ -27,19 +27,16 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..data.model import Theorem
-from ..errors import ConfigError
 from ..interaction import AsyncProofEnv
 from ..interaction.async_adapter import as_async_envs
-from ..models.proof_prompt import FailedProof, LeanFeedback, ProofPrompt, ProofRequest, ProofTask
+from ..models.proof_prompt import FailedProof, LeanFeedback, ProofRequest, ProofTask
 from .feedback import first_error
 from .result import SearchResult
-from .search_config import SearchConfig
-from .search_run import SearchStop, check_theorem, own_config
+from .search_run import SearchStop, check_theorem
 from .whole_proof import ProofSampler, Sampled, WholeProofRun, WholeProofSearch
 
 if TYPE_CHECKING:
-    from ..models.generator import TacticGenerator
-    from .search_types import ProgressPredictor
+    pass
 
 
 def feedback_of(sample: Sampled) -> LeanFeedback:
@@ -57,27 +54,11 @@ def feedback_of(sample: Sampled) -> LeanFeedback:
 
 
 class RefineSearch(WholeProofSearch):
-    """Refinement mode (see the module docstring): needs a generator with ``sample_proofs``
-    (:class:`~.whole_proof.ProofSampler`; every prover of the library has it). ``prompt``: a
-    :class:`~lean_dojo_v2.models.proof_prompt.ProofPrompt` or a template file, instead of
-    ``config.proof_prompt``."""
+    """Refinement mode (see the module docstring), built as :class:`~.whole_proof.WholeProofSearch`
+    is; the generator must have ``sample_proofs`` (:class:`~.whole_proof.ProofSampler`; every
+    prover of the library has it)."""
 
-    def __init__(
-        self,
-        generator: TacticGenerator,
-        config: SearchConfig | None = None,
-        progress_model: ProgressPredictor | None = None,
-        *,
-        prompt: ProofPrompt | str | None = None,
-    ) -> None:
-        if not isinstance(generator, ProofSampler):
-            raise ConfigError(
-                f"{type(generator).__name__} cannot refine proofs: refinement needs a generator "
-                "with sample_proofs(requests, n, prompt=...) (HFProver, RetrievalProver, "
-                "ExternalProver)"
-            )
-        cfg = own_config(config, whole_proof=True)
-        super().__init__(generator, cfg, progress_model, prompt=prompt)
+    needs_sampler = True
 
     async def search_async(
         self, envs: AsyncProofEnv | Sequence[AsyncProofEnv], theorem: Theorem

@@ -86,6 +86,8 @@ class WholeProofSearch(BlockingSearch):
     :class:`~lean_dojo_v2.models.proof_prompt.ProofPrompt` or a template file, instead of
     ``config.proof_prompt``."""
 
+    needs_sampler = False  # a generator with only generate_proofs will do
+
     def __init__(
         self,
         generator: TacticGenerator,
@@ -96,6 +98,12 @@ class WholeProofSearch(BlockingSearch):
     ) -> None:
         self.generator = generator
         self.config = own_config(config, whole_proof=True)
+        if self.needs_sampler and not isinstance(generator, ProofSampler):
+            raise ConfigError(
+                f"{type(generator).__name__} cannot refine proofs: refinement needs a generator "
+                "with sample_proofs(requests, n, prompt=...) (HFProver, RetrievalProver, "
+                "ExternalProver)"
+            )
         if not isinstance(generator, ProofSampler) and not callable(
             getattr(generator, "generate_proofs", None)
         ):
