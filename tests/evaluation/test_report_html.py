@@ -9,8 +9,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
-import subprocess
 import time
 from html.parser import HTMLParser
 from pathlib import Path
@@ -23,6 +21,7 @@ from lean_dojo_v2.evaluation.errors import ReportInputError
 from lean_dojo_v2.evaluation.report_data import read_report_data
 from lean_dojo_v2.evaluation.report_html import MAX_TEXT, write_report_html
 
+from .browser import browse, dump_dom, shown_problems
 from .report_fixtures import attempt, synthetic_out, write_out
 
 # Text a model or Lean could print that would run in a page that did not escape it.
@@ -341,40 +340,12 @@ def test_eval_report_remakes_the_page_from_an_out_directory(
 # --------------------------------------------------------------------------- in Chromium
 
 
-def _chromium() -> str:
-    found = os.environ.get("LEAN_DOJO_V2_CHROMIUM") or next(
-        filter(None, map(shutil.which, ("chromium", "chromium-browser", "google-chrome"))), None
-    )
-    if found is None:
-        pytest.skip("no Chromium on PATH: install Debian's chromium package (.ci/run does)")
-    return found
-
-
-def _browse(tmp_path: Path, url: str, *args: str) -> subprocess.CompletedProcess[str]:
-    # --no-sandbox: CI runs as root, where Chromium's sandbox refuses to start.
-    command = [
-        _chromium(),
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--no-first-run",
-        f"--user-data-dir={tmp_path / 'chromium-profile'}",
-        *args,
-        url,
-    ]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=180, check=False)
-    assert done.returncode == 0, done.stderr[-2000:]
-    return done
-
-
 def test_the_report_opens_in_chromium_and_shows_every_problem(tmp_path: Path) -> None:
     path = write_report_html(_evaluation(tmp_path / "out"))
     # The URL names the proof's last node: the script opens it and everything around it.
-    url = path.as_uri() + "#p-nat_add_zero-a0-r0-n3"
-    dom = _browse(tmp_path, url, "--dump-dom").stdout
+    dom = dump_dom(path, "p-nat_add_zero-a0-r0-n3")
+    assert list(shown_problems(dom)) == PROBLEMS
     rows = _problem_rows(dom)
-    assert list(rows) == PROBLEMS
     assert [rows[n]["data-status"] for n in PROBLEMS] == [
         "solved",
         "failed",
@@ -392,7 +363,8 @@ def test_the_report_opens_in_chromium_and_shows_every_problem(tmp_path: Path) ->
 
     # A window taller than the page: headless Chromium paints a scrolled page with a blank band.
     shot = tmp_path / "report.png"
-    _browse(tmp_path, url, f"--screenshot={shot}", "--window-size=1280,2400", "--hide-scrollbars")
+    url = path.as_uri() + "#p-nat_add_zero-a0-r0-n3"
+    browse(url, f"--screenshot={shot}", "--window-size=1280,2400", "--hide-scrollbars")
     png = shot.read_bytes()
     assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 10_000
     from PIL import Image  # matplotlib's dependency
@@ -405,15 +377,13 @@ def test_the_report_opens_in_chromium_and_shows_every_problem(tmp_path: Path) ->
         assert tree.getextrema()[0] < 80  # so is what the opened problem shows
 
 
-def test_putnambench_size_loads_in_chromium(
-    tmp_path: Path, putnambench_sized: tuple[Path, float]
-) -> None:
+def test_putnambench_size_loads_in_chromium(putnambench_sized: tuple[Path, float]) -> None:
     path, _ = putnambench_sized
     started = time.perf_counter()
-    dom = _browse(tmp_path, path.as_uri(), "--dump-dom").stdout
+    dom = dump_dom(path)
     seconds = time.perf_counter() - started
     ready_ms = int(re.search(r'data-ready-ms="(\d+)"', dom).group(1))
-    assert len(_problem_names(dom)) == 672
+    assert len(shown_problems(dom)) == 672
     assert "672 of 672 problems shown" in dom
     # Measured at about 2 s to a usable page (7 s for Chromium's whole run) on 2 shared cores.
     assert ready_ms < 15_000, ready_ms

@@ -1,0 +1,63 @@
+"""Headless Chromium for the tests that open ``report.html``: load a page and read its DOM after
+its script ran, or take a screenshot. A test that calls these skips where no Chromium is found
+(Debian's ``chromium`` package; ``.ci/run`` installs it; ``LEAN_DOJO_V2_CHROMIUM`` names another
+build)."""
+
+from __future__ import annotations
+
+import html
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+NAMES = ("chromium", "chromium-browser", "google-chrome")
+
+
+def chromium() -> str:
+    """The Chromium to run; skips the calling test where there is none."""
+    found = os.environ.get("LEAN_DOJO_V2_CHROMIUM") or next(
+        filter(None, map(shutil.which, NAMES)), None
+    )
+    if found is None:
+        pytest.skip("no Chromium on PATH: install Debian's chromium package (.ci/run does)")
+    return found
+
+
+def browse(url: str, *args: str, timeout: float = 180) -> str:
+    """Run headless Chromium on ``url`` with ``args`` (``--dump-dom``, ``--screenshot=…``) and
+    return what it printed; a failure to run is the test's failure, with Chromium's stderr."""
+    with tempfile.TemporaryDirectory(prefix="chromium-profile-") as profile:
+        # --no-sandbox: CI runs as root, where Chromium's sandbox refuses to start.
+        command = [
+            chromium(),
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-dev-shm-usage",
+            "--no-first-run",
+            f"--user-data-dir={profile}",
+            *args,
+            url,
+        ]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
+
+
+def dump_dom(page: Path, fragment: str = "") -> str:
+    """The DOM of ``page`` (``report.html``) after its script ran, as HTML; ``fragment`` is the
+    URL's ``#…`` part (without the ``#``), which the report's script opens."""
+    return browse(page.resolve().as_uri() + (f"#{fragment}" if fragment else ""), "--dump-dom")
+
+
+def shown_problems(dom: str) -> dict[str, str]:
+    """``{problem name: status}`` of every problem row of a report's DOM, in page order."""
+    rows = re.findall(
+        r'<details class="problem" [^>]*?data-name="([^"]*)" data-status="([^"]*)"', dom
+    )
+    return {html.unescape(name): status for name, status in rows}
