@@ -1,6 +1,7 @@
 """Evaluation output directories for the report's tests, written by the evaluation's own writers
 (``AttemptLog`` for ``attempts.jsonl``, ``EvalResult`` for ``summary.json``), so the report is
-tested on the files ``eval prove`` writes."""
+tested on the files ``eval prove`` writes; and a whole-proof sampler of recorded proofs, for an
+evaluation run end to end."""
 
 from __future__ import annotations
 
@@ -13,7 +14,10 @@ import pytest
 
 from lean_dojo_v2.evaluation.attempts import AttemptLog, ProblemOutcome
 from lean_dojo_v2.evaluation.budget import Budget
+from lean_dojo_v2.evaluation.recorded import RecordedProofs
 from lean_dojo_v2.evaluation.summary import SUMMARY_FILE, EvalResult, write_json
+from lean_dojo_v2.models.generator import Candidate, Completion, TacticGenerator
+from lean_dojo_v2.models.proof_prompt import ProofRequest
 
 HEADER = "import Mathlib\nimport Aesop\n\nset_option maxHeartbeats 400000\n\n"
 WRONG_PROOF = "nlinarith [sq_nonneg (a - b), sq_nonneg (a + b)]"
@@ -150,3 +154,31 @@ def synthetic_out(out: Path, *, problems: int, n: int, mode: str = "whole") -> P
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(os, "fsync", lambda fd: None)
         return write_out(out, lines, problems=names, n=n, mode=mode)
+
+
+class RecordedSampler(TacticGenerator):
+    """A whole-proof sampler for ``evaluate``: sample i of a problem with a recorded proof is that
+    proof when i is odd, a wrong proof otherwise; problems without one get wrong proofs only."""
+
+    def __init__(self) -> None:
+        self.recorded = RecordedProofs.bundled()
+
+    def generate(
+        self, states: list[str], num_samples: int, *, prefix: str | None = None
+    ) -> list[list[Candidate]]:
+        return [[] for _ in states]
+
+    def sample_proofs(
+        self, requests: Sequence[ProofRequest], num_samples: int, *, prompt: object = None
+    ) -> list[list[Completion]]:
+        out = []
+        for request in requests:
+            task = request.task
+            found = self.recorded.for_statement(task.header or "", task.formal_statement or "")
+            good = f"{task.header}{task.formal_statement}\n{found[0].proof}" if found else None
+            answers = [
+                good if good is not None and i % 2 else f"{task.formal_statement}\n  {WRONG_PROOF}"
+                for i in range(num_samples)
+            ]
+            out.append([Completion(f"```lean4\n{a}\n```") for a in answers])
+        return out

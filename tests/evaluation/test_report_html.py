@@ -17,12 +17,13 @@ import pytest
 
 from lean_dojo_v2.cli import main
 from lean_dojo_v2.errors import DataFormatError
+from lean_dojo_v2.evaluation import evaluate
 from lean_dojo_v2.evaluation.errors import ReportInputError
 from lean_dojo_v2.evaluation.report_data import read_report_data
 from lean_dojo_v2.evaluation.report_html import MAX_TEXT, write_report_html
 
 from .browser import browse, dump_dom, shown_problems
-from .report_fixtures import attempt, synthetic_out, write_out
+from .report_fixtures import RecordedSampler, attempt, synthetic_out, write_out
 
 # Text a model or Lean could print that would run in a page that did not escape it.
 SCRIPT_PROOF = '</script><script>document.body.dataset.pwned = "proof"</script>'
@@ -375,6 +376,31 @@ def test_the_report_opens_in_chromium_and_shows_every_problem(tmp_path: Path) ->
         title, tree = gray.crop((0, 0, 1280, 80)), gray.crop((0, 1000, 1280, 2400))
         assert title.getextrema()[0] < 80  # the title's dark text is painted
         assert tree.getextrema()[0] < 80  # so is what the opened problem shows
+
+
+def test_an_evaluation_run_end_to_end_shows_every_problem_in_chromium(tmp_path: Path) -> None:
+    """``evaluate`` on miniF2F-test with the recorded verifier writes report.html at the end; in
+    Chromium it shows every problem evaluated with the summary's status, and a solved problem's
+    accepted attempt says which verifier accepted it."""
+    out = tmp_path / "eval"
+    result = evaluate(
+        benchmark="minif2f-test",
+        mode="whole",
+        n=2,
+        verifier="recorded",
+        limit=6,
+        out=str(out),
+        make_generator=RecordedSampler,
+        workers=1,
+        parallel="inline",
+        progress=False,
+    )
+    assert 0 < result.solved < result.attempted == 6  # some problems have no recorded proof
+    dom = dump_dom(out / "report.html", f"p-{result.solved_names[0]}-a1-r0")
+    expected = {p.name: "solved" if p.solved else "failed" for p in result.problems}
+    assert shown_problems(dom) == expected
+    accepted = dom[dom.index(f'id="p-{result.solved_names[0]}-a1-r0" open=""') :]
+    assert "accepted by recorded" in accepted[: accepted.index("</summary>")]
 
 
 def test_putnambench_size_loads_in_chromium(putnambench_sized: tuple[Path, float]) -> None:
