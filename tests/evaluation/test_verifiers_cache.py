@@ -166,7 +166,7 @@ def test_each_verifier_keeps_its_own_verdicts():
     assert verifier_id(cached(CountingFactory(), VerdictCache())) == "lean:4.15.0"
 
     @dataclasses.dataclass(frozen=True)
-    class Wrapper:  # RUNNER's meter wraps the factory the same way
+    class Wrapper:  # the budget's meter (MeteredEnvFactory) wraps a factory the same way
         make_env: object
 
     assert verifier_id(Wrapper(CountingFactory())) == "lean:4.15.0"
