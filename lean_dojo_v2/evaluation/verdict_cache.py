@@ -25,20 +25,18 @@ import json
 import logging
 import sqlite3
 import threading
-from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..data.model import Theorem
-from ..interaction.async_adapter import as_async_env, restarts_of, shares_states
 from ..interaction.base import AsyncProofEnv, ProofEnv
 from ..interaction.standalone import standalone_header
 from ..interaction.types import Verdict
+from ..interaction.wrapped import WrappedEnv, wrap_each
 from .statements import normalise_header, normalise_proof, normalise_statement
 
 if TYPE_CHECKING:
-    from ..interaction.types import ProofFinished, ProofState, TacticResult
     from ..prover.search_types import EnvFactory
 
 log = logging.getLogger(__name__)
@@ -192,31 +190,14 @@ class VerdictCache:
                 self._conn = None
 
 
-class CachedEnv(AsyncProofEnv):
+class CachedEnv(WrappedEnv):
     """An environment whose ``verify`` is answered from ``cache`` where it can (see the module
     docstring); ``verifier`` names who checks (:func:`verifier_id`)."""
 
     def __init__(self, env: ProofEnv | AsyncProofEnv, cache: VerdictCache, verifier: str) -> None:
-        self.env = as_async_env(env)
-        self.backend = self.env.backend
+        super().__init__(env)
         self.cache = cache
         self.verifier_id = verifier
-
-    @property
-    def shares_states(self) -> bool:  # type: ignore[override]  # the wrapped env's
-        return shares_states(self.env)
-
-    @property
-    def restarts(self) -> int | None:  # type: ignore[override]  # the wrapped env's
-        return restarts_of(self.env)
-
-    async def start(self, theorem: Theorem) -> ProofState:
-        return await self.env.start(theorem)
-
-    async def run_tactic(
-        self, state: ProofState, tactic: str, timeout: float | None = None
-    ) -> TacticResult:
-        return await self.env.run_tactic(state, tactic, timeout)
 
     async def verify(self, theorem: Theorem, proof: str) -> Verdict:
         kept = self.cache.get(self.verifier_id, theorem, proof)
@@ -225,12 +206,6 @@ class CachedEnv(AsyncProofEnv):
         verdict = await self.env.verify(theorem, proof)
         self.cache.put(self.verifier_id, theorem, proof, verdict)
         return verdict
-
-    async def release(self, state: ProofState | ProofFinished) -> None:
-        await self.env.release(state)
-
-    async def close(self) -> None:
-        await self.env.close()
 
 
 @dataclass(frozen=True)
@@ -248,12 +223,8 @@ class CachedEnvFactory:
         return self.verifier or verifier_id(self.make_env)
 
     def __call__(self) -> AsyncProofEnv | list[AsyncProofEnv]:
-        made = self.make_env()
-        name = self.verifier or verifier_id(self.make_env)
-        if isinstance(made, (ProofEnv, AsyncProofEnv)):
-            return CachedEnv(made, self.cache, name)
-        envs: Sequence[ProofEnv | AsyncProofEnv] = made
-        return [CachedEnv(e, self.cache, name) for e in envs]
+        name = self.verifier_id
+        return wrap_each(self.make_env(), lambda env: CachedEnv(env, self.cache, name))
 
 
 def cached(

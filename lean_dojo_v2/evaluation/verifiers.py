@@ -30,11 +30,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..interaction.async_adapter import as_async_env, restarts_of, shares_states
-from ..interaction.base import AsyncProofEnv, ProofEnv
+from ..interaction.base import ProofEnv
 from ..interaction.messages import LeanMessage
 from ..interaction.standalone import header_imports
 from ..interaction.types import STANDARD_AXIOMS, Verdict
+from ..interaction.wrapped import WrappedEnv
 from .errors import VerifierError
 from .problems import Benchmark
 from .recorded import RecordedEnv, RecordedProofs
@@ -42,7 +42,7 @@ from .verdict_cache import VerdictCache, cached  # the design's face: verifiers 
 
 if TYPE_CHECKING:
     from ..data.model import Theorem
-    from ..interaction.types import ProofFinished, ProofState, TacticResult
+    from ..interaction.base import AsyncProofEnv
     from ..prover.search_types import EnvFactory
 
 log = logging.getLogger(__name__)
@@ -63,31 +63,14 @@ VERIFIERS = ("lean", "recorded", "replay")
 _CORE_MODULES = ("Init", "Lean", "Std", "Lake")
 
 
-class AxiomCheckedEnv(AsyncProofEnv):
+class AxiomCheckedEnv(WrappedEnv):
     """An environment whose accepted proofs must depend on no axiom beyond ``allowed`` (the
     ``#print axioms`` answer in ``Verdict.axioms``); one that does becomes a rejection saying
     which. A verdict whose axioms are unknown is left as it is."""
 
     def __init__(self, env: ProofEnv | AsyncProofEnv, allowed: Iterable[str]) -> None:
-        self.env = as_async_env(env)
-        self.backend = self.env.backend
+        super().__init__(env)
         self.allowed = frozenset(allowed)
-
-    @property
-    def shares_states(self) -> bool:  # type: ignore[override]  # the wrapped env's
-        return shares_states(self.env)
-
-    @property
-    def restarts(self) -> int | None:  # type: ignore[override]  # the wrapped env's
-        return restarts_of(self.env)
-
-    async def start(self, theorem: Theorem) -> ProofState:
-        return await self.env.start(theorem)
-
-    async def run_tactic(
-        self, state: ProofState, tactic: str, timeout: float | None = None
-    ) -> TacticResult:
-        return await self.env.run_tactic(state, tactic, timeout)
 
     async def verify(self, theorem: Theorem, proof: str) -> Verdict:
         return self.judge(await self.env.verify(theorem, proof))
@@ -107,12 +90,6 @@ class AxiomCheckedEnv(AsyncProofEnv):
             messages=(*verdict.messages, text),
             lean_messages=(*verdict.lean_messages, LeanMessage("error", 0, 0, text)),
         )
-
-    async def release(self, state: ProofState | ProofFinished) -> None:
-        await self.env.release(state)
-
-    async def close(self) -> None:
-        await self.env.close()
 
 
 @dataclass(frozen=True)

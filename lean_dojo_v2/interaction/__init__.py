@@ -44,6 +44,7 @@ if TYPE_CHECKING:
         Verdict,
         VersionMismatchError,
     )
+    from .wrapped import WrappedEnv, wrap_each
 
 _EXPORTS = {
     "InteractionError": "..errors",
@@ -67,6 +68,8 @@ _EXPORTS = {
     "split_tactics": ".replay",
     "standalone_header": ".standalone",
     "standalone_theorem": ".standalone",
+    "WrappedEnv": ".wrapped",
+    "wrap_each": ".wrapped",
     "STANDARD_AXIOMS": ".types",
     "EnvClosedError": ".types",
     "EnvCrashedError": ".types",
@@ -108,6 +111,7 @@ __all__ = [
     "UnknownTheoremError",
     "Verdict",
     "VersionMismatchError",
+    "WrappedEnv",
     "as_async_env",
     "as_async_envs",
     "normalize_tactic",
@@ -116,6 +120,7 @@ __all__ = [
     "split_tactics",
     "standalone_header",
     "standalone_theorem",
+    "wrap_each",
 ]
 
 __getattr__, __dir__ = reexport(globals(), _EXPORTS)
