@@ -63,14 +63,20 @@ def verifier_id(thing: object) -> str:
         if inner is None:
             break
         current, seen = inner, seen + 1
-    backend = getattr(current, "backend", None) or type(current).__name__
+    backend = getattr(current, "backend", None)
+    if not isinstance(backend, str):
+        # A factory of your own that says nothing: its qualified name, so that two different
+        # ones never answer for each other.
+        named = current if callable(current) and hasattr(current, "__qualname__") else None
+        kind = named if named is not None else type(current)
+        return f"{kind.__module__}.{kind.__qualname__}"
     config = getattr(current, "config", None)
     project = getattr(config, "project_path", None)
     if project is not None:
         from ..interaction.pantograph.locate import read_toolchain
 
         return f"{backend}:{read_toolchain(project) or 'unknown'}"
-    return str(backend)
+    return backend
 
 
 def _statement_of(theorem: Theorem) -> tuple[str, str]:

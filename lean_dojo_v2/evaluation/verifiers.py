@@ -234,7 +234,10 @@ def _lean(
         located
     )
     allowed = tuple(sorted(allowed_axioms if allowed_axioms is not None else STANDARD_AXIOMS))
-    return LeanVerifier(config, allowed, f"lean:{version or 'unknown'}")
+    name = f"lean:{version or 'unknown'}"
+    if set(allowed) != STANDARD_AXIOMS:  # another axiom check is another verifier
+        name += f"[axioms={','.join(allowed)}]"
+    return LeanVerifier(config, allowed, name)
 
 
 def _check_project(project: Path) -> None:

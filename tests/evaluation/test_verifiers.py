@@ -261,6 +261,17 @@ def test_lean_with_mathlib_imports_needs_a_built_project(tmp_path, fake_repl_com
     assert factory.config["project_dir"] == str(tmp_path.resolve())
     assert factory.verifier_id == "lean:4.15.0"
     assert factory.allowed_axioms == ("Classical.choice", "Quot.sound", "propext")
+    # another axiom check is another verifier: its verdicts are kept apart
+    wider = make_verifier_env(
+        "lean",
+        MINIF2F_TEST,
+        repl=fake_repl_command,
+        project=tmp_path,
+        allowed_axioms=["propext", "Classical.choice", "Quot.sound", "Lean.ofReduceBool"],
+    )
+    assert wider.verifier_id == (
+        "lean:4.15.0[axioms=Classical.choice,Lean.ofReduceBool,Quot.sound,propext]"
+    )
 
 
 def _jsonl(path: Path, names: list[str]) -> Path:

@@ -171,6 +171,13 @@ def test_each_verifier_keeps_its_own_verdicts():
 
     assert verifier_id(Wrapper(CountingFactory())) == "lean:4.15.0"
     assert verifier_id(CountingEnv()) == "pantograph"
+
+    def my_factory():  # a factory of your own that says nothing: named by where it lives
+        return CountingEnv()
+
+    assert verifier_id(my_factory).endswith(
+        "test_each_verifier_keeps_its_own_verdicts.<locals>.my_factory"
+    )
     cache = VerdictCache()
     cache.put("recorded", THEOREM, "norm_num", Verdict(True, "recorded", "recorded"))
     assert cache.get("lean:4.15.0", THEOREM, "norm_num") is None
