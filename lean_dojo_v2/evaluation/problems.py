@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from ..data.model import Theorem
 from ..errors import ConfigError
@@ -34,7 +34,8 @@ class Problem:
     informal_statement: str | None = None
     split: str | None = None
     goal: str | None = None
-    theorem: Theorem | None = None
+    # not compared: a problem is its name and text (a Theorem is mutable, so unhashable)
+    theorem: Theorem | None = field(default=None, compare=False)
 
     def to_theorem(self) -> Theorem:
         """The theorem the pipeline proves: the dataset's own, or the standalone statement that
