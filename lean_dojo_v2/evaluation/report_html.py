@@ -46,7 +46,12 @@ MAX_TEXT = 20_000
 """Characters of one proof, message or goal shown; the rest stays in ``attempts.jsonl`` (a model
 that never stops writing would otherwise make the page as large as its output)."""
 MAX_TREE_NODES = 2_000
-"""Nodes of one search tree shown (the first ones and the path to the proof)."""
+"""Nodes of one search tree shown: the first ones tried, and the path to the proof always."""
+PAGE_TREE_NODES = 40_000
+"""Nodes of all the search trees of a page together: a tactic-mode evaluation of PutnamBench
+(672 trees of hundreds of nodes, each new state with its goal) would otherwise make a page of
+hundreds of megabytes. Each tree gets an equal share, at least :data:`MIN_TREE_NODES`."""
+MIN_TREE_NODES = 50
 MAX_PLOT_BYTES = 4_000_000
 """A PNG larger than this is linked, not embedded."""
 
@@ -245,13 +250,13 @@ def _problem_list(data: ReportData) -> str:
         '<button id="close-all" type="button">close all</button>'
         '<span id="shown"></span></div>\n'
     )
-    ids = _Ids()
-    rows = "".join(_problem(i, p, ids) for i, p in enumerate(data.problems))
+    page = _Page(data)
+    rows = "".join(_problem(i, p, page) for i, p in enumerate(data.problems))
     return f'<h2>Problems</h2>\n{controls}<div id="problems">\n{rows}</div>\n'
 
 
-def _problem(order: int, problem: ProblemRecord, ids: _Ids) -> str:
-    pid = ids.new("p-" + problem.name)
+def _problem(order: int, problem: ProblemRecord, page: _Page) -> str:
+    pid = page.new("p-" + problem.name)
     tokens = int(problem.cost("tokens_in") + problem.cost("tokens_out"))
     lean = int(problem.cost("lean_calls"))
     seconds = problem.budget.get("wall_seconds")
@@ -284,7 +289,7 @@ def _problem(order: int, problem: ProblemRecord, ids: _Ids) -> str:
         if problem.error:
             body.append(_pre(problem.error, "err"))
     if problem.attempts:
-        items = "".join(f"<li>{_attempt(pid, a, ids)}</li>\n" for a in problem.attempts)
+        items = "".join(f"<li>{_attempt(pid, a, page)}</li>\n" for a in problem.attempts)
         body.append(f'<ol class="attempts">\n{items}</ol>')
     elif problem.status == NOT_RUN:
         body.append('<p class="label">no attempt recorded</p>')
@@ -300,9 +305,9 @@ def _status(status: str) -> str:
     return f'<span class="st st-{_e(status.replace(" ", "-"))}">{_e(status)}</span>'
 
 
-def _attempt(pid: str, record: AttemptRecord, ids: _Ids) -> str:
+def _attempt(pid: str, record: AttemptRecord, page: _Page) -> str:
     a = record.attempt
-    aid = ids.new(f"{pid}-a{a.index}-r{a.round}")
+    aid = page.new(f"{pid}-a{a.index}-r{a.round}")
     verdict = "accepted" if a.ok else ("error" if a.error else "rejected")
     by = f" by {a.checked_by}" if a.checked_by else ""
     meta = [
@@ -328,7 +333,7 @@ def _attempt(pid: str, record: AttemptRecord, ids: _Ids) -> str:
             + "</ul>"
         )
     if record.tree:
-        body.append(f'<div class="label">search tree</div>{_tree(aid, record.tree, ids)}')
+        body.append(f'<div class="label">search tree</div>{_tree(aid, record.tree, page)}')
     return (
         f'<details class="attempt {"ok" if a.ok else "bad"}" id="{_e(aid)}"><summary>'
         f'{_e(label)} <span class="res">{_e(verdict + by)}</span> '
@@ -349,10 +354,11 @@ def _message(m: LeanMessage) -> str:
     )
 
 
-def _tree(aid: str, nodes: tuple[TreeNode, ...], ids: _Ids) -> str:
+def _tree(aid: str, nodes: tuple[TreeNode, ...], page: _Page) -> str:
     by_id = {n.id: n for n in nodes}
     on_proof = _proof_path(by_id)
-    kept = set(on_proof) | {n.id for n in sorted(nodes, key=lambda n: n.id)[:MAX_TREE_NODES]}
+    first = sorted(nodes, key=lambda n: n.id)[: page.tree_nodes]  # ids follow the order tried
+    kept = set(on_proof) | {n.id for n in first}
     children: dict[int | None, list[TreeNode]] = {}
     for node in nodes:
         if node.id in kept:
@@ -368,7 +374,7 @@ def _tree(aid: str, nodes: tuple[TreeNode, ...], ids: _Ids) -> str:
         if closing:
             out.append("</div></details>" if node.id in children else "</details>")
             continue
-        out.append(_node_open(node, node.id in on_proof, node_ids, ids))
+        out.append(_node_open(node, node.id in on_proof, node_ids, page))
         stack.append((node, True))
         if node.id in children:
             out.append('<div class="kids">')
@@ -381,8 +387,8 @@ def _tree(aid: str, nodes: tuple[TreeNode, ...], ids: _Ids) -> str:
     return "".join(out)
 
 
-def _node_open(node: TreeNode, on_proof: bool, node_ids: Mapping[int, str], ids: _Ids) -> str:
-    nid = ids.new(node_ids[node.id])
+def _node_open(node: TreeNode, on_proof: bool, node_ids: Mapping[int, str], page: _Page) -> str:
+    nid = page.new(node_ids[node.id])
     outcome = node.outcome or "open"
     kind = "proof" if _is_proof(outcome) else ("error" if outcome.startswith("error") else "other")
     score = f"{node.score:.3f}" if node.score is not None else "–"
@@ -426,15 +432,20 @@ def _is_proof(outcome: str) -> bool:
 # --------------------------------------------------------------------------- text
 
 
-class _Ids:
-    """Element ids from names: letters (Lean's ``ι``, ``₁`` too), digits and ``_.:'-`` are kept,
-    anything else (white space, quotes, brackets) becomes ``_``; a repeated id gets a ``-2``,
-    ``-3`` … suffix, so ``#id`` always names one element."""
+class _Page:
+    """What rendering one page keeps track of: the element ids given out, and how many nodes of
+    each search tree are shown (``tree_nodes``: an equal share of :data:`PAGE_TREE_NODES`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, data: ReportData) -> None:
         self._seen: set[str] = set()
+        trees = sum(1 for p in data.problems for a in p.attempts if a.tree)
+        share = PAGE_TREE_NODES // max(trees, 1)
+        self.tree_nodes = min(MAX_TREE_NODES, max(MIN_TREE_NODES, share))
 
     def new(self, wanted: str) -> str:
+        """An element id from a name: letters (Lean's ``ι``, ``₁`` too), digits and ``_.:'-``
+        are kept, anything else (white space, quotes, brackets) becomes ``_``; a repeated id gets
+        a ``-2``, ``-3`` … suffix, so ``#id`` always names one element."""
         base = re.sub(r"[^\w.:'-]+", "_", wanted)
         candidate, n = base, 1
         while candidate in self._seen:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+import lean_dojo_v2.evaluation.report_html as report_html
 from lean_dojo_v2.cli import main
 from lean_dojo_v2.errors import DataFormatError
 from lean_dojo_v2.evaluation import evaluate
@@ -286,6 +287,45 @@ def test_a_runaway_proof_is_cut_and_says_where_the_rest_is(tmp_path: Path) -> No
     page = write_report_html(out).read_text("utf-8")
     assert f"{len(proof) - MAX_TEXT:,} more characters in attempts.jsonl" in page
     assert len(page) < len(proof) + 40_000
+
+
+def test_search_trees_share_a_node_budget_and_keep_the_proof_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Tactic mode at PutnamBench's size would be hundreds of trees of hundreds of nodes: each
+    tree shows its share of the page's budget, and always the path of its proof."""
+    monkeypatch.setattr(report_html, "PAGE_TREE_NODES", 300)
+
+    def tree(size: int) -> list[dict[str, object]]:
+        path, node = set(), size - 1  # the last node closes the goals
+        while node > 0:
+            path.add(node)
+            node = (node - 1) // 3
+        return [
+            {
+                "id": i,
+                "parent": None if i == 0 else (i - 1) // 3,
+                "goal": None if i == size - 1 else f"⊢ goal {i}",
+                "tactic": None if i == 0 else f"tactic_{i}",
+                "score": -0.1 * i,
+                "outcome": "proof" if i == size - 1 else "expanded",
+                "proved": i == 0 or i in path,
+            }
+            for i in range(size)
+        ]
+
+    names = ["t1", "t2", "t3"]
+    lines = [attempt(n, 0, ok=True, mode="tactic", proof="simp", tree=tree(500)) for n in names]
+    page = write_report_html(write_out(tmp_path / "out", lines, problems=names, n=1)).read_text(
+        "utf-8"
+    )
+    for name in names:
+        shown = re.findall(rf'<details class="node[^"]*" id="p-{name}-a0-r0-n(\d+)"', page)
+        # 300 // 3 trees = the first 100 nodes, and the proof's path (0, 1, 5, 18, 55, 166, 499)
+        assert sorted(map(int, shown)) == [*range(100), 166, 499]
+    assert page.count("398 more nodes are in attempts.jsonl") == 3
+    opened = re.findall(r'<details class="node on-proof" id="p-t1-a0-r0-n(\d+)" open>', page)
+    assert sorted(map(int, opened)) == [0, 1, 5, 18, 55, 166, 499]
 
 
 def test_early_stop_shows_counts_not_pass_at_k(tmp_path: Path) -> None:
