@@ -137,6 +137,9 @@ class VerdictCache:
             conn = sqlite3.connect(str(self.path), timeout=60, check_same_thread=False)
             try:  # readers never wait for a writer; a file system without WAL still works
                 conn.execute("PRAGMA journal_mode=WAL")
+                # No fsync per verdict (a put took ~10 ms, as long as a Lean call): a killed run
+                # keeps every verdict, a power cut may lose the last ones, which are re-checked.
+                conn.execute("PRAGMA synchronous=NORMAL")
             except sqlite3.DatabaseError as exc:
                 log.debug("verdict cache %s without WAL: %s", self.path, exc)
             conn.execute(
