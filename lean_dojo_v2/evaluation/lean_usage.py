@@ -19,20 +19,22 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import threading
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..interaction.async_adapter import as_async_env, restarts_of, shares_states
 from ..interaction.base import AsyncProofEnv, ProofEnv
+from ..interaction.wrapped import WrappedEnv, wrap_each
 
 if TYPE_CHECKING:
+    import psutil
+
     from ..data.model import Theorem
-    from ..interaction.types import ProofFinished, ProofState, TacticResult, Verdict
+    from ..interaction.types import ProofState, TacticResult, Verdict
     from ..prover.search_types import EnvFactory
 
 log = logging.getLogger(__name__)
@@ -47,29 +49,38 @@ def problem_key(full_name: str, file_path: str) -> str:
 
 
 class _ChildCpu:
-    """CPU seconds of this process's descendants (the Lean REPLs) since the last reading."""
+    """CPU seconds of this process's descendants (the Lean REPLs) since the last reading.
+
+    Listing descendants reads every process of the machine (psutil's parent map): it is done at
+    most once a second; reading the CPU time of the ones known is cheap."""
+
+    RESCAN_SECONDS = 1.0
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.seen: dict[int, float] = {}
+        self.children: list[psutil.Process] = []
+        self.scanned = -math.inf
 
     def delta(self) -> float:
         import psutil
 
         with self.lock:
+            now = time.monotonic()
+            if now - self.scanned >= self.RESCAN_SECONDS:
+                self.scanned = now
+                try:
+                    self.children = psutil.Process().children(recursive=True)
+                except psutil.Error:
+                    self.children = []
             total = 0.0
-            try:
-                children = psutil.Process().children(recursive=True)
-            except psutil.Error:
-                return 0.0
-            for child in children:
+            for child in self.children:
                 try:
                     times = child.cpu_times()
-                except psutil.Error:  # it ended between the listing and the reading
+                except psutil.Error:  # it ended: its last slice went with it (rare: a restart)
                     continue
                 cpu = times.user + times.system
-                # A pid seen before counts only its new time; a process that ended took its
-                # last slice with it (the REPL is rarely restarted).
+                # a pid seen before counts only its new time
                 total += max(0.0, cpu - self.seen.get(child.pid, 0.0))
                 self.seen[child.pid] = cpu
             return total
@@ -107,23 +118,13 @@ class _LedgerWriter:
             log.warning("cannot write Lean usage to %s: %s", self.path, exc)
 
 
-class MeteredEnv(AsyncProofEnv):
-    """An environment whose every call is counted into the ledger (see the module docstring);
-    the wrapped environment's declared capabilities are its own."""
+class MeteredEnv(WrappedEnv):
+    """An environment whose every call is counted into the ledger (see the module docstring)."""
 
     def __init__(self, env: ProofEnv | AsyncProofEnv, ledger_dir: str) -> None:
-        self.env = as_async_env(env)
-        self.backend = self.env.backend
+        super().__init__(env)
         self.writer = _LedgerWriter.for_dir(ledger_dir)
         self.problem: str | None = None  # the problem of the last start/verify: run_tactic's
-
-    @property
-    def shares_states(self) -> bool:  # type: ignore[override]
-        return shares_states(self.env)
-
-    @property
-    def restarts(self) -> int | None:  # type: ignore[override]
-        return restarts_of(self.env)
 
     def _begin(self, theorem: Theorem | None) -> tuple[str | None, float]:
         if theorem is not None:
@@ -153,12 +154,6 @@ class MeteredEnv(AsyncProofEnv):
         finally:
             self.writer.record(problem, time.perf_counter() - t)
 
-    async def release(self, state: ProofState | ProofFinished) -> None:
-        await self.env.release(state)
-
-    async def close(self) -> None:
-        await self.env.close()
-
 
 @dataclass(frozen=True)
 class MeteredEnvFactory:
@@ -169,11 +164,7 @@ class MeteredEnvFactory:
     ledger_dir: str
 
     def __call__(self) -> AsyncProofEnv | list[AsyncProofEnv]:
-        made = self.make_env()
-        if isinstance(made, (ProofEnv, AsyncProofEnv)):
-            return MeteredEnv(made, self.ledger_dir)
-        envs: Sequence[ProofEnv | AsyncProofEnv] = made
-        return [MeteredEnv(e, self.ledger_dir) for e in envs]
+        return wrap_each(self.make_env(), lambda env: MeteredEnv(env, self.ledger_dir))
 
 
 @dataclass

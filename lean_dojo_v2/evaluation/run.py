@@ -47,6 +47,7 @@ from .config import EvalConfig
 from .errors import VerifierError
 from .lean_usage import MeteredEnvFactory, UsageLedger, problem_key
 from .out_dir import OutPlan, default_out_dir, open_out_dir, plan_out_dir
+from .recorded_start import RecordedStartFactory
 from .summary import PUTNAMBENCH_FILE, SUMMARY_FILE, EvalResult, putnambench_entry, write_json
 
 if TYPE_CHECKING:
@@ -258,15 +259,19 @@ def _verifier_env(cfg: EvalConfig, benchmark: Benchmark, own: EnvFactory | None)
 
 
 def _metered(cfg: EvalConfig, make_env: EnvFactory, ledger: Path) -> EnvFactory:
-    """``make_env`` with the budget's meter on it, behind the verdict cache when there is one:
-    a verdict from the cache never reaches the meter, so it costs no Lean call."""
-    metered = MeteredEnvFactory(make_env, str(ledger))
+    """``make_env`` with the budget's meter on it, behind the verdict cache when there is one
+    (a verdict from the cache never reaches the meter, so it costs no Lean call) and, in whole
+    and refine mode, behind :class:`~.recorded_start.RecordedStartEnv` (a recorded first goal
+    costs none either)."""
+    made: EnvFactory = MeteredEnvFactory(make_env, str(ledger))
     cache_path = _verdict_cache_path(cfg.verdict_cache)
-    if cache_path is None:
-        return metered
-    from .verifiers import VerdictCache, cached
+    if cache_path is not None:
+        from .verifiers import VerdictCache, cached
 
-    return cached(metered, VerdictCache(cache_path))
+        made = cached(made, VerdictCache(cache_path))
+    if cfg.mode != "tactic":
+        made = RecordedStartFactory(made)
+    return made
 
 
 def _verdict_cache_path(setting: str | None) -> Path | None:

@@ -99,3 +99,30 @@ def test_a_metered_replay_env_keeps_its_capabilities_and_answers(tmp_path: Path)
     assert run_sync(made.verify(theorem, proof)).ok
     used = UsageLedger(tmp_path).take(problem_key(theorem.full_name, theorem.file_path))
     assert used.calls == 1 and used.cpu_seconds >= 0.0
+
+
+def test_whole_proof_modes_take_a_recorded_first_goal_from_the_benchmark(tmp_path: Path) -> None:
+    """A miniF2F problem records its first goal: no Lean call starts it; one without (a
+    LeanDojo theorem) is started by the environment; a tactic on a recorded state starts the
+    problem in the environment first."""
+    from lean_dojo_v2.evaluation import load_benchmark
+    from lean_dojo_v2.evaluation.recorded_start import RecordedStartFactory
+
+    problem = load_benchmark("minif2f-test", limit=1).problems[0]
+    standalone = problem.to_theorem()
+    traced = next(t for t in load_theorems(sample_dataset_path()) if t.traced_tactics)
+    factory = RecordedStartFactory(MeteredEnvFactory(partial(BusyEnv, 0.0), str(tmp_path)))
+    pickle.loads(pickle.dumps(factory))
+    env = factory()
+    assert not isinstance(env, list)
+    ledger = UsageLedger(tmp_path)
+    try:
+        state = run_sync(env.start(standalone))
+        assert state.goals and problem.goal and state.goals[0] in problem.goal
+        assert ledger.take(problem_key(standalone.full_name, "")).calls == 0
+        run_sync(env.start(traced))
+        assert ledger.take(problem_key(traced.full_name, traced.file_path)).calls == 1
+        run_sync(env.run_tactic(state, "simp"))  # start + tactic, in the environment
+        assert ledger.take(problem_key(standalone.full_name, "")).calls == 2
+    finally:
+        run_sync(env.close())
