@@ -2,20 +2,14 @@
 
 A run is a *plan* of passes: with a database, one pass per repository of its curriculum (easiest
 first); without, one pass on a LeanDojo dataset directory (or on examples held in memory). The
-loop around the passes is the same for every trainer and lives here once: open the database,
-plan, lock the output directory (one run at a time: :mod:`lean_dojo_v2.data.run_lock`), check it
-and resume an unfinished run (:func:`.run_dir.resume_or_start`; an old run there is set aside and
-put back if the new one fails before its first checkpoint),
-record the run in the database (:class:`.run_dir.TrainingRunRecord`), export each pass's data,
-write ``training_state.json`` after every pass, then ``summary.json``. A concrete trainer fills in
-what is its own: how to train one pass, how to save the model, what its result is.
+loop around the passes lives here once: open the database, plan, lock the output directory (one
+run at a time: :mod:`lean_dojo_v2.data.run_lock`), check it and resume an unfinished run
+(:func:`.run_dir.resume_or_start`; an old run there is set aside and put back if the new one fails
+before its first checkpoint), record the run in the database, export each pass's data, write
+``training_state.json`` after every pass, then ``summary.json``. A trainer fills in its hooks.
 
-Its users: :class:`~lean_dojo_v2.trainer.causal_lm_trainer.CausalLMTrainer` (``SFTTrainer``,
-``GRPOTrainer``) and :class:`~lean_dojo_v2.trainer.retrieval_trainer.RetrievalTrainer`.
-``ProgressTrainer`` is not one: it trains once on one JSONL file and swaps a staged output in,
-with no passes to resume.
-
-Nothing here imports torch: the hooks load what they need.
+``ProgressTrainer`` is not one: it trains once on one JSONL file, with no passes to resume.
+Nothing here imports torch.
 """
 
 from __future__ import annotations
@@ -112,48 +106,21 @@ PassListener: TypeAlias = Callable[[int, Pass, PassDataset, dict[str, Any]], obj
 class CurriculumTrainer(ABC, Generic[ResultT]):
     """The pass loop of a trainer; subclasses set the class attributes and fill in the hooks.
 
-    Class attributes:
+    Class attributes: ``run_kind``, the kind of the database's training-run record (``"sft"``);
+    ``default_model``, the model recorded when ``config.model_name`` is None; ``config_file``,
+    the config's file name in ``output_dir`` (default: ``<run_kind>_config.yaml``);
+    ``run_what``, how a refused resume names the run; ``not_fingerprinted``, fields a run may
+    resume with other values of, for a config without ``config_field(..., fingerprint=False)``;
+    ``sync_processes``, wait for the other ranks at the loop's barriers (an ``accelerate launch``
+    run starts every rank at once; Lightning starts its own inside ``fit``, so a Lightning trainer
+    leaves this False); ``export_per_pass``, a database run exports pass *k* to ``data/pass-NNN``
+    and reuses that export on resume (True), or rewrites one folder (``data_path``, default
+    ``data/``) before each pass (False).
 
-    - ``run_kind``: the kind of the database's training-run record (``"sft"``, ``"retrieval"``).
-    - ``default_model``: the model recorded when ``config.model_name`` is None.
-    - ``config_file``: the config's file name in ``output_dir`` (default: ``<run_kind>_config.yaml``).
-    - ``run_what``: how a refused resume names the run (``"retrieval training"``).
-    - ``not_fingerprinted``: config fields that do not change what is trained, so a run may
-      resume with other values of them, for a config that does not say so itself (ours mark
-      them ``config_field(..., fingerprint=False)``).
-    - ``sync_processes``: wait for the other ranks at the loop's barriers (an ``accelerate
-      launch`` run starts every rank at once; Lightning starts its own inside ``fit``, so a
-      Lightning trainer leaves this False).
-    - ``export_per_pass``: a database run exports pass *k* to ``data/pass-NNN`` and reuses that
-      export on resume (True), or rewrites one folder (``data_path``, default ``data/``) before
-      each pass (False).
-
-    ``self.config`` must have ``output_dir``, ``model_name``, ``resume`` and
-    ``overwrite_output_dir``.
-
-    Hooks, in the order the loop calls them:
-
-    - :meth:`_dataset_files` (no database): check the dataset directory; the files that identify
-      it (their bytes are the plan's fingerprint).
-    - :meth:`_check_inputs`: check what the run reads and loads, before ``output_dir`` is
-      touched.
-    - :meth:`_pass_repositories` (database): the repositories pass *k* trains on (default: the
-      first *k* + 1 of the curriculum).
-    - :meth:`_fingerprint_extra`: anything outside the config that changes what is trained.
-    - :meth:`_pass_checkpoint`: the checkpoint a pass under way resumes from, or None.
-    - :meth:`_model_dir`: where the model after the last finished pass is.
-    - :meth:`_begin`: before the first pass to run (load or restore state; ``run.first`` passes
-      are done already).
-    - :meth:`_run_pass`: train one pass on its data; returns the pass's entry of
-      ``training_state.json`` (a JSON-able dict with at least ``steps``).
-    - :meth:`_save_pass`: on the main process, save the model after a pass.
-    - :meth:`_summarise`: after the last pass, the result (``run.state["passes"]`` holds every
-      pass's entry, resumed ones included).
-    - :meth:`_record_metrics`: what the database's run record keeps of the result.
-
-    :meth:`add_pass_listener` registers a function called on the main process after each pass
-    this call runs (its model saved, ``training_state.json`` written) with ``(k, pass, dataset,
-    info)``: the agents use it to re-evaluate earlier repositories as the curriculum goes on.
+    The hooks below are called in the order they are listed (``_dataset_files`` only without a
+    database, ``_pass_repositories`` only with one). :meth:`add_pass_listener` registers a
+    function called on the main process after each pass this call runs: the agents use it to
+    re-evaluate earlier repositories as the curriculum goes on.
     """
 
     run_kind: ClassVar[str]
@@ -247,63 +214,45 @@ class CurriculumTrainer(ABC, Generic[ResultT]):
     ) -> ResultT:
         """Run (or resume) ``plan`` in ``output_dir``, record it, write ``summary.json``."""
         start = time.perf_counter() if start is None else start
-        out = Path(self.config.output_dir)
-        # One run per directory: the lock is taken before anything in ``out`` is looked at.
-        with lock_output_dir(out) if is_main_process() else nullcontext():
-            return self._run_locked(plan, sources, plan_id, db, data_path, out, start)
-
-    def _run_locked(
-        self,
-        plan: list[Pass],
-        sources: list[Path],
-        plan_id: dict[str, object],
-        db: DynamicDatabase | None,
-        data_path: str | os.PathLike[str] | None,
-        out: Path,
-        start: float,
-    ) -> ResultT:
-        cfg = self.config
+        cfg, out = self.config, Path(self.config.output_dir)
 
         def has_checkpoint(o: Path, k: int) -> bool:
             return self._pass_checkpoint(o, k) is not None
 
-        begun = resume_or_start(
-            out,
-            cfg,
-            fingerprint=config_fingerprint(
-                cfg, plan_id, self.not_fingerprinted, **self._fingerprint_extra()
-            ),
-            plan_id=plan_id,
-            sources=sources,
-            config_file=self.config_file or f"{self.run_kind}_config.yaml",
-            has_checkpoint=has_checkpoint,
-            what=self.run_what,
-            barrier=self._barrier if self.sync_processes else None,
-        )
-        run = PassRun(
-            plan, db, None if data_path is None else Path(data_path), out, begun.state, begun.first
-        )
-        run.start = start
-        try:
-            with TrainingRunRecord(
-                db,
-                self.run_kind,
-                model=cfg.model_name or self.default_model,
-                config=cfg,
-                plan=plan,
-            ) as record:
-                result = self._run_passes(run)
-        except BaseException:
-            # A run replaced only once the new one has something to resume (stage, then swap).
-            settle_previous(begun.previous, out, keep_new=has_progress(out, has_checkpoint))
-            raise
-        settle_previous(begun.previous, out, keep_new=True)
-        result.run_id = record.id
-        record.finish(self._record_metrics(result), self._model_dir(out).resolve())
-        if is_main_process():
-            write_json(out / SUMMARY_FILE, result.to_dict())
-        self.result = result
-        return result
+        # One run per directory: the lock is taken before anything in ``out`` is looked at.
+        with lock_output_dir(out) if is_main_process() else nullcontext():
+            begun = resume_or_start(
+                out,
+                cfg,
+                fingerprint=config_fingerprint(
+                    cfg, plan_id, self.not_fingerprinted, **self._fingerprint_extra()
+                ),
+                plan_id=plan_id,
+                sources=sources,
+                config_file=self.config_file or f"{self.run_kind}_config.yaml",
+                has_checkpoint=has_checkpoint,
+                what=self.run_what,
+                barrier=self._barrier if self.sync_processes else None,
+            )
+            path = None if data_path is None else Path(data_path)
+            run = PassRun(plan, db, path, out, begun.state, begun.first, start=start)
+            model = cfg.model_name or self.default_model
+            try:
+                with TrainingRunRecord(
+                    db, self.run_kind, model=model, config=cfg, plan=plan
+                ) as rec:
+                    result = self._run_passes(run)
+            except BaseException:
+                # A run replaced only once the new one has something to resume (stage, then swap).
+                settle_previous(begun.previous, out, keep_new=has_progress(out, has_checkpoint))
+                raise
+            settle_previous(begun.previous, out, keep_new=True)
+            result.run_id = rec.id
+            rec.finish(self._record_metrics(result), self._model_dir(out).resolve())
+            if is_main_process():
+                write_json(out / SUMMARY_FILE, result.to_dict())
+            self.result = result
+            return result
 
     def _run_passes(self, run: PassRun) -> ResultT:
         out, state = run.out, run.state
@@ -356,11 +305,12 @@ class CurriculumTrainer(ABC, Generic[ResultT]):
         if self.sync_processes:
             wait_for_everyone()
 
-    # ------------------------------------------------------------------ hooks
+    # ------------------------------------------------------------------ hooks, in call order
 
-    def _pass_repositories(self, order: list[RepositoryInfo], k: int) -> list[RepositoryInfo]:
-        """The repositories pass ``k`` of curriculum ``order`` trains on: all so far."""
-        return order[: k + 1]
+    @abstractmethod
+    def _dataset_files(self, path: Path) -> list[Path]:
+        """Check the dataset at ``path`` (typed errors naming what is missing); the files whose
+        contents identify it (their bytes are the plan's fingerprint)."""
 
     def _check_inputs(
         self, plan: list[Pass], sources: list[Path], db: DynamicDatabase | None
@@ -369,18 +319,13 @@ class CurriculumTrainer(ABC, Generic[ResultT]):
         (``sources``: the dataset without a database) and loads, with typed errors (default:
         nothing beyond :meth:`_dataset_files`)."""
 
+    def _pass_repositories(self, order: list[RepositoryInfo], k: int) -> list[RepositoryInfo]:
+        """The repositories pass ``k`` of curriculum ``order`` trains on: all so far."""
+        return order[: k + 1]
+
     def _fingerprint_extra(self) -> dict[str, object]:
         """What changes the training besides the config and the data (default: nothing)."""
         return {}
-
-    def _record_metrics(self, result: ResultT) -> Mapping[str, object]:
-        """What the database's training-run record keeps of ``result`` (default: all of it)."""
-        return result.to_dict()
-
-    @abstractmethod
-    def _dataset_files(self, path: Path) -> list[Path]:
-        """Check the dataset at ``path`` (typed errors naming what is missing); the files whose
-        contents identify it."""
 
     @abstractmethod
     def _pass_checkpoint(self, out: Path, k: int) -> Path | None:
@@ -397,7 +342,7 @@ class CurriculumTrainer(ABC, Generic[ResultT]):
 
     @abstractmethod
     def _run_pass(self, k: int, p: Pass, dataset: PassDataset, out: Path) -> dict[str, Any]:
-        """Train pass ``k``; its entry of ``training_state.json``."""
+        """Train pass ``k``; its entry of ``training_state.json`` (JSON-able, with ``steps``)."""
 
     @abstractmethod
     def _save_pass(self, out: Path) -> None:
@@ -405,7 +350,12 @@ class CurriculumTrainer(ABC, Generic[ResultT]):
 
     @abstractmethod
     def _summarise(self, run: PassRun) -> ResultT:
-        """The run's result, after its last pass."""
+        """The run's result, after its last pass (``run.state["passes"]``: every pass's entry,
+        resumed ones included)."""
+
+    def _record_metrics(self, result: ResultT) -> Mapping[str, object]:
+        """What the database's training-run record keeps of ``result`` (default: all of it)."""
+        return result.to_dict()
 
 
 __all__ = ["CurriculumTrainer", "Pass", "PassDataset", "PassRun"]

@@ -1,35 +1,14 @@
 """LeanHammer's premise selector on our retrieval trainer: ntp-toolkit data in, retrievals and an
-exported retriever out (``lean-dojo-v2 train premise-selector``).
+exported retriever out (``lean-dojo-v2 train premise-selector``; ``docs/premise_selector.md``).
 
-The steps (documented for users in ``docs/premise_selector.md``):
-
-1. :func:`~lean_dojo_v2.data.ntp_toolkit.read_ntp_toolkit` reads the ntp-toolkit directory into a
-   :class:`~lean_dojo_v2.data.Corpus` (one file per module) and tactic states with their premises
-   (LeanHammer's filters, ``mathlib_only`` and ``nameless`` applied; unknown premises dropped
-   and counted).
-2. The modules that have a state with premises are split into train / valid / test with
-   :func:`~lean_dojo_v2.data.ntp_toolkit.split_modules` (deterministic in ``seed``). Every state of
-   a train module is a training query. Valid and test use, like LeanHammer, each declaration's first
-   state with the premises of its whole proof (``premise_source="declaration"``); with
-   ``premise_source="next_tactic"`` every state with the premises of its next tactic.
-3. :class:`~lean_dojo_v2.trainer.retrieval_trainer.RetrievalTrainer` trains the encoder
-   (``fit_examples``: masked in-batch contrastive loss, hard negatives among accessible premises),
-   through :class:`MaskedRetrievalTrainer`, which loads the encoder with the chosen pooling
-   (``is_sentence_transformer`` / ``pooling_mode``) and masks each batch per
-   ``retrieval_mask_mode``. The config, :class:`PremiseSelectorConfig`, is the retrieval
-   trainer's ``TrainingConfig`` with this run's fields (:mod:`.premise_selector_config`).
-4. The corpus is encoded once (:class:`~lean_dojo_v2.models.premise_index.PremiseIndex`), each
-   valid/test query retrieves its top ``max(ks)`` premises among those accessible at its
-   declaration (imported modules, and earlier in its own module; never the declaration itself),
-   and recall@k / FullRecall@k / MRR are computed by ``ranking_metrics``.
-5. Outputs, in ``output_dir`` (written whole or not at all; see ``data/output_dir.py``):
-   ``retrieved_premises/dot_valid-<run_name>.json`` and ``dot_test-<run_name>.json`` (LeanHammer's
-   static retrievals: per query ``state_name``, ``decl_name``, ``module``, ``idx_in_module``,
-   ``premises`` = ``[{"corpus_id": name, "score": s}, ...]`` best first), ``retriever/`` (model +
-   corpus + embeddings, :func:`~lean_dojo_v2.models.premise_index.export_retriever`: what
-   ``load_retriever`` and the API's ``/retrieve`` load), ``metrics.json``, ``split.json``,
-   ``data_report.json`` (the reader's counts), ``config.yaml`` and ``summary.json``; the trainer's
-   own files (checkpoints, logs) under ``training/``.
+The run: :func:`~lean_dojo_v2.data.ntp_toolkit.read_ntp_toolkit` reads the data (LeanHammer's
+filters applied), :func:`~lean_dojo_v2.data.ntp_toolkit.split_modules` splits its modules,
+:func:`split_states` picks the states of each split, :class:`MaskedRetrievalTrainer` (the
+retrieval trainer with the chosen pooling and ``retrieval_mask_mode``) trains on the train states
+(``fit_examples``), :func:`evaluate_states` retrieves among the premises accessible to each valid
+and test state, and everything is written to a staging directory swapped in at the end (see
+``data/output_dir.py``); the training run itself lives beside the output until then, so a killed
+run's rerun resumes it.
 """
 
 from __future__ import annotations
@@ -92,7 +71,7 @@ class PremiseSelectorResult:
             "metrics": self.metrics,
             "modules": {k: len(v) for k, v in self.split.items()},
             "queries": self.queries,
-            "train": _jsonable(self.train_summary),
+            "train": json.loads(json.dumps(self.train_summary, default=str)),
             "data": self.data_report,
             "encoder": self.encoder,
             "seconds": round(self.seconds, 3),
@@ -109,18 +88,6 @@ def _relocated(value: object, old: str, new: str) -> object:
     if isinstance(value, (list, tuple)):
         return [_relocated(v, old, new) for v in value]
     return value
-
-
-def _jsonable(value: object) -> object:
-    try:
-        json.dumps(value)
-        return value
-    except TypeError:
-        if isinstance(value, dict):
-            return {str(k): _jsonable(v) for k, v in value.items()}
-        if isinstance(value, (list, tuple)):
-            return [_jsonable(v) for v in value]
-        return str(value)
 
 
 # --------------------------------------------------------------------------- queries

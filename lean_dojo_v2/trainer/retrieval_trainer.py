@@ -8,35 +8,14 @@ Upstream LeanDojo-v2's calls work as written::
     trainer.evaluate()                             # {"R@1", "R@10", "MRR", "FullRecall@10", "n"}
     trainer.export("retriever/")                   # model + corpus + embeddings (/retrieve loads it)
 
-What it trains is a :class:`~lean_dojo_v2.models.retrieval.PremiseEncoder` (one encoder for goal
-states and premises; Lightning optimises ``encoder.module``) with the masked in-batch contrastive
-loss of :mod:`.retrieval_loss` (``grad_cache``: its cached variant), hard negatives from
-:mod:`.retrieval_data`, AdamW with warm-up and a cosine (or linear/constant) schedule, gradient
-clipping and accumulation. At the end of every epoch the premise index is rebuilt with the current
-weights and recall@10 on the val split (``R@10_val``, accessible premises only) is logged; the
-best epoch is kept as a checkpoint. An interrupted run resumes: finished passes are skipped and the
-pass under way restarts from its ``last.ckpt`` (``fit(ckpt_path="last")``).
-
-With a database, each repository of the curriculum (easiest first) is one pass, continuing from the
-weights the previous pass ended with (v2 restarted every pass from the first checkpoint). After
-each pass the diagonal Fisher information of the training loss on that repository is computed and
-consolidated (:mod:`.ewc`); from the second pass on the loss carries λ · Σ F (θ − θ*)².
-
-The loop around the passes (plan, resume, the database's run record, ``training_state.json``,
-``summary.json``) is :class:`~lean_dojo_v2.trainer.pass_loop.CurriculumTrainer`'s, shared with
-the SFT trainer; the LightningModule is :class:`~lean_dojo_v2.trainer.retrieval_module.RetrievalModule`.
-
-Layout of ``output_dir`` (written by this library, marked as ours)::
-
-    encoder/                the encoder after the last finished pass (load_encoder loads it)
-    checkpoints/pass-NNN/   Lightning checkpoints of a pass: last.ckpt, best-…ckpt (removed when
-                            the pass is done)
-    logs/pass-NNN/          TensorBoard event files (train loss, EWC penalty, lr, R@k_val)
-    data/pass-NNN/          the database export of each pass (database runs)
-    ewc.pt                  accumulated Fisher and θ* (database runs, λ > 0)
-    retrieval_config.yaml   the config of the run
-    training_state.json     passes done, fingerprint, per-pass metrics (what resume reads)
-    summary.json            what train() returned
+It trains a :class:`~lean_dojo_v2.models.retrieval.PremiseEncoder` (one encoder for goal states
+and premises) with the masked in-batch contrastive loss of :mod:`.retrieval_loss`, hard negatives
+from :mod:`.retrieval_data` and the LightningModule
+:class:`~lean_dojo_v2.trainer.retrieval_module.RetrievalModule`; each pass continues from the
+weights the previous one ended with (v2 restarted every pass from the first checkpoint), with EWC
+(:mod:`.ewc`) between the repositories of a curriculum. The loop around the passes is
+:class:`~lean_dojo_v2.trainer.pass_loop.CurriculumTrainer`'s. ``output_dir``'s layout and resume
+are described in ``docs/training.md`` ("Retrieval").
 """
 
 from __future__ import annotations
@@ -56,7 +35,7 @@ from .configured import ConfiguredTrainer
 from .pass_loop import CurriculumTrainer, Pass, PassDataset, PassRun
 from .result import DictResult
 from .retrieval_config import TrainingConfig
-from .run_dir import CHECKPOINTS, LOGS, is_main_process, pass_name
+from .run_dir import CHECKPOINTS, LOGS, is_main_process, pass_name, world_size
 
 if TYPE_CHECKING:
     import pytorch_lightning as pl
@@ -69,6 +48,7 @@ if TYPE_CHECKING:
     from ..data.corpus import Corpus
     from ..data.model import Premise
     from ..database.records import RepositoryInfo
+    from ..models.premise_index import PremiseIndex
     from ..models.retrieval import PremiseEncoder
     from ..models.retrieval_eval import RetrievalQuery
     from .ewc import EWC
@@ -113,23 +93,15 @@ class RetrievalResult(DictResult):
     resume_note: str | None = None
 
 
-@dataclass(frozen=True)
-class HeldExamples:
-    """A pass's queries handed in memory (:meth:`RetrievalTrainer.fit_examples`)."""
-
-    train: list[RetrievalQuery]
-    corpus: Corpus
-    val: list[RetrievalQuery] | None
-
-
 @dataclass
-class _PassData:
-    """What one pass trains and validates on."""
+class PassData:
+    """What one pass trains and validates on: read from ``dataset_dir``, or handed in memory
+    (:meth:`RetrievalTrainer.fit_examples`; no ``dataset_dir``)."""
 
     train: list[RetrievalQuery]
     corpus: Corpus
     val: list[RetrievalQuery]
-    dataset_dir: Path | None
+    dataset_dir: Path | None = None
 
 
 def resolve_precision(precision: str, accelerator: str = "auto") -> str:
@@ -217,10 +189,6 @@ class RetrievalTrainer(ConfiguredTrainer[TrainingConfig], CurriculumTrainer[Retr
             self._encoder = self._load_encoder(None)
         return self._encoder
 
-    @encoder.setter
-    def encoder(self, value: PremiseEncoder) -> None:
-        self._encoder = value
-
     def _load_encoder(self, from_dir: Path | None) -> PremiseEncoder:
         from ..models.retrieval import load_encoder
 
@@ -253,8 +221,7 @@ class RetrievalTrainer(ConfiguredTrainer[TrainingConfig], CurriculumTrainer[Retr
         for q in list(train) + list(val or []):
             digest.update(repr((q.state, tuple(q.positives), q.file_path, q.pos)).encode())
         digest.update(str(len(corpus)).encode())
-        held = HeldExamples(list(train), corpus, list(val) if val else None)
-        plan = [Pass(label="examples", data=held)]
+        plan = [Pass(label="examples", data=PassData(list(train), corpus, list(val or [])))]
         return self._run_plan(plan, [], {"examples": digest.hexdigest()}, None, None)
 
     def evaluate(
@@ -264,7 +231,7 @@ class RetrievalTrainer(ConfiguredTrainer[TrainingConfig], CurriculumTrainer[Retr
         premise) of the current encoder on ``split`` of ``data_path`` (default: the dataset of the
         last pass), ranking only premises accessible at each theorem."""
         from ..data.dataset import DatasetDir
-        from ..models.premise_index import DenseRetriever, PremiseIndex
+        from ..models.premise_index import DenseRetriever
         from ..models.retrieval_eval import evaluate_retriever, retrieval_queries
 
         path = Path(data_path) if data_path is not None else self.last_data_path
@@ -290,13 +257,8 @@ class RetrievalTrainer(ConfiguredTrainer[TrainingConfig], CurriculumTrainer[Retr
             raise EmptyDatasetError(
                 f"{split_file} has no tactic that uses a premise of the corpus: nothing to evaluate"
             )
-        encoder = self.encoder
-        encoder.to(self.config.device)
-        index = PremiseIndex.build(
-            corpus, encoder, batch_size=self.config.eval_batch_size, show_progress=False
-        )
         metrics = evaluate_retriever(
-            DenseRetriever(encoder, index),
+            DenseRetriever(*self._encoded(corpus)),
             queries,
             ks=(1, 10),
             batch_size=self.config.eval_batch_size,
@@ -307,20 +269,23 @@ class RetrievalTrainer(ConfiguredTrainer[TrainingConfig], CurriculumTrainer[Retr
         """Write the trained encoder with the corpus of the last pass and its embeddings
         (:func:`~lean_dojo_v2.models.premise_index.export_retriever`), what the API's
         ``/retrieve`` and ``load_retriever`` load."""
-        from ..models.premise_index import PremiseIndex, export_retriever
+        from ..models.premise_index import export_retriever
+        from .run_dir import check_export_dir, local_model_path
 
         if self.last_corpus is None:
             raise TrainerError("export() needs a trained retriever: call train() first")
-        from .run_dir import check_export_dir, local_model_path
-
         inputs = [p for p in (self.last_data_path, local_model_path(self.config.model_name)) if p]
         check_export_dir(path, out=self.config.output_dir, inputs=inputs, force=force)
+        return export_retriever(path, *self._encoded(self.last_corpus), force=force)
+
+    def _encoded(self, corpus: Corpus) -> tuple[PremiseEncoder, PremiseIndex]:
+        """The encoder on the configured device, and ``corpus`` indexed with it."""
+        from ..models.premise_index import PremiseIndex
+
         encoder = self.encoder
         encoder.to(self.config.device)
-        index = PremiseIndex.build(
-            self.last_corpus, encoder, batch_size=self.config.eval_batch_size, show_progress=False
-        )
-        return export_retriever(path, encoder, index, force=force)
+        batch = self.config.eval_batch_size
+        return encoder, PremiseIndex.build(corpus, encoder, batch_size=batch, show_progress=False)
 
     # ------------------------------------------------------------------ the pass loop's hooks
 
@@ -401,12 +366,11 @@ class RetrievalTrainer(ConfiguredTrainer[TrainingConfig], CurriculumTrainer[Retr
 
     # ------------------------------------------------------------------ one pass
 
-    def _read_pass(self, p: Pass, dataset: PassDataset) -> _PassData:
+    def _read_pass(self, p: Pass, dataset: PassDataset) -> PassData:
         """The train and val queries and the corpus of pass ``p``."""
         if p.data is not None:
-            held = p.data
-            assert isinstance(held, HeldExamples)  # what fit_examples hands the loop
-            return _PassData(list(held.train), held.corpus, list(held.val or []), None)
+            assert isinstance(p.data, PassData)  # what fit_examples hands the loop
+            return p.data
         from ..data.dataset import DatasetDir
         from ..models.retrieval_eval import retrieval_queries
 
@@ -423,7 +387,7 @@ class RetrievalTrainer(ConfiguredTrainer[TrainingConfig], CurriculumTrainer[Retr
                 "uses a premise of its corpus (term-mode proofs, or a corpus without those "
                 "premises)"
             )
-        return _PassData(train, corpus, val, dataset.path)
+        return PassData(train, corpus, val, dataset.path)
 
     def _loader(
         self, train: Sequence[RetrievalQuery], corpus: Corpus, *, shuffle: bool = True
@@ -542,15 +506,10 @@ class RetrievalTrainer(ConfiguredTrainer[TrainingConfig], CurriculumTrainer[Retr
             metrics = {k_: float(v) for k_, v in (results[0] if results else {}).items()}
         best = metrics.get(VAL_METRIC)
         for cb in trainer.checkpoint_callbacks:
-            if (
-                isinstance(cb, ModelCheckpoint)
-                and cb.monitor == VAL_METRIC
-                and cb.best_model_score is not None
-            ):
-                best = float(cb.best_model_score)
-        examples = loader.dataset
-        assert isinstance(examples, Sized)  # a map-style dataset
-        n_examples = len(examples)
+            if isinstance(cb, ModelCheckpoint) and cb.monitor == VAL_METRIC:
+                score = cb.best_model_score
+                best = float(score) if score is not None else best
+        n_examples = len(cast("Sized", loader.dataset))  # a map-style dataset
         log.info(
             "pass %d (%s): %d examples, %d steps, %s",
             k + 1,
@@ -582,15 +541,12 @@ class RetrievalTrainer(ConfiguredTrainer[TrainingConfig], CurriculumTrainer[Retr
         return resolve_precision(self.config.precision, self._accelerator()[0])
 
     def _world_size(self) -> int:
-        cfg = self.config
-        if cfg.num_gpus is not None:
-            return cfg.num_gpus * cfg.num_nodes
-        dev = _devices_arg(cfg.devices)
-        if isinstance(dev, list):
-            return len(dev) * cfg.num_nodes
-        if isinstance(dev, int) and dev > 0:
-            return dev * cfg.num_nodes
-        return max(1, int(os.environ.get("WORLD_SIZE", "1") or 1))
+        devices = self._accelerator()[1]
+        if isinstance(devices, list):
+            return len(devices) * self.config.num_nodes
+        if isinstance(devices, int) and devices > 0:
+            return devices * self.config.num_nodes
+        return world_size()
 
     def _lightning_trainer(
         self, k: int, out: Path, do_val: bool, extra: Sequence[pl.Callback] = ()

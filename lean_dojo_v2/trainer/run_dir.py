@@ -91,9 +91,17 @@ def is_main_process() -> bool:
     return int(os.environ.get("RANK", os.environ.get("LOCAL_RANK", "0")) or 0) == 0
 
 
+def world_size() -> int:
+    """The number of processes of the run (``accelerate launch`` / ``torchrun`` set WORLD_SIZE)."""
+    try:
+        return max(1, int(os.environ.get("WORLD_SIZE", "1") or 1))
+    except ValueError:
+        return 1
+
+
 def wait_for_everyone() -> None:
     """A barrier across the processes of an ``accelerate``/``torchrun`` run (nothing alone)."""
-    if int(os.environ.get("WORLD_SIZE", "1") or 1) > 1:
+    if world_size() > 1:
         from accelerate import PartialState
 
         PartialState().wait_for_everyone()
@@ -227,10 +235,9 @@ def resume_or_start(
     )
     old = read_state(out) if out.is_dir() and is_ours(out) else None
     # A run that stopped before its first checkpoint has nothing to resume: start afresh.
-    progressed = old is not None and (int(old.get("passes_done", 0)) > 0 or has_checkpoint(out, 0))
     if (
         old is not None
-        and progressed
+        and has_progress(out, has_checkpoint)
         and not old.get("finished")
         and config.resume
         and not config.overwrite_output_dir
@@ -298,14 +305,6 @@ def open_database(
 
         return DynamicDatabase(Path(database), create=False), True
     return database, False
-
-
-def empty_database_error(db: DynamicDatabase) -> TrainerError:
-    """The error for a database with no repository to train on."""
-    return EmptyDatasetError(
-        f"the database {getattr(db, 'path', '')} has no repositories to train on; add one "
-        "(`lean-dojo-v2 db add ...`) or pass data_path= for a dataset directory"
-    )
 
 
 class TrainingRunRecord:
@@ -383,7 +382,10 @@ def curriculum(
         raise TrainerError("repos is an empty list; pass None to train on every repository")
     order = db.sort_repositories_by_difficulty(refs)
     if not order:
-        raise empty_database_error(db)
+        raise EmptyDatasetError(
+            f"the database {getattr(db, 'path', '')} has no repositories to train on; add one "
+            "(`lean-dojo-v2 db add ...`) or pass data_path= for a dataset directory"
+        )
     sources = [Path(db.path)] if getattr(db, "path", None) else []
     return order, sources, {"database": [[i.url, i.commit] for i in order]}
 
