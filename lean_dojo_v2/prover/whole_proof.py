@@ -148,7 +148,6 @@ class WholeProofRun(SearchRun):
         self.start_calls = 0
         # proof text -> its verdict (None: no verdict), so a repeated proof costs no Lean call
         self.verdicts: dict[str, Verdict | None] = {}
-        self.errors: dict[str, str | None] = {}
 
     # ----------------------------------------------------------------------- driver
     async def _search(self) -> None:
