@@ -25,7 +25,7 @@ STATES = [
 
 
 BATCH_TOL = 1e-4
-"""Issue #9: batched greedy generation equals one-by-one: the same tactics, log-probs within 1e-4."""
+"""Batched greedy generation equals one-by-one: the same tactics, log-probs within 1e-4."""
 
 FORWARD_TOL = 1e-4
 """Generated log-probs vs a direct forward pass over prompt + tactic. Both are fp32, but they are

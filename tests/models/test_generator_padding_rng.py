@@ -1,4 +1,4 @@
-"""Issue 22 items 2 and 9: the generator pads causal prompts on the left whatever the shared
+"""The generator pads causal prompts on the left whatever the shared
 tokenizer says, leaves torch's global RNG alone, and the decoding loop waits for the device only
 at its looks (every ``check_every`` steps) with the same tokens as looking every step."""
 
@@ -186,7 +186,7 @@ def test_rows_leave_the_batch_at_the_next_look(tiny_causal, monkeypatch):
 
 def test_the_decode_loop_waits_for_the_device_only_at_its_looks(tiny_causal, monkeypatch):
     """A read of a tensor's value on the host (``tolist``, ``item``, ``bool``) waits for a GPU to
-    finish all queued work; the loop used to do four a step (issue 22, item 9). Counted: the
+    finish all queued work; the loop used to do four a step. Counted: the
     reads made by the decoding module itself (the model's forward makes its own)."""
     import sys
 

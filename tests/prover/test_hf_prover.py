@@ -1,4 +1,4 @@
-"""HFProver: the seed's constructor over the one loading path, LoRA adapters, tactics and whole
+"""HFProver: upstream LeanDojo-v2's constructor over the one loading path, LoRA adapters, tactics and whole
 proofs, and proof search on the bundled real data through ReplayEnv.
 
 Models are tiny random Llamas/T5s (``tests/tiny_models.py``). For the end-to-end tests a LoRA

@@ -204,7 +204,7 @@ def _run_script(tmp_path: Path, data: str, factory: str, call: str) -> tuple[str
 
 
 def test_a_script_without_a_main_guard_runs_its_top_level_code_once(tmp_path, data):
-    """The seed's scripts are top-level code: a worker must not import the script again (it
+    """Upstream LeanDojo-v2's example scripts are top-level code: a worker must not import the script again (it
     would train again, then fail to start its own workers)."""
     out, runs = _run_script(tmp_path, data, _LIBRARY_FACTORY, "run()")
     assert out == "4 4" and runs == 1

@@ -1,4 +1,4 @@
-"""The progress model in search (issue 22 item 6): ``LEANPROGRESS_MODEL`` or ``prove
+"""The progress model in search: ``LEANPROGRESS_MODEL`` or ``prove
 --progress-model DIR`` makes best-first search rank states by predicted steps remaining, with
 ``DEFAULT_PROGRESS_WEIGHT`` unless a weight is given; a path that holds no progress model is a
 typed one-line error before any search. Tiny random BERT regressors (tests/lean_progress/
@@ -83,8 +83,8 @@ def test_a_given_progress_model_is_used_with_the_default_weight() -> None:
 def test_leanprogress_model_alone_turns_the_progress_model_on(
     progress_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The seed: once LEANPROGRESS_MODEL is set, search uses the model (before: read only with
-    progress_weight > 0, which defaulted to 0)."""
+    """Upstream LeanDojo-v2's promise: once LEANPROGRESS_MODEL is set, search uses the model,
+    with no progress_weight given."""
     monkeypatch.setenv("LEANPROGRESS_MODEL", str(progress_dir))
     graph, table = _graph()
     search = BestFirstSearch(ScriptedGenerator(graph, table), SearchConfig(frontier_batch=1))

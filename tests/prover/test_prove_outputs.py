@@ -1,4 +1,4 @@
-"""``prove``'s outputs never cost the proofs (issue 23 items 6 and 8): every ``--write-back``
+"""``prove``'s outputs never cost the proofs: every ``--write-back``
 argument and ``--db`` is checked before the search; a write-back that still fails after the search
 comes after the proofs are printed and recorded, saying what was and was not written; ``--db``
 never creates a database, and the "not in the database" warning comes once, with the count.

@@ -1,4 +1,4 @@
-"""The seed's prover calls, as LeanDojo-v2 1.0.9's README and examples write them, on our
+"""Upstream LeanDojo-v2's prover calls, as its 1.0.9 README and examples write them, on our
 provers: ``HFProver(ckpt_path=...).next_tactic / generate_whole_proof / search(server=...,
 goal=...)``, ``RetrievalProver(ret_ckpt_path=..., gen_ckpt_path=..., indexed_corpus_path=...)``
 and ``ExternalProver()`` with no arguments (defaults from the environment).
@@ -43,7 +43,7 @@ def tiny_dir(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def simp_prover(tiny_dir, tmp_path_factory):
-    """HFProver over the adapter that emits ``simp``, loaded the seed's way."""
+    """HFProver over the adapter that emits ``simp``, loaded upstream's way."""
     from lean_dojo_v2.prover import HFProver
 
     adapter = write_emitter_adapter(tiny_dir, tmp_path_factory.mktemp("lora") / "a", TACTIC)
