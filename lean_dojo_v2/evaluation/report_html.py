@@ -63,7 +63,6 @@ _BUDGET_LABELS = {
     "generator_seconds": "generator seconds",
     "gpu_seconds": "GPU seconds",
     "lean_calls": "Lean calls",
-    "lean_seconds": "Lean CPU seconds",
     "lean_cpu_seconds": "Lean CPU seconds",
     "wall_seconds": "wall seconds",
     "dollars": "dollars",

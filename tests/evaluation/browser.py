@@ -49,15 +49,27 @@ def browse(url: str, *args: str, timeout: float = 180) -> str:
     return done.stdout
 
 
-def dump_dom(page: Path, fragment: str = "") -> str:
+def dump_dom(page: Path, fragment: str = "", *, query: str = "") -> str:
     """The DOM of ``page`` (``report.html``) after its script ran, as HTML; ``fragment`` is the
-    URL's ``#…`` part (without the ``#``), which the report's script opens."""
-    return browse(page.resolve().as_uri() + (f"#{fragment}" if fragment else ""), "--dump-dom")
-
-
-def shown_problems(dom: str) -> dict[str, str]:
-    """``{problem name: status}`` of every problem row of a report's DOM, in page order."""
-    rows = re.findall(
-        r'<details class="problem" [^>]*?data-name="([^"]*)" data-status="([^"]*)"', dom
+    URL's ``#…`` part (without the ``#``), which the report's script opens, ``query`` its
+    ``?…`` part (without the ``?``: ``status=failed&sort=name``)."""
+    url = (
+        page.resolve().as_uri()
+        + (f"?{query}" if query else "")
+        + (f"#{fragment}" if fragment else "")
     )
-    return {html.unescape(name): status for name, status in rows}
+    return browse(url, "--dump-dom")
+
+
+def shown_problems(dom: str, *, visible: bool = False) -> dict[str, str]:
+    """``{problem name: status}`` of every problem row of a report's DOM, in page order;
+    ``visible``: only the rows the page's filter left visible."""
+    out = {}
+    for attrs in re.findall(r'<details class="problem" ([^>]*)>', dom):
+        if visible and re.search(r'\shidden(=""|\s|$)', attrs):
+            continue
+        name = re.search(r'data-name="([^"]*)"', attrs)
+        status = re.search(r'data-status="([^"]*)"', attrs)
+        assert name and status, attrs
+        out[html.unescape(name[1])] = status[1]
+    return out

@@ -418,6 +418,17 @@ def test_the_report_opens_in_chromium_and_shows_every_problem(tmp_path: Path) ->
         assert tree.getextrema()[0] < 80  # so is what the opened problem shows
 
 
+def test_the_url_query_filters_and_sorts_the_problems_in_chromium(tmp_path: Path) -> None:
+    path = write_report_html(_evaluation(tmp_path / "out"))
+    dom = dump_dom(path, query="status=failed&sort=name")
+    assert list(shown_problems(dom, visible=True)) == ["amc12_2000_p5", QUOTE_NAME]
+    assert list(shown_problems(dom))[:2] == ["amc12_2000_p5", QUOTE_NAME]  # sorted by name
+    assert "2 of 5 problems shown" in dom
+    dom = dump_dom(path, query="q=ALGEBRA")
+    assert list(shown_problems(dom, visible=True)) == ["mathd_algebra_10"]
+    assert list(shown_problems(dom)) == PROBLEMS  # the benchmark's order when none is asked
+
+
 def test_an_evaluation_run_end_to_end_shows_every_problem_in_chromium(tmp_path: Path) -> None:
     """``evaluate`` on miniF2F-test with the recorded verifier writes report.html at the end; in
     Chromium it shows every problem evaluated with the summary's status, and a solved problem's

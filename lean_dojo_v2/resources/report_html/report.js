@@ -1,6 +1,8 @@
 // The evaluation report's controls, inlined into report.html: filter and sort the problems, open
-// or close them all, and open whatever the URL's #fragment names (report.html#p-NAME). The page is
-// complete without it: every problem, attempt and node is in the HTML, collapsed.
+// or close them all, and open whatever the URL's #fragment names (report.html#p-NAME). The
+// filter and the order are read from the URL's query too (report.html?status=failed&q=algebra
+// &sort=correct), and written back to it, so a view can be shared as a link. The page is
+// complete without this script: every problem, attempt and node is in the HTML, collapsed.
 (function () {
   "use strict";
   var list = document.getElementById("problems");
@@ -11,7 +13,7 @@
   var text = document.getElementById("filter-text");
   var sortBy = document.getElementById("sort");
   var shown = document.getElementById("shown");
-  var statusRank = { "solved": 0, "failed": 1, "not run": 2 };
+  var statusRank = { "solved": 0, "failed": 1, "unfinished": 2, "not run": 3 };
 
   function number(row, key) { return parseFloat(row.dataset[key]) || 0; }
 
@@ -58,13 +60,36 @@
     target.scrollIntoView();
   }
 
-  status.addEventListener("change", filter);
-  text.addEventListener("input", filter);
-  sortBy.addEventListener("change", sort);
+  function fromQuery() {
+    var query = new URLSearchParams(window.location.search);
+    if (query.has("status")) { status.value = query.get("status"); }
+    if (query.has("q")) { text.value = query.get("q"); }
+    if (query.has("sort")) { sortBy.value = query.get("sort"); }
+    // A value the select does not offer leaves it empty: fall back to the first option.
+    if (status.selectedIndex < 0) { status.selectedIndex = 0; }
+    if (sortBy.selectedIndex < 0) { sortBy.selectedIndex = 0; }
+  }
+
+  function toQuery() {
+    var query = new URLSearchParams();
+    if (status.value) { query.set("status", status.value); }
+    if (text.value) { query.set("q", text.value); }
+    if (sortBy.value !== "order") { query.set("sort", sortBy.value); }
+    var search = query.toString();
+    try {
+      window.history.replaceState(null, "", (search ? "?" + search : window.location.pathname) + window.location.hash);
+    } catch (e) { /* a browser that keeps file:// pages from changing their URL */ }
+  }
+
+  status.addEventListener("change", function () { filter(); toQuery(); });
+  text.addEventListener("input", function () { filter(); toQuery(); });
+  sortBy.addEventListener("change", function () { sort(); toQuery(); });
   document.getElementById("open-all").addEventListener("click", function () { setOpen(true); });
   document.getElementById("close-all").addEventListener("click", function () { setOpen(false); });
   window.addEventListener("hashchange", openFragment);
   controls.hidden = false;
+  fromQuery();
+  if (sortBy.value !== "order") { sort(); }
   filter();
   openFragment();
   // How long the page took to be usable, for the report's own load-time test.
