@@ -10,6 +10,15 @@ from collections.abc import Sequence
 from pathlib import Path
 
 
+def did_you_mean(name: str, valid: Sequence[str]) -> str:
+    """`` (did you mean 'x'?)`` for the name of ``valid`` closest to ``name``, else ``""``."""
+    # difflib only on this (rare) path: errors.py is imported by every module.
+    from difflib import get_close_matches
+
+    close = get_close_matches(name, valid, n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
 class LeanDojoError(Exception):
     """Base class of every error raised by lean-dojo-v2."""
 
@@ -227,17 +236,13 @@ class UnknownConfigKeyError(ConfigError, KeyError):
     def __init__(
         self, key: str, valid: Sequence[str], *, source: str = "", config: str = ""
     ) -> None:
-        # difflib only on this (rare) path: errors.py is imported by every module.
-        from difflib import get_close_matches
-
         self.key = key
         self.valid = list(valid)
         self.source = source
         self.config = config
         where = f" in {source}" if source else ""
         what = f" of {config}" if config else ""
-        close = get_close_matches(key, self.valid, n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        hint = did_you_mean(key, self.valid)
         self.message = (
             f"unknown config key {key!r}{where}{hint}; valid keys{what}: {', '.join(self.valid)}"
         )

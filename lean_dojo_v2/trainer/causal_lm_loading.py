@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, TypeAlias
 
 from ..errors import ConfigValueError
 from .lora import adapter_start, base_model_name, build_lora, portable_adapter_config
+from .run_dir import world_size
 
 if TYPE_CHECKING:
     from peft import LoraConfig, PeftModel
@@ -48,7 +49,7 @@ def load_device(target: str, *, deepspeed: bool = False) -> str:
     partitions) the weights itself."""
     if not target.startswith("cuda") or deepspeed:
         return "cpu"
-    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+    if world_size() > 1:
         return f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"
     return target
 

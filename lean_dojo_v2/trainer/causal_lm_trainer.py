@@ -2,37 +2,15 @@
 (:class:`~lean_dojo_v2.trainer.sft_trainer.SFTTrainer`,
 :class:`~lean_dojo_v2.trainer.grpo_trainer.GRPOTrainer`).
 
-A :class:`~lean_dojo_v2.trainer.pass_loop.CurriculumTrainer` (the loop around the passes) that
-owns everything of a run but its rows, TRL's classes and its result: the construction (upstream
-LeanDojo-v2's keyword arguments, ``XTrainer(config)``, ``from_config``), the checks before the
-run directory is touched, loading (:mod:`.causal_lm_loading`, LoRA: :mod:`.lora`), the pass
-body (read the theorems, build the rows, train with TRL, resume from its checkpoint), saving,
-the merged model, the curves and what the run record keeps. A subclass supplies:
-
-- ``config_class`` and ``run_kind`` (``sft``: the config is saved as ``sft_config.yaml``);
-- :meth:`_check_theorems` and :meth:`_build_rows` (its rows: what they are, their count, stats
-  and log line);
-- :meth:`_trl_config_class`, :meth:`_trl_trainer_class` and :meth:`_trl_settings` (its values
-  of TRL's config beyond :func:`~lean_dojo_v2.trainer.trl_config.training_arguments`);
-- :meth:`_history_entry` (what the history keeps of one TRL log), :meth:`_draw_curves` and
-  :meth:`_result`.
-
-Layout of ``output_dir`` (all written by this library, marked as ours)::
-
-    adapter_config.json, adapter_model.safetensors   (LoRA)  ─┐ the trained model after the last
-    config.json, model.safetensors                    (full)  ─┘ finished pass, + tokenizer files
-    merged/                 base + adapter merged (``merge_lora``)
-    checkpoints/pass-NNN/checkpoint-STEP/   TRL checkpoints of the pass under way (removed when
-                                            the pass is done: the next pass starts from the model)
-    logs/pass-NNN/          TensorBoard event files
-    data/                   the merged dataset of each curriculum pass (database runs)
-    <run_kind>_config.yaml  the config of the run (sft_config.yaml, grpo_config.yaml)
-    training_state.json     passes done, fingerprint, per-pass history (what resume reads)
-    summary.json            the result (also the CLI's ``--json``)
-    loss_curve.png / grpo_curves.png   the curves
-
-The loop, mixed precision, checkpoints, DeepSpeed/FSDP and multi-GPU are TRL's and
-transformers' (``accelerate launch``; see ``docs/training.md``). No torch at import.
+A :class:`~lean_dojo_v2.trainer.pass_loop.CurriculumTrainer` that owns everything of a run but
+its rows, TRL's classes and its result: the construction (upstream LeanDojo-v2's keyword
+arguments, ``XTrainer(config)``, ``from_config``), the checks before the run directory is
+touched, loading (:mod:`.causal_lm_loading`, :mod:`.lora`), the pass body (read the theorems,
+build the rows, train with TRL, resume from its checkpoint), saving, the merged model, the curves
+and what the run record keeps. A subclass supplies the methods under "what a subclass supplies".
+``output_dir``'s layout is described in ``docs/training.md`` ("Outputs"). The loop, mixed
+precision, checkpoints, DeepSpeed/FSDP and multi-GPU are TRL's and transformers'. No torch at
+import.
 """
 
 from __future__ import annotations
@@ -114,6 +92,7 @@ class CausalLMTrainer(
     """
 
     default_model = "smollm2"
+    repr_fields = ("model_name", "output_dir", "lora")
     config: ConfigT
 
     def __init__(
@@ -183,23 +162,9 @@ class CausalLMTrainer(
         """Where the trained model (or adapter) is written: ``output_dir`` itself."""
         return Path(self.config.output_dir)
 
-    def __repr__(self) -> str:
-        cfg = self.config
-        shown = {"model_name": cfg.model_name, **self._repr_fields(), "output_dir": cfg.output_dir}
-        text = ", ".join(f"{k}={v!r}" for k, v in shown.items())
-        return f"{type(self).__name__}({text}, lora={cfg.lora})"
-
-    def _repr_fields(self) -> dict[str, object]:
-        return {}
-
     # ------------------------------------------------------------------ the pass loop's hooks
 
     def _dataset_files(self, path: Path) -> list[Path]:
-        if not path.exists():
-            raise DatasetNotFoundError(
-                f"no dataset at {path}: pass a LeanDojo dataset directory (with random/train.json) "
-                "or a split file"
-            )
         return split_files(path, self.config)
 
     def _check_inputs(
@@ -435,17 +400,12 @@ class CausalLMTrainer(
 def output_dir_argument(output_dir: object, who: str) -> str:
     """A trainer constructor's ``output_dir`` as text: :class:`OutputDirArgumentError` for None,
     an empty path, or something that is not a path."""
-    if not isinstance(output_dir, str | os.PathLike):
+    text = os.fspath(output_dir) if isinstance(output_dir, str | os.PathLike) else None
+    if not isinstance(text, str) or not text.strip():
         got = "None" if output_dir is None else f"{type(output_dir).__name__} {output_dir!r}"
         raise OutputDirArgumentError(
             f"{who} needs output_dir, a directory path (str or pathlib.Path), got {got}: it is "
             f"where the model, checkpoints and logs go; pass output_dir='outputs-...'"
-        )
-    text = os.fspath(output_dir)
-    if not isinstance(text, str) or not text.strip():
-        raise OutputDirArgumentError(
-            f"{who} needs output_dir, a directory path, got {output_dir!r}: pass "
-            "output_dir='outputs-...'"
         )
     return text
 
@@ -453,12 +413,9 @@ def output_dir_argument(output_dir: object, who: str) -> str:
 def model_name_argument(model_name: object, who: str) -> str | None:
     """A trainer constructor's ``model_name`` as text (a ``pathlib.Path`` is a local path);
     :class:`ConfigValueError` for anything else but None."""
-    if model_name is None or isinstance(model_name, str):
-        return model_name
-    if isinstance(model_name, os.PathLike):
-        text = os.fspath(model_name)
-        if isinstance(text, str):
-            return text
+    text = os.fspath(model_name) if isinstance(model_name, str | os.PathLike) else model_name
+    if text is None or isinstance(text, str):
+        return text
     raise ConfigValueError(
         f"{who}'s model_name must be a Hugging Face id or a local path (str or pathlib.Path), "
         f"or None for the bundled default; got {type(model_name).__name__} {model_name!r}"
@@ -518,6 +475,11 @@ def split_files(path: Path, cfg: CausalLMConfig) -> list[Path]:
     each configured split (a missing one is an error naming what is there)."""
     if path.is_file():
         return [path]
+    if not path.exists():
+        raise DatasetNotFoundError(
+            f"no dataset at {path}: pass a LeanDojo dataset directory (with random/train.json) "
+            "or a split file"
+        )
     from ..data.dataset import DatasetDir
 
     d = DatasetDir(path, partial=True)

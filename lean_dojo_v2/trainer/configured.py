@@ -20,7 +20,13 @@ class ConfiguredTrainer(Generic[C]):
     :meth:`from_config` takes the config, the path of a YAML file of its keys or a dict of them."""
 
     config_class: ClassVar[type[Any]]
+    # The config fields its repr shows.
+    repr_fields: ClassVar[tuple[str, ...]] = ("model_name", "output_dir")
     config: C
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{k}={getattr(self.config, k)!r}" for k in self.repr_fields)
+        return f"{type(self).__name__}({shown})"
 
     @classmethod
     def from_config(

@@ -16,6 +16,7 @@ from ..errors import (
     EmptyDatasetError,
     TrainerError,
     UnknownConfigKeyError,
+    did_you_mean,
 )
 
 __all__ = [
@@ -56,14 +57,11 @@ class UnknownAlgorithmError(TrainerError, ValueError):
     ``name`` is what was asked for, ``valid`` the registered names, which the message lists."""
 
     def __init__(self, name: str, valid: list[str]) -> None:
-        from difflib import get_close_matches  # only on this (rare) path
-
         self.name = name
         self.valid = list(valid)
-        close = get_close_matches(name, self.valid, n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
         super().__init__(
-            f"unknown GRPO algorithm {name!r}{hint}; valid algorithms: {', '.join(self.valid)}"
+            f"unknown GRPO algorithm {name!r}{did_you_mean(name, valid)}; valid algorithms: "
+            f"{', '.join(self.valid)}"
         )
 
     def __reduce__(self) -> tuple[object, ...]:  # survive pickling (worker processes)
@@ -76,13 +74,10 @@ class UnknownRewardError(TrainerError, ValueError):
     was asked for, ``valid`` the registered names, which the message lists."""
 
     def __init__(self, name: str, valid: list[str], *, what: str = "reward") -> None:
-        from difflib import get_close_matches  # only on this (rare) path
-
         self.name = name
         self.valid = list(valid)
         self.what = what
-        close = get_close_matches(name, self.valid, n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        hint = did_you_mean(name, valid)
         super().__init__(f"unknown {what} {name!r}{hint}; valid names: {', '.join(self.valid)}")
 
     def __reduce__(self) -> tuple[object, ...]:  # survive pickling (worker processes)

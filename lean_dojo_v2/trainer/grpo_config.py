@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
@@ -18,6 +17,7 @@ from ..config.loading import (
 from ..errors import ConfigValueError
 from .causal_lm_config import CausalLMConfig
 from .rl.algorithms import ResolvedAlgorithm, resolve_algorithm
+from .run_dir import world_size
 from .trl_args import MAX_COMPLETION_LENGTH
 
 MODES = ("tactic", "proof")
@@ -235,14 +235,6 @@ class GRPOConfig(CausalLMConfig):
         return 1.0
 
 
-def _processes() -> int:
-    """The number of training processes (``accelerate launch`` / ``torchrun`` set WORLD_SIZE)."""
-    try:
-        return max(1, int(os.environ.get("WORLD_SIZE", "1") or 1))
-    except ValueError:
-        return 1
-
-
 def check_generation_batch(cfg: GRPOConfig, algorithm: ResolvedAlgorithm) -> None:
     """TRL's rules for the generation batch (``trl.GRPOConfig.__post_init__``), on the values the
     run will hand TRL (``trl_args`` over the config, the algorithm's ``steps_per_generation``),
@@ -262,7 +254,7 @@ def check_generation_batch(cfg: GRPOConfig, algorithm: ResolvedAlgorithm) -> Non
         # As GRPOTrainer derives it (from the config's gradient_accumulation_steps).
         steps = algorithm.steps_per_generation_factor * cfg.gradient_accumulation_steps
     total = trl.get("generation_batch_size")
-    processes = _processes()
+    processes = world_size()
     batch_key = (
         "trl_args per_device_train_batch_size"
         if "per_device_train_batch_size" in trl

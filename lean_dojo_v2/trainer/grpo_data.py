@@ -16,7 +16,7 @@ Prompts longer than ``max_prompt_len`` tokens are left out, never cut.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -190,11 +190,6 @@ def _empty(
         what = "proofs" if mode == "proof" else "traced tactics"
         why = f"all {st.candidates} {what} use sorry/admit"
     return EmptyDatasetError(f"no {unit} in {source}: {why}")
-
-
-def row_summary(rows: Sequence[Mapping[str, object]]) -> dict[str, int]:
-    """How many rows and distinct theorems (for logs)."""
-    return {"prompts": len(rows), "theorems": len({r["theorem_key"] for r in rows})}
 
 
 __all__ = [

@@ -107,6 +107,7 @@ class GRPOTrainer(CausalLMTrainer[GRPOConfig, GRPOResult]):
     config_class = GRPOConfig
     run_kind = "grpo"
     run_what = "GRPO training"
+    repr_fields = ("model_name", "algorithm", "mode", "output_dir", "lora")
 
     def __init__(
         self,
@@ -173,9 +174,6 @@ class GRPOTrainer(CausalLMTrainer[GRPOConfig, GRPOResult]):
     def _reward_names(self) -> list[str]:
         names = [s.name for s in self.scorers]
         return ([self._user_name] if self._user_reward is not None else []) + names
-
-    def _repr_fields(self) -> dict[str, object]:
-        return {"algorithm": self.config.algorithm, "mode": self.config.mode}
 
     def _fingerprint_extra(self) -> dict[str, object]:
         extra = super()._fingerprint_extra()

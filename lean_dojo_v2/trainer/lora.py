@@ -41,13 +41,8 @@ def peft_config_dict(lora: object) -> dict[str, Any]:
 def lora_fields(d: Mapping[str, Any]) -> dict[str, Any]:
     """Config fields from LoraConfig arguments (r, lora_alpha, lora_dropout, target_modules)."""
     out: dict[str, Any] = {"lora": True}
-    for key, name in (
-        ("r", "lora_r"),
-        ("lora_alpha", "lora_alpha"),
-        ("lora_dropout", "lora_dropout"),
-    ):
-        if key in d:
-            out[name] = d[key]
+    names = {"r": "lora_r", "lora_alpha": "lora_alpha", "lora_dropout": "lora_dropout"}
+    out.update({name: d[key] for key, name in names.items() if key in d})
     tm = d.get("target_modules")
     if tm:
         out["lora_target_modules"] = [tm] if isinstance(tm, str) else sorted(tm)

@@ -8,39 +8,29 @@ Upstream LeanDojo-v2's calls work as written::
 
 ``model_name="bert-base-uncased"`` (upstream's default) cannot be downloaded here: when it is not
 in the local Hugging Face cache and the hub is offline, the trainer trains the bundled
-all-MiniLM-L6-v2 instead, says so on stderr on every run and records it in the result
-(``model_fallback``, ``requested_model``, ``base_model_note``); ``model_name=None`` asks for
-MiniLM directly, and any other HF id or directory is used by name. The head is ``AutoModelForSequenceClassification(num_labels=1,
-problem_type="regression")`` trained with ``transformers.Trainer`` (MSE loss); the input of each
-row is :func:`lean_dojo_v2.models.progress.progress_text`, the function
-:meth:`~lean_dojo_v2.models.progress.ProgressModel.predict` uses too.
-
-Layout of ``output_dir`` (written in a staging directory and swapped in at the end; marked as
-ours)::
-
-    config.json, model.safetensors, tokenizer files   the model: ProgressModel.load(output_dir)
-    progress_metadata.json   base model, text format, tactic mode, max length, metrics, counts
-    progress_config.yaml     the config of the run
-    summary.json             the result (also the CLI's ``--json``)
-
-Point search at it with ``export LEANPROGRESS_MODEL=<output_dir>``.
+all-MiniLM-L6-v2 instead, says so on stderr on every run and records it in the result. The head is
+``AutoModelForSequenceClassification(num_labels=1, problem_type="regression")`` trained with
+``transformers.Trainer`` on :func:`lean_dojo_v2.models.progress.progress_text`, the input
+:meth:`~lean_dojo_v2.models.progress.ProgressModel.predict` reads too. The output is written in a
+staging directory and swapped in at the end (its files: ``docs/progress.md``); point search at it
+with ``export LEANPROGRESS_MODEL=<output_dir>``.
 """
 
 from __future__ import annotations
 
 import logging
 import random
+import shutil
 import sys
 import time
-from collections.abc import Hashable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from ..config.loading import config_fields, config_to_dict, dump_config, load_config, replace_config
+from ..config.loading import config_to_dict, dump_config, load_config, replace_config
 from ..data.output_dir import is_ours
-from ..errors import ConfigValueError, EmptyDatasetError, OutputExistsError, TrainerError
+from ..errors import EmptyDatasetError, OutputExistsError, TrainerError
 from .configured import ConfiguredTrainer, changed_arguments
 from .progress_config import ProgressConfig
 from .result import DictResult
@@ -58,6 +48,7 @@ log = logging.getLogger(__name__)
 
 SUMMARY_FILE = "summary.json"
 CONFIG_FILE = "progress_config.yaml"
+_SCORES = ("mae", "mse", "exact", "within_1")
 
 
 @dataclass
@@ -161,6 +152,7 @@ class ProgressTrainer(ConfiguredTrainer[ProgressConfig]):
     """
 
     config_class = ProgressConfig
+    repr_fields = ("data_path", "model_name", "output_dir")
 
     def __init__(
         self,
@@ -204,13 +196,6 @@ class ProgressTrainer(ConfiguredTrainer[ProgressConfig]):
     @property
     def output_dir(self) -> str:
         return self.config.output_dir
-
-    def __repr__(self) -> str:
-        c = self.config
-        return (
-            f"ProgressTrainer(data_path={c.data_path!r}, model_name={c.model_name!r}, "
-            f"output_dir={c.output_dir!r})"
-        )
 
     # ------------------------------------------------------------------ data
 
@@ -311,8 +296,12 @@ class ProgressTrainer(ConfiguredTrainer[ProgressConfig]):
 
         # resolve_progress_base logs the fallback too: the record is dropped here so that the
         # note shows once, not once per handler and once printed.
-        with _records_dropped(_PROGRESS_LOGGER):
+        progress_log, drop = logging.getLogger("lean_dojo_v2.models.progress"), lambda _: False
+        progress_log.addFilter(drop)
+        try:
             base, note = resolve_progress_base(cfg.model_name)
+        finally:
+            progress_log.removeFilter(drop)
         if note is not None:
             # Every run, on stderr: a log record or a warnings filter may hide it, and training
             # another model than the one named is not something to learn about afterwards.
@@ -372,13 +361,10 @@ class ProgressTrainer(ConfiguredTrainer[ProgressConfig]):
             metrics = progress_metrics(preds, eval_ds.labels)
             trainer.save_model(str(stage))
             tokenizer.save_pretrained(str(stage))
-            _remove_tree(work)
+            shutil.rmtree(work, ignore_errors=True)
             (stage / "training_args.bin").unlink(missing_ok=True)  # a pickle; the YAML says it
             result = ProgressResult(
-                mae=metrics["mae"],
-                mse=metrics["mse"],
-                exact=metrics["exact"],
-                within_1=metrics["within_1"],
+                **{k: metrics[k] for k in _SCORES},
                 evaluated_on=evaluated_on,
                 eval_examples=len(eval_ds),
                 train_examples=len(train_ds),
@@ -439,16 +425,10 @@ class ProgressTrainer(ConfiguredTrainer[ProgressConfig]):
             "disable_tqdm": not cfg.progress_bar,
             "dataloader_num_workers": 0,
         }
-        valid = set(config_fields(cls))
-        unknown = sorted(set(cfg.trainer_args) - valid)
-        if unknown:
-            raise ConfigValueError(
-                f"trainer_args names {', '.join(map(repr, unknown))}, which "
-                f"transformers.TrainingArguments does not have; valid names include "
-                f"{', '.join(sorted(valid)[:40])}, ..."
-            )
-        values.update(cfg.trainer_args)
-        return cls(**values)
+        from .trl_config import apply_trl_args
+
+        name = "transformers.TrainingArguments"
+        return cls(**apply_trl_args(values, cls, cfg.trainer_args, name, source="trainer_args"))
 
     def _metadata(
         self, result: ProgressResult, max_length: int, eval_labels: list[float], text_format: str
@@ -466,39 +446,10 @@ class ProgressTrainer(ConfiguredTrainer[ProgressConfig]):
             "requested_model": self.config.model_name,
             "data_path": str(self.config.data_path),
             "metrics": {
-                "mae": result.mae,
-                "mse": result.mse,
-                "exact": result.exact,
-                "within_1": result.within_1,
+                **{k: result[k] for k in _SCORES},
                 "evaluated_on": result.evaluated_on,
                 "n": result.eval_examples,
             },
             "eval_label_mean": (sum(eval_labels) / len(eval_labels)) if eval_labels else None,
             "config": config_to_dict(self.config),
         }
-
-
-_PROGRESS_LOGGER = "lean_dojo_v2.models.progress"
-
-
-class _DropAll(logging.Filter):
-    def filter(self, record: logging.LogRecord) -> bool:
-        return False
-
-
-@contextmanager
-def _records_dropped(name: str) -> Iterator[None]:
-    """Within the block, records logged on logger ``name`` itself are dropped."""
-    logger = logging.getLogger(name)
-    drop = _DropAll()
-    logger.addFilter(drop)
-    try:
-        yield
-    finally:
-        logger.removeFilter(drop)
-
-
-def _remove_tree(path: Path) -> None:
-    import shutil
-
-    shutil.rmtree(path, ignore_errors=True)

@@ -20,7 +20,7 @@ of each chunk is replayed, so dropout masks match between the two passes).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -189,17 +189,9 @@ def plain_contrastive_backward(
     return loss.detach()
 
 
-def positive_mask_for(
-    row_positives: Sequence[frozenset[str] | set[str]], candidate_names: Sequence[str]
-) -> list[list[bool]]:
-    """``[B][M]``: whether candidate ``j`` (by premise name) is a positive of row ``i``'s goal."""
-    return [[name in pos for name in candidate_names] for pos in row_positives]
-
-
 __all__ = [
     "cached_contrastive_backward",
     "masked_contrastive_loss",
     "masked_logits",
     "plain_contrastive_backward",
-    "positive_mask_for",
 ]

@@ -90,31 +90,20 @@ class RetrievalModule(pl.LightningModule):
         extra = None
         if self.ewc is not None and self.ewc.active:
             extra = lambda: self.ewc.penalty(self.net)  # noqa: E731
-        common = dict(
+        chunked = {"chunk_size": cfg.grad_cache_chunk_size} if cfg.grad_cache else {}
+        contrastive = cached_contrastive_backward if cfg.grad_cache else plain_contrastive_backward
+        loss = contrastive(
+            self.encoder.embed,
+            batch.queries,
+            batch.candidates,
+            batch.targets,
+            batch.positive_mask,
             temperature=cfg.temperature,
             scale=scale,
             backward=self.manual_backward,
             extra_loss=extra,
+            **chunked,
         )
-        if cfg.grad_cache:
-            loss = cached_contrastive_backward(
-                self.encoder.embed,
-                batch.queries,
-                batch.candidates,
-                batch.targets,
-                batch.positive_mask,
-                chunk_size=cfg.grad_cache_chunk_size,
-                **common,
-            )
-        else:
-            loss = plain_contrastive_backward(
-                self.encoder.embed,
-                batch.queries,
-                batch.candidates,
-                batch.targets,
-                batch.positive_mask,
-                **common,
-            )
         # Kept here too: trainer.callback_metrics loses it when validate() runs afterwards.
         self.last_train_loss = float(loss.detach())
         if (batch_idx + 1) % cfg.accumulate_grad_batches == 0 or self.trainer.is_last_batch:

@@ -199,12 +199,6 @@ class RetrievalTrainer(ConfiguredTrainer[TrainingConfig], CurriculumTrainer[Retr
     def output_dir(self) -> Path:
         return Path(self.config.output_dir)
 
-    def __repr__(self) -> str:
-        return (
-            f"RetrievalTrainer(model_name={self.config.model_name!r}, "
-            f"output_dir={self.config.output_dir!r})"
-        )
-
     # ------------------------------------------------------------------ public API
 
     def fit_examples(

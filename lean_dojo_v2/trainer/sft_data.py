@@ -14,11 +14,11 @@ the prompt).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ..data import Theorem
+from ..data import Theorem, TracedTactic
 from ..data.sorry import find_sorry_tokens
 from ..errors import EmptyDatasetError
 
@@ -73,6 +73,21 @@ def _words(text: str) -> Iterable[str]:
         yield "".join(word)
 
 
+def _usable_tactics(theorems: Iterable[Theorem], st: ExampleStats) -> Iterator[TracedTactic]:
+    """The traced tactics of ``theorems`` that use neither ``sorry`` nor ``admit``, counted
+    (with those left out) into ``st``."""
+    for theorem in theorems:
+        st.theorems += 1
+        if theorem.traced_tactics:
+            st.theorems_with_tactics += 1
+        for tt in theorem.traced_tactics:
+            st.tactics += 1
+            if is_sorry_tactic(tt.tactic):
+                st.sorry_dropped += 1
+            else:
+                yield tt
+
+
 def build_examples(
     theorems: Iterable[Theorem],
     tokenizer: PreTrainedTokenizerBase,
@@ -90,38 +105,21 @@ def build_examples(
     from ..models.prompts import training_pair
 
     out = SFTExamples()
-    st = out.stats
-    for theorem in theorems:
-        st.theorems += 1
-        if theorem.traced_tactics:
-            st.theorems_with_tactics += 1
-        for tt in theorem.traced_tactics:
-            st.tactics += 1
-            if is_sorry_tactic(tt.tactic):
-                st.sorry_dropped += 1
-                continue
-            if max_examples is not None and len(out.pairs) >= max_examples:
-                continue
+    for tt in _usable_tactics(theorems, out.stats):
+        if max_examples is None or len(out.pairs) < max_examples:  # go on counting
             premises: Sequence[str] = tt.premises if use_premises else ()
             out.pairs.append(training_pair(tokenizer, tt.state_before, tt.tactic, premises))
-    st.examples = len(out.pairs)
+    out.stats.examples = len(out.pairs)
     if not out.pairs:
-        raise _empty(st, source)
+        raise _empty(out.stats, source)
     return out
 
 
 def check_usable(theorems: Sequence[Theorem], *, source: str = "the data") -> ExampleStats:
     """Count what :func:`build_examples` would use, without a tokenizer (to fail before a model
     is loaded); raises the same :class:`EmptyDatasetError` when nothing is usable."""
-    st = ExampleStats(theorems=len(theorems))
-    for theorem in theorems:
-        if theorem.traced_tactics:
-            st.theorems_with_tactics += 1
-        for tt in theorem.traced_tactics:
-            st.tactics += 1
-            if is_sorry_tactic(tt.tactic):
-                st.sorry_dropped += 1
-    st.examples = st.tactics - st.sorry_dropped
+    st = ExampleStats()
+    st.examples = sum(1 for _ in _usable_tactics(theorems, st))
     if st.examples == 0:
         raise _empty(st, source)
     return st

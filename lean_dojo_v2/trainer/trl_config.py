@@ -95,16 +95,19 @@ def apply_trl_args(
     trl_config_cls: type[TrainingArguments],
     trl_args: Mapping[str, Any],
     name: str,
+    *,
+    source: str = "trl_args",
 ) -> dict[str, Any]:
-    """``args`` with the user's ``trl_args`` over them: an :class:`UnknownConfigKeyError` listing
-    the valid names for the first key ``trl_config_cls`` (``trl.SFTConfig``, ``trl.GRPOConfig``,
-    called ``name``) has not. The old and new spellings of checkpointing
-    (``gradient_checkpointing*``, ``activation_checkpointing*``) land on the name this
-    transformers takes, so either wins over the config's value."""
+    """``args`` with the user's ``trl_args`` (the config field ``source``) over them: an
+    :class:`UnknownConfigKeyError` listing the valid names for the first key ``trl_config_cls``
+    (``trl.SFTConfig``, ``trl.GRPOConfig``, ``transformers.TrainingArguments``, called ``name``)
+    has not. The old and new spellings of checkpointing (``gradient_checkpointing*``,
+    ``activation_checkpointing*``) land on the name this transformers takes, so either wins over
+    the config's value."""
     valid = sorted(f.name for f in dataclasses.fields(trl_config_cls) if f.init)
     for key in trl_args:
         if key not in valid:
-            raise UnknownConfigKeyError(key, valid, source="trl_args", config=name)
+            raise UnknownConfigKeyError(key, valid, source=source, config=name)
     old, new = "gradient_checkpointing", checkpointing_argument()
     out = dict(args)
     for key, value in trl_args.items():
