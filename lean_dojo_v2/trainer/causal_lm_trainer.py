@@ -22,7 +22,7 @@ from abc import abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar, cast
 
 from ..config.loading import config_argument, load_config, replace_config
 from ..data.model import Theorem
@@ -92,7 +92,7 @@ class CausalLMTrainer(
     """
 
     default_model = "smollm2"
-    repr_fields = ("model_name", "output_dir", "lora")
+    repr_fields: ClassVar[tuple[str, ...]] = ("model_name", "output_dir", "lora")
     config: ConfigT
 
     def __init__(

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeAlias, TypeVar
 
+from ..config.loading import config_to_dict
 from ..data.output_dir import disk_full_error
 from ..data.run_lock import lock_output_dir
 from .result import TrainingResult
@@ -35,7 +36,6 @@ from .run_dir import (
     SUMMARY_FILE,
     RepositoryLike,
     RunConfig,
-    TrainingRunRecord,
     config_fingerprint,
     curriculum,
     dataset_source,
@@ -236,19 +236,32 @@ class CurriculumTrainer(ABC, Generic[ResultT]):
             )
             path = None if data_path is None else Path(data_path)
             run = PassRun(plan, db, path, out, begun.state, begun.first, start=start)
-            model = cfg.model_name or self.default_model
+            # The database's record of the run (main process only): failed or interrupted when
+            # the run raises, finished with its metrics otherwise.
+            record = None
+            if db is not None and is_main_process():
+                record = db.start_training_run(
+                    self.run_kind,
+                    model=cfg.model_name or self.default_model,
+                    config=config_to_dict(cfg),
+                    repositories=[p.repositories[-1] for p in plan],
+                )
             try:
-                with TrainingRunRecord(
-                    db, self.run_kind, model=model, config=cfg, plan=plan
-                ) as rec:
-                    result = self._run_passes(run)
-            except BaseException:
+                result = self._run_passes(run)
+            except BaseException as exc:
+                if record is not None and db is not None:
+                    status = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
+                    error = {"error": f"{type(exc).__name__}: {exc}"}
+                    db.finish_training_run(record, status=status, metrics=error)
                 # A run replaced only once the new one has something to resume (stage, then swap).
                 settle_previous(begun.previous, out, keep_new=has_progress(out, has_checkpoint))
                 raise
             settle_previous(begun.previous, out, keep_new=True)
-            result.run_id = rec.id
-            rec.finish(self._record_metrics(result), self._model_dir(out).resolve())
+            result.run_id = record
+            if record is not None and db is not None:
+                checkpoint = str(self._model_dir(out).resolve())
+                metrics = self._record_metrics(result)
+                db.finish_training_run(record, metrics=metrics, checkpoint=checkpoint)
             if is_main_process():
                 write_json(out / SUMMARY_FILE, result.to_dict())
             self.result = result

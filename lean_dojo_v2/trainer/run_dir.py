@@ -20,10 +20,9 @@ import logging
 import os
 import shutil
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from ..config.loading import config_to_dict, dump_config, unfingerprinted_fields
@@ -77,13 +76,6 @@ class RepositoryLike(Protocol):
     def url(self) -> str: ...
     @property
     def commit(self) -> str: ...
-
-
-class PlannedPass(Protocol):
-    """A pass of a run's plan as its record reads it: the repositories it trains on."""
-
-    @property
-    def repositories(self) -> Sequence[RepositoryRef]: ...
 
 
 def is_main_process() -> bool:
@@ -305,54 +297,6 @@ def open_database(
 
         return DynamicDatabase(Path(database), create=False), True
     return database, False
-
-
-class TrainingRunRecord:
-    """A training run's record in the database ``db`` (started on the main process only, and
-    only when there is a database): use as ``with TrainingRunRecord(...) as record:`` around the
-    training, which marks the record ``failed`` (``interrupted`` on Ctrl-C) if it raises; then
-    :meth:`finish` with the run's metrics. ``plan``: the passes, each with the ``repositories``
-    of the curriculum so far (the record lists each pass's last one). ``id`` is the record's id,
-    or None."""
-
-    def __init__(
-        self,
-        db: DynamicDatabase | None,
-        kind: str,
-        *,
-        model: str,
-        config: RunConfig,
-        plan: Iterable[PlannedPass],
-    ) -> None:
-        self.db = db
-        self.id: int | None = None
-        if db is not None and is_main_process():
-            self.id = db.start_training_run(
-                kind,
-                model=model,
-                config=config_to_dict(config),
-                repositories=[p.repositories[-1] for p in plan],
-            )
-
-    def __enter__(self) -> TrainingRunRecord:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc is not None and self.id is not None and self.db is not None:
-            status = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
-            self.db.finish_training_run(
-                self.id, status=status, metrics={"error": f"{type(exc).__name__}: {exc}"}
-            )
-
-    def finish(self, metrics: Mapping[str, object], checkpoint: Path) -> None:
-        """Mark the run finished with ``metrics`` and its ``checkpoint``."""
-        if self.id is not None and self.db is not None:
-            self.db.finish_training_run(self.id, metrics=metrics, checkpoint=str(checkpoint))
 
 
 def repo_ref(repo: RepositoryRef | RepositoryLike) -> RepositoryRef:
