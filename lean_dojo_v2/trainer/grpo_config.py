@@ -46,16 +46,9 @@ def _lora_rank(value: object) -> dict[str, object]:
 class GRPOConfig(CausalLMConfig):
     r"""Configuration of :class:`~lean_dojo_v2.trainer.grpo_trainer.GRPOTrainer`: reinforcement
     learning of a tactic (or whole-proof) generator with the GRPO family on TRL, rewarded by Lean.
-
-    Load it from YAML with ``load_config(GRPOConfig, "configs/grpo/dapo.yaml", ["lr=1e-5"])`` or
-    on the command line with ``lean-dojo-v2 train grpo --config FILE --set lr=1e-5``. Anything of
-    ``trl.GRPOConfig`` not listed here goes in ``trl_args``. The keys of upstream LeanDojo-v2's
-    GRPO design load too, each with a logged note: `base_model` (model_name), `lora_rank` (lora +
-    lora_r), `learning_rate` (lr), `num_train_epochs` (epochs_per_repo), `reward_type` (rewards);
-    `algorithm`, `algorithm_config`, `num_generations` and `max_proof_steps` keep their names.
-
-    The fields it shares with ``SFTConfig`` are documented once, in ``CausalLMConfig``; here are
-    GRPO's own and those whose default or meaning differs. ``--help-config`` lists them all.
+    The keys of upstream LeanDojo-v2's GRPO design load too (``config_aliases``). The fields it
+    shares with ``SFTConfig`` are documented once, in ``CausalLMConfig``; here are GRPO's own and
+    those whose default or meaning differs.
 
     Parameters:
         > Parameters that control the model

@@ -97,11 +97,8 @@ class GRPOTrainer(CausalLMTrainer[GRPOConfig, GRPOResult]):
     max_steps=10)``), or give the config itself (``GRPOTrainer(config, reward_func)``,
     ``GRPOTrainer.from_config("grpo.yaml")``). ``reward_func``: None (the Lean-checked composite,
     or the config's ``rewards``) or a function ``(completions, **kwargs) -> list[float] | Tensor``
-    (its signature is checked here). ``lora_config`` and ``callbacks`` as for ``SFTTrainer``. An
-    unknown algorithm or reward name fails here, before anything loads.
-
-    ``train(repos=None, database=None, data_path=None) -> GRPOResult``: the loop of
-    :class:`~lean_dojo_v2.trainer.pass_loop.CurriculumTrainer`, as for ``SFTTrainer``.
+    (its signature is checked here). ``lora_config``, ``callbacks`` and ``train`` as for
+    ``SFTTrainer``. An unknown algorithm or reward name fails here, before anything loads.
     """
 
     config_class = GRPOConfig

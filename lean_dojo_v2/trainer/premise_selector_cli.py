@@ -1,13 +1,7 @@
 """Layer 3 (trainer): ``lean-dojo-v2 train premise-selector``, LeanHammer's premise selector on
-ntp-toolkit data.
-
-Registered by :func:`add_premise_selector_parser` from ``trainer/cli.py``. The flags are those of
-LeanHammer's ``train.py -h`` that apply here, under our names and LeanHammer's (``--data_dir``,
-``--model_name_or_path``, ``--per_device_train_batch_size``, ``--learning_rate``,
-``--num_train_epochs``, ``--max_steps``, ``--output_dir``, ``--run_name``,
-``--num_negatives_per_state``, ``--mini_batch_size``, ``--filter``, ``--mathlib_only``,
-``--nameless``, ``--is_sentence_transformer``, ``--pooling_mode``, ``--retrieval_mask_mode``,
-``--use_qlora``; the last is refused with the reason). Nothing heavy is imported until it runs.
+ntp-toolkit data (registered from ``trainer/cli.py``). The flags are those of LeanHammer's
+``train.py -h`` that apply here, under our names and LeanHammer's. Nothing heavy is imported
+until it runs.
 """
 
 from __future__ import annotations
@@ -17,6 +11,7 @@ from typing import Any
 
 from ..config.cli import ParserT, add_config_options, print_config_help
 from .cli_options import print_summary, training_config_from_args
+from .premise_selector_config import POOLING_MODES, PREMISE_SOURCES, RETRIEVAL_MASK_MODES
 
 
 def _ks(text: str) -> list[int]:
@@ -40,7 +35,6 @@ def _bool(text: str) -> bool:
 
 
 _BOOL = {"type": _bool, "nargs": "?", "const": True, "metavar": "BOOL"}
-POOLING_CHOICES = ["cls", "lasttoken", "max", "mean", "mean_sqrt_len_tokens", "weightedmean"]
 
 # (flag names, config key, argparse keywords)
 _FLAGS: list[tuple[tuple[str, ...], str, dict[str, Any]]] = [
@@ -122,7 +116,7 @@ _FLAGS: list[tuple[tuple[str, ...], str, dict[str, Any]]] = [
         ("--premises",),
         "premise_source",
         {
-            "choices": ["declaration", "next_tactic"],
+            "choices": PREMISE_SOURCES,
             "help": "premises of a state: its declaration's "
             "whole proof (default, LeanHammer) or its next tactic",
         },
@@ -181,7 +175,7 @@ _FLAGS: list[tuple[tuple[str, ...], str, dict[str, Any]]] = [
         ("--pooling-mode", "--pooling_mode"),
         "pooling_mode",
         {
-            "choices": POOLING_CHOICES,
+            "choices": POOLING_MODES,
             "help": "pooling of a plain Hugging Face encoder (default mean; LeanHammer's default "
             "lasttoken suits decoder-only models)",
         },
@@ -190,7 +184,7 @@ _FLAGS: list[tuple[tuple[str, ...], str, dict[str, Any]]] = [
         ("--retrieval-mask-mode", "--retrieval_mask_mode"),
         "retrieval_mask_mode",
         {
-            "choices": ["none", "no_positive", "only_negative"],
+            "choices": RETRIEVAL_MASK_MODES,
             "help": "in-batch candidates left out of a state's contrastive loss: none; "
             "no_positive (default: its other positives and its own declaration); only_negative "
             "(everything but premises accessible to it or in unrelated modules)",

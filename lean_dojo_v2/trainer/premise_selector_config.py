@@ -33,16 +33,8 @@ class PremiseSelectorConfig(TrainingConfig):
     (:class:`~lean_dojo_v2.trainer.premise_selector.PremiseSelectorTrainer`): a
     ``TrainingConfig`` (the retrieval trainer's fields, documented there) with the ntp-toolkit
     data, the module split, the encoder's pooling, LeanHammer's batch masks and the evaluation.
-
-    The CLI flags set these keys (LeanHammer's ``train.py`` names work too: ``--data_dir``,
-    ``--model_name_or_path``, ``--per_device_train_batch_size``, ``--learning_rate``,
-    ``--num_train_epochs``, ``--max_steps``, ``--output_dir``, ``--run_name``,
-    ``--num_negatives_per_state``, ``--mini_batch_size``, ``--filter``, ``--mathlib_only``,
-    ``--nameless``, ``--is_sentence_transformer``, ``--pooling_mode``, ``--retrieval_mask_mode``,
-    ``--use_qlora``); ``--config FILE`` and ``--set key=value`` load the same dataclass. A config
-    file, ``--set`` and the constructor also take LeanHammer's key names ``model``
-    (``model_name``), ``epochs`` (``max_epochs``) and ``mini_batch_size`` (``grad_cache`` with
-    ``grad_cache_chunk_size``).
+    A config file, ``--set`` and the constructor also take LeanHammer's key names ``model``,
+    ``epochs`` and ``mini_batch_size`` (``config_aliases``).
 
     The run sets what a dataset directory or a database would otherwise choose: it trains one
     pass on the train split's states (no ``split_strategy``, ``cumulative`` or EWC), validates

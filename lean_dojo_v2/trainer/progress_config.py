@@ -20,13 +20,9 @@ TACTIC_MODES = ("both", "with", "without")
 @dataclass
 class ProgressConfig:
     r"""Configuration of :class:`~lean_dojo_v2.trainer.progress_trainer.ProgressTrainer`: a
-    regression head that predicts how many proof steps remain (LeanProgress).
-
-    Load it from YAML with ``load_config(ProgressConfig, "configs/progress_minilm_cpu.yaml",
-    ["epochs=1"])`` or on the command line with ``lean-dojo-v2 train progress --config FILE --set
-    epochs=1``. Nine of its fields (``data_path``, ``model_name``, ``output_dir``, ``max_length``,
-    ``batch_size``, ``epochs``, ``learning_rate``, ``eval_ratio``, ``seed``) are the arguments of
-    upstream LeanDojo-v2's ``ProgressTrainer``, by the same names.
+    regression head that predicts how many proof steps remain (LeanProgress). ``data_path``,
+    ``model_name``, ``output_dir``, ``max_length``, ``batch_size``, ``epochs``, ``learning_rate``,
+    ``eval_ratio`` and ``seed`` are the arguments of upstream LeanDojo-v2's ``ProgressTrainer``.
 
     Parameters:
         > Parameters that control the data

@@ -105,22 +105,10 @@ def cmd_train_retrieval(args: argparse.Namespace) -> int:
     exported = None
     if args.export:
         exported = str(trainer.export(args.export, force=args.force))
-    out = {
-        "output_dir": result.output_dir,
-        "encoder_dir": result.encoder_dir,
-        "steps": result.steps,
-        "examples": result.examples,
-        "passes": len(result.passes),
-        "seconds": result.seconds,
-        "val": result.val,
-        "metrics": test,
-        "ewc_tasks": result.ewc_tasks,
-        "run_id": result.run_id,
-        "resumed_from": result.resumed_from,
-        "resume_exact": result.resume_exact,
-        "resume_note": result.resume_note,
-        "export": exported,
-    }
+    keys = ("output_dir", "encoder_dir", "steps", "examples", "passes", "seconds", "val")
+    keys += ("metrics", "ewc_tasks", "run_id", "resumed_from", "resume_exact", "resume_note")
+    out = {k: result.get(k) for k in (*keys, "export")}
+    out.update(passes=len(result.passes), metrics=test, export=exported)
     if test_error:
         out["metrics_error"] = test_error
 

@@ -40,10 +40,7 @@ class TrainingConfig:
     bi-encoder premise retriever (one encoder for goal states and premises) trained with a masked
     in-batch contrastive loss on PyTorch Lightning, over a dataset directory or the curriculum of a
     :class:`~lean_dojo_v2.database.DynamicDatabase` (lifelong, with EWC).
-
-    Load it from YAML with ``load_config(TrainingConfig, "configs/retrieval_minilm_cpu.yaml",
-    ["lr=1e-5"])`` or on the command line with ``lean-dojo-v2 train retrieval --config FILE --set
-    lr=1e-5``. ``lean_dojo_v2.lean_agent.TrainingConfig`` is this class.
+    ``lean_dojo_v2.lean_agent.TrainingConfig`` is this class.
 
     Parameters:
         > Parameters that control the model

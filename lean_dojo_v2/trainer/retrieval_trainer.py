@@ -65,9 +65,7 @@ VAL_METRIC = "R@10_val"
 @dataclass
 class RetrievalResult(DictResult):
     """What a retrieval training run did (``summary.json``; ``train retrieval --json`` prints a
-    selection). Readable by key too (``result["steps"]``), as the dict it once was.
-
-    ``passes``: each pass's entry of ``training_state.json`` (label, examples, queries,
+    selection). ``passes``: each pass's entry of ``training_state.json`` (label, examples, queries,
     val_queries, steps, epochs, seconds, val metrics, best_R@10_val, train_loss; ``fisher`` in a
     lifelong run); ``steps``/``examples``: summed over the passes; ``seconds``: the wall time of
     this call; ``encoder_dir``: the trained encoder (``load_encoder`` loads it); ``val``: the last
@@ -141,17 +139,10 @@ def retrieval_module_class() -> type[RetrievalModule]:
 
 
 class RetrievalTrainer(ConfiguredTrainer[TrainingConfig], CurriculumTrainer[RetrievalResult]):
-    """Train a premise retriever (see the module docstring). ``callbacks`` are extra Lightning
-    callbacks added to every fit.
-
-    ``train(repos=None, database=None, data_path=None) -> RetrievalResult`` (the loop of
-    :class:`~lean_dojo_v2.trainer.pass_loop.CurriculumTrainer`; also ``output_dir/summary.json``):
-    with ``database`` (a :class:`~lean_dojo_v2.database.DynamicDatabase` or its file), one pass per
-    repository of ``repos`` (default: all) in curriculum order, each on the repository's export
-    (``cumulative``: on the merged export of all so far), each continuing from the previous pass's
-    weights, EWC between passes; the run is recorded in the database's training runs. Without:
-    one pass on the LeanDojo dataset directory ``data_path`` (train split; val for ``R@10_val``).
-    """
+    """Train a premise retriever (see the module docstring; ``train`` is
+    :meth:`CurriculumTrainer.train`, each pass on a repository's own export, or with
+    ``cumulative`` on the merged export of all so far). ``callbacks`` are extra Lightning
+    callbacks added to every fit."""
 
     config_class = TrainingConfig
     run_kind = "retrieval"

@@ -13,15 +13,8 @@ __all__ = ["SFTConfig"]
 @dataclass
 class SFTConfig(CausalLMConfig):
     r"""Configuration of :class:`~lean_dojo_v2.trainer.sft_trainer.SFTTrainer`: supervised
-    fine-tuning of a causal LM on (goal state → next tactic) pairs from traced proofs.
-
-    Load it from YAML with ``load_config(SFTConfig, "configs/sft_smollm2_cpu.yaml", ["lr=1e-4"])``
-    or on the command line with ``lean-dojo-v2 train sft --config FILE --set lr=1e-4``. Anything of
-    TRL's or transformers' training arguments not listed here goes in ``trl_args``.
-
-    The fields it shares with ``GRPOConfig`` (model, LoRA, splits, optimisation, checkpoints,
-    logging, scale-out) are documented once, in ``CausalLMConfig``; ``--help-config`` lists them
-    all.
+    fine-tuning of a causal LM on (goal state → next tactic) pairs from traced proofs. The fields
+    it shares with ``GRPOConfig`` are documented once, in ``CausalLMConfig``.
 
     Parameters:
         > Parameters that control the data

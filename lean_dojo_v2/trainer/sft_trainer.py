@@ -66,20 +66,11 @@ class SFTTrainer(CausalLMTrainer[SFTConfig, TrainResult]):
     The positional/keyword arguments are upstream LeanDojo-v2's; any other field of
     :class:`SFTConfig` may be passed as a keyword (``SFTTrainer("smollm2", lora_config=True,
     max_steps=10)``), or give the config itself (``SFTTrainer(config)``,
-    ``SFTTrainer.from_config("sft.yaml")``). See
-    :class:`~lean_dojo_v2.trainer.causal_lm_trainer.CausalLMTrainer` for ``lora_config`` and
-    ``callbacks``.
-
-    ``train(repos=None, database=None, data_path=None) -> TrainResult`` (the loop of
-    :class:`~lean_dojo_v2.trainer.pass_loop.CurriculumTrainer`): with ``database`` (a
-    :class:`~lean_dojo_v2.database.DynamicDatabase` or its file), one pass per repository of
-    ``repos`` (default: all in the database) in curriculum order (most Easy theorems first); pass
-    *k* trains on the merged export of the first *k* repositories (written under ``data_path``,
-    default ``output_dir/data``), and the run is recorded in the database's training runs.
-    Without a database: one pass on the LeanDojo dataset directory (or split file) ``data_path``.
-    An unfinished run of the same config and data in ``output_dir`` is resumed from its last
-    checkpoint (``resume=False`` starts afresh); ``output_dir`` must otherwise be new, empty or a
-    finished run of this library, unless ``overwrite_output_dir``.
+    ``SFTTrainer.from_config("sft.yaml")``); ``lora_config`` and ``callbacks`` as
+    :class:`~lean_dojo_v2.trainer.causal_lm_trainer.CausalLMTrainer` takes them. ``train`` is
+    :meth:`~lean_dojo_v2.trainer.pass_loop.CurriculumTrainer.train`: pass *k* of a curriculum
+    trains on the merged export of the first *k* repositories (under ``data_path``, default
+    ``output_dir/data``).
     """
 
     config_class = SFTConfig
