@@ -13,18 +13,25 @@ import argparse
 import json
 import sys
 from collections.abc import Callable, Iterable, Mapping
-from typing import TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..config.cli import HELP_CONFIG_HELP, config_from_args
 
+if TYPE_CHECKING:
+    from .causal_lm_trainer import CausalLMTrainer
+    from .result import TrainingResult
+
 C = TypeVar("C")
+R = TypeVar("R", bound="TrainingResult")
 
 __all__ = [
+    "add_data_options",
     "add_repo_option",
     "add_run_options",
     "print_summary",
     "repo_arg",
     "repos_from_args",
+    "train_on_data",
     "training_config_from_args",
 ]
 
@@ -50,6 +57,37 @@ def add_run_options(
     parser.add_argument("--json", action="store_true", help="end with a one-line JSON summary")
     if help_config is not None:
         parser.add_argument("--help-config", action="store_true", help=help_config)
+
+
+def add_data_options(
+    parser: argparse.ArgumentParser, data_help: str = "LeanDojo dataset directory (or a split file)"
+) -> None:
+    """Add ``--data DIR`` or (not both) ``--db FILE``, what a curriculum trainer trains on."""
+    what = parser.add_mutually_exclusive_group()
+    what.add_argument("--data", metavar="DIR", help=data_help)
+    what.add_argument("--db", metavar="FILE", help="DynamicDatabase file: train on its curriculum")
+
+
+def train_on_data(
+    args: argparse.Namespace,
+    command: str,
+    trainer_cls: type[CausalLMTrainer[Any, R]],
+    **flags: object,
+) -> R:
+    """``train COMMAND``: ``trainer_cls`` built from the command's config
+    (:func:`training_config_from_args` with ``flags``) trains on ``--data`` or ``--db``."""
+    if not args.data and not args.db:
+        from ..errors import TrainerError
+
+        raise TrainerError(
+            f"train {command} needs --data DIR (a LeanDojo dataset directory) or --db FILE (the "
+            "curriculum of a database); try --data with the bundled sample: "
+            "python -c 'import lean_dojo_v2.data as d; print(d.sample_dataset_path())'"
+        )
+    repos = repos_from_args(args)
+    config = training_config_from_args(args, trainer_cls.config_class, defaults=None, **flags)
+    trainer = trainer_cls.from_config(config)
+    return trainer.train(repos=repos, database=args.db, data_path=args.data)
 
 
 def add_repo_option(parser: argparse.ArgumentParser) -> None:

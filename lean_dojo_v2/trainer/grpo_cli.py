@@ -13,11 +13,11 @@ import argparse
 
 from ..config.cli import ParserT, add_config_options, print_config_help
 from .cli_options import (
+    add_data_options,
     add_repo_option,
     add_run_options,
     print_summary,
-    repos_from_args,
-    training_config_from_args,
+    train_on_data,
 )
 
 
@@ -51,9 +51,7 @@ def add_grpo_parser(train_sub: argparse._SubParsersAction[ParserT]) -> ParserT:
         "there is resumed.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    what = grpo.add_mutually_exclusive_group()
-    what.add_argument("--data", metavar="DIR", help="LeanDojo dataset directory (or a split file)")
-    what.add_argument("--db", metavar="FILE", help="DynamicDatabase file: train on its curriculum")
+    add_data_options(grpo)
     grpo.add_argument(
         "--algorithm", metavar="NAME", help="same as --set algorithm=NAME (listed below)"
     )
@@ -86,27 +84,16 @@ def add_grpo_parser(train_sub: argparse._SubParsersAction[ParserT]) -> ParserT:
 
 
 def cmd_train_grpo(args: argparse.Namespace) -> int:
-    from ..errors import TrainerError
     from .grpo_config import GRPOConfig
 
     if print_config_help(args, GRPOConfig):
         return 0
-    if not args.data and not args.db:
-        raise TrainerError(
-            "train grpo needs --data DIR (a LeanDojo dataset directory) or --db FILE (the "
-            "curriculum of a database); try --data with the bundled sample: "
-            "python -c 'import lean_dojo_v2.data as d; print(d.sample_dataset_path())'"
-        )
-    repos = repos_from_args(args)
+    from .grpo_trainer import GRPOTrainer
+
     # ``--algorithm ""`` is a name too (refused, listing the valid ones), not "no flag".
     pairs = (("algorithm", args.algorithm), ("mode", args.mode))
     flags = {k: v for k, v in pairs if v is not None}
-    config = training_config_from_args(args, GRPOConfig, **flags)
-
-    from .grpo_trainer import GRPOTrainer
-
-    trainer = GRPOTrainer.from_config(config)
-    result = trainer.train(repos=repos, database=args.db, data_path=args.data)
+    result = train_on_data(args, "grpo", GRPOTrainer, **flags)
 
     def text() -> list[str]:
         if result.mean_reward_first is not None and result.mean_reward_last is not None:

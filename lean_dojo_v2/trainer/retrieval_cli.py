@@ -14,6 +14,7 @@ import argparse
 
 from ..config.cli import ParserT, add_config_options, print_config_help
 from .cli_options import (
+    add_data_options,
     add_repo_option,
     add_run_options,
     print_summary,
@@ -37,11 +38,7 @@ def add_retrieval_parser(train_sub: argparse._SubParsersAction[ParserT]) -> Pars
         "logs, summary.json) goes to output_dir; an unfinished run there is resumed from its "
         "last checkpoint. Afterwards the test split is evaluated (R@1, R@10, MRR, FullRecall@10).",
     )
-    what = p.add_mutually_exclusive_group()
-    what.add_argument(
-        "--data", metavar="DIR", help="LeanDojo dataset directory (with corpus.jsonl)"
-    )
-    what.add_argument("--db", metavar="FILE", help="DynamicDatabase file: train on its curriculum")
+    add_data_options(p, "LeanDojo dataset directory (with corpus.jsonl)")
     add_config_options(
         p,
         config_help="YAML file of TrainingConfig keys",
@@ -105,7 +102,15 @@ def cmd_train_retrieval(args: argparse.Namespace) -> int:
     exported = None
     if args.export:
         exported = str(trainer.export(args.export, force=args.force))
-    keys = ("output_dir", "encoder_dir", "steps", "examples", "passes", "seconds", "val")
+    keys: tuple[str, ...] = (
+        "output_dir",
+        "encoder_dir",
+        "steps",
+        "examples",
+        "passes",
+        "seconds",
+        "val",
+    )
     keys += ("metrics", "ewc_tasks", "run_id", "resumed_from", "resume_exact", "resume_note")
     out = {k: result.get(k) for k in (*keys, "export")}
     out.update(passes=len(result.passes), metrics=test, export=exported)

@@ -10,11 +10,11 @@ import argparse
 
 from ..config.cli import ParserT, add_config_options, print_config_help
 from .cli_options import (
+    add_data_options,
     add_repo_option,
     add_run_options,
     print_summary,
-    repos_from_args,
-    training_config_from_args,
+    train_on_data,
 )
 
 
@@ -31,9 +31,7 @@ def add_sft_parser(train_sub: argparse._SubParsersAction[ParserT]) -> ParserT:
         "TensorBoard logs, loss_curve.png, summary.json) goes to output_dir; an unfinished run "
         "there is resumed.",
     )
-    what = sft.add_mutually_exclusive_group()
-    what.add_argument("--data", metavar="DIR", help="LeanDojo dataset directory (or a split file)")
-    what.add_argument("--db", metavar="FILE", help="DynamicDatabase file: train on its curriculum")
+    add_data_options(sft)
     add_config_options(
         sft,
         config_help="YAML file of SFTConfig keys (configs/sft_*.yaml)",
@@ -52,24 +50,13 @@ def add_sft_parser(train_sub: argparse._SubParsersAction[ParserT]) -> ParserT:
 
 
 def cmd_train_sft(args: argparse.Namespace) -> int:
-    from ..errors import TrainerError
     from .sft_config import SFTConfig
 
     if print_config_help(args, SFTConfig):
         return 0
-    if not args.data and not args.db:
-        raise TrainerError(
-            "train sft needs --data DIR (a LeanDojo dataset directory) or --db FILE (the "
-            "curriculum of a database); try --data with the bundled sample: "
-            "python -c 'import lean_dojo_v2.data as d; print(d.sample_dataset_path())'"
-        )
-    repos = repos_from_args(args)
-    config = training_config_from_args(args, SFTConfig)
-
     from .sft_trainer import SFTTrainer
 
-    trainer = SFTTrainer.from_config(config)
-    result = trainer.train(repos=repos, database=args.db, data_path=args.data)
+    result = train_on_data(args, "sft", SFTTrainer)
 
     def text() -> list[str]:
         loss = (
