@@ -124,22 +124,6 @@ def model_inputs(
     return texts, labels
 
 
-class _Encoded:
-    """A torch-style dataset of tokenised texts and float labels."""
-
-    def __init__(self, encodings: dict[str, list[list[int]]], labels: list[float]) -> None:
-        self.encodings = encodings
-        self.labels = labels
-
-    def __len__(self) -> int:
-        return len(self.labels)
-
-    def __getitem__(self, i: int) -> dict[str, Any]:
-        item: dict[str, Any] = {k: v[i] for k, v in self.encodings.items()}
-        item["labels"] = self.labels[i]
-        return item
-
-
 class ProgressTrainer(ConfiguredTrainer[ProgressConfig]):
     """Train a steps-remaining regressor on a LeanProgress JSONL file.
 
@@ -276,6 +260,7 @@ class ProgressTrainer(ConfiguredTrainer[ProgressConfig]):
 
         import torch
         import transformers
+        from datasets import Dataset as Rows
         from transformers import (
             AutoModelForSequenceClassification,
             AutoTokenizer,
@@ -325,13 +310,13 @@ class ProgressTrainer(ConfiguredTrainer[ProgressConfig]):
             model.config.pad_token_id = tokenizer.pad_token_id
         max_length = effective_max_length(model, tokenizer, cfg.max_length)
 
-        def encode(rows_: Sequence[ProgressExample]) -> _Encoded:
+        def encode(rows_: Sequence[ProgressExample]) -> tuple[Rows, list[float]]:
             texts, labels = model_inputs(rows_, cfg.tactic_mode)
             enc = tokenizer(texts, truncation=True, max_length=max_length)
-            return _Encoded({k: list(v) for k, v in enc.items()}, labels)
+            return Rows.from_dict({**enc, "labels": labels}), labels
 
-        train_ds = encode(train_rows)
-        eval_ds = encode(eval_rows)
+        train_ds, _ = encode(train_rows)
+        eval_ds, eval_labels = encode(eval_rows)
 
         from .nonfinite_callback import StopOnNonFinite
         from .numerics import check_finite_weights
@@ -358,7 +343,7 @@ class ProgressTrainer(ConfiguredTrainer[ProgressConfig]):
             predicted = prediction.predictions
             assert not isinstance(predicted, tuple)  # one regression output: one array
             preds = [float(x) for x in predicted.reshape(-1).tolist()]
-            metrics = progress_metrics(preds, eval_ds.labels)
+            metrics = progress_metrics(preds, eval_labels)
             trainer.save_model(str(stage))
             tokenizer.save_pretrained(str(stage))
             shutil.rmtree(work, ignore_errors=True)
@@ -380,7 +365,7 @@ class ProgressTrainer(ConfiguredTrainer[ProgressConfig]):
                 requested_model=cfg.model_name,
                 model_fallback=note is not None,
             )
-            metadata = self._metadata(result, max_length, eval_ds.labels, TEXT_FORMAT)
+            metadata = self._metadata(result, max_length, eval_labels, TEXT_FORMAT)
             write_json(stage / METADATA_FILE, metadata, indent=1)
             write_json(stage / SUMMARY_FILE, result.to_dict(), indent=1)
             dump_config(cfg, stage / CONFIG_FILE)
