@@ -1,9 +1,7 @@
-"""Layer 3 (trainer): the causal LM a TRL trainer trains: where and in what precision
-(:func:`plan_training`, :func:`load_device`), whether the start is there and how long a sequence
-it takes (:func:`check_start_model`, :func:`model_context_length`), loading it
-(:func:`load_causal_lm`: a base, what a finished pass saved, or an SFT adapter folder as the
-start) and saving it (:func:`save_trained`). No torch at import: each function imports what it
-uses."""
+"""Layer 3 (trainer): the causal LM a TRL trainer trains: where and in what precision, whether the
+start is there and how long a sequence it takes, loading it (a base, what a finished pass saved,
+or an SFT adapter folder as the start) and saving it. No torch at import.
+"""
 
 from __future__ import annotations
 

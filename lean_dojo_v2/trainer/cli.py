@@ -1,10 +1,6 @@
-"""Layer 3 (trainer): ``lean-dojo-v2 train ...``, the trainers' commands (registered by
-``lean_dojo_v2.cli``).
-
-This module only builds the ``train`` parser; each trainer's command lives in its own module
-(``sft_cli``, ``grpo_cli``, ``premise_selector_cli``, ``retrieval_cli``, ``progress_cli``), the options they
-share in :mod:`~lean_dojo_v2.trainer.cli_options` and :mod:`lean_dojo_v2.config.cli`. Nothing
-heavy is imported until a command runs.
+"""Layer 3 (trainer): ``lean-dojo-v2 train ...`` (registered by ``lean_dojo_v2.cli``): only the
+``train`` parser; each trainer's command lives in its own ``*_cli`` module. Nothing heavy is
+imported until a command runs.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
-"""Layer 3 (trainer): options and steps shared by every training command (``train sft``,
-``retrieval``, ``progress``, ``premise-selector``, ``python -m lean_dojo_v2.lean_agent``).
-
-The config options themselves (``--config``, ``--set``, ``-o``, ``--help-config``) are the config
-system's (:mod:`lean_dojo_v2.config.cli`); what is added here is what only a training run has:
-``--repo`` (a database's repositories), ``--force`` (replace ``output_dir``: the config's
-``overwrite_output_dir``), ``--json`` and the summary that ends a run.
+"""Layer 3 (trainer): options and steps shared by the training commands (``train ...``,
+``python -m lean_dojo_v2.lean_agent``) beyond the config system's own (:mod:`lean_dojo_v2.config.cli`):
+``--data``/``--db``, ``--repo``, ``--force`` (the config's ``overwrite_output_dir``), ``--json``
+and the summary that ends a run.
 """
 
 from __future__ import annotations

@@ -1,12 +1,6 @@
 """Layer 3 (trainer): PNG curves of a causal-LM run (matplotlib, imported when a curve is drawn),
-over the optimizer steps of every pass (a grey line where a pass starts).
-
-- :func:`plot_loss_curve` (SFT): the training loss, one line per pass.
-- :func:`plot_grpo_curves` (GRPO): three panels, the mean reward and each reward function's mean,
-  the loss, the KL to the reference (TRL logs it only when ``beta`` > 0; the panel says so when
-  there is none).
-
-A missing matplotlib never fails a run: the curve is skipped with a warning.
+over the optimizer steps of every pass (a grey line where a pass starts). A missing matplotlib
+never fails a run: the curve is skipped with a warning.
 """
 
 from __future__ import annotations

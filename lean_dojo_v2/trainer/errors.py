@@ -1,11 +1,7 @@
 """Layer 3 (trainer): the trainers' typed errors. Each message names what is wrong and the valid
-choices.
-
-``TrainerError``, ``EmptyDatasetError`` and the config errors (``UnknownConfigKeyError``,
-``ConfigValueError``) live in :mod:`lean_dojo_v2.errors` (layer 0): the config system and the
-LeanProgress dataset builder raise them below this layer. They are re-exported here, the very same
-classes, so ``from lean_dojo_v2.trainer.errors import ...`` and ``except TrainerError`` work as
-before.
+choices. ``TrainerError``, ``EmptyDatasetError`` and the config errors live in
+:mod:`lean_dojo_v2.errors` (layer 0, where the config system raises them) and are re-exported
+here, the very same classes.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
 """Layer 3 (trainer): ``lean-dojo-v2 train grpo``, reinforcement learning with Lean-checked rewards.
-
-``train grpo --data DIR | --db FILE [--algorithm NAME] [--mode tactic|proof] [--config FILE]
-[--set key=value ...] [--json] [--force] [--repo ...]`` (registered by
-:mod:`lean_dojo_v2.trainer.cli`). ``--help`` lists every algorithm and every reward by name; they
-are read from their registries only when the help is printed, and nothing heavy is imported until
-the command runs.
+``--help`` lists every algorithm and reward by name, read from their registries only when the
+help is printed.
 """
 
 from __future__ import annotations

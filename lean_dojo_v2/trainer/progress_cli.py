@@ -1,8 +1,4 @@
-"""Layer 3 (trainer): ``lean-dojo-v2 train progress``, train a LeanProgress steps-remaining model.
-
-``train progress [--data FILE] [--config FILE] [--set key=value ...] [-o DIR] [--force] [--json]``
-(registered by :mod:`lean_dojo_v2.trainer.cli`). Nothing heavy is imported until it runs.
-"""
+"""Layer 3 (trainer): ``lean-dojo-v2 train progress``, train a LeanProgress steps-remaining model."""
 
 from __future__ import annotations
 

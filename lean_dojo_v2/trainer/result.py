@@ -1,7 +1,5 @@
-"""Layer 3 (trainer): what every trainer's ``train()`` returns: a dataclass with ``to_dict()``.
-
-Each trainer has its own result dataclass (``TrainResult``, ``RetrievalResult``,
-``ProgressResult``) built on :class:`DictResult`.
+"""Layer 3 (trainer): what every trainer's ``train()`` returns: a dataclass (``TrainResult``,
+``RetrievalResult``, ...) on :class:`DictResult`.
 """
 
 from __future__ import annotations

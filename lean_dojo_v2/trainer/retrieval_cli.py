@@ -1,11 +1,5 @@
-"""Layer 3 (trainer): ``lean-dojo-v2 train retrieval``, train a premise retriever (registered
-by ``trainer/cli.py``).
-
-``train retrieval [--data DIR | --db FILE] [--config FILE] [--set key=value ...] [--json]``;
-without ``--data`` or ``--db`` it trains on the bundled sample. After training it evaluates the
-encoder on the test split (R@1, R@10, MRR, FullRecall@10 over accessible premises) and, with
-``--export DIR``, writes the retriever (model + corpus + embeddings). Nothing heavy is imported
-until the command runs.
+"""Layer 3 (trainer): ``lean-dojo-v2 train retrieval``, train a premise retriever; then evaluate it on
+the test split and, with ``--export DIR``, write the retriever (model + corpus + embeddings).
 """
 
 from __future__ import annotations

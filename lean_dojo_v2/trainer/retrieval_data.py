@@ -4,20 +4,13 @@ One example per (query, positive premise) of a
 :class:`~lean_dojo_v2.models.retrieval_eval.RetrievalQuery` (a traced tactic with at least one
 premise in the corpus), as in ReProver/LeanAgent. Each time an example is drawn it gets
 ``num_negatives`` hard negatives, all accessible at the theorem (imported files, or earlier in its
-own file; :meth:`Corpus.accessible_premises`) and none a positive of the goal:
-
-- up to ``num_in_file_negatives`` from the positive premise's own file (neighbouring lemmas, the
-  hardest to tell apart),
-- the rest uniformly among the other accessible premises.
+own file; :meth:`Corpus.accessible_premises`) and none a positive of the goal: up to
+``num_in_file_negatives`` from the positive premise's own file (neighbouring lemmas, the hardest
+to tell apart), the rest uniformly among the other accessible premises.
 
 Draws are seeded by (seed, epoch, example), so a run (and a resumed run) sees the same negatives,
 and each epoch different ones. Fewer accessible premises than asked → fewer negatives (never a
 premise that Lean would not let the proof use).
-
-:func:`collate` turns examples into a :class:`RetrievalBatch`: the goals, the candidate premises
-of the whole batch (every example's positive and negatives, deduplicated by name), each row's
-target candidate, and the mask of candidates that are positives of the row's goal (masked in the
-loss, see :mod:`.retrieval_loss`).
 """
 
 from __future__ import annotations

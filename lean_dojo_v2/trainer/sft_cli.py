@@ -1,8 +1,4 @@
-"""Layer 3 (trainer): ``lean-dojo-v2 train sft``, supervised fine-tuning of a tactic generator.
-
-``train sft --data DIR | --db FILE [--config FILE] [--set key=value ...] [--json]`` (registered by
-:mod:`lean_dojo_v2.trainer.cli`). Nothing heavy is imported until the command runs.
-"""
+"""Layer 3 (trainer): ``lean-dojo-v2 train sft``, supervised fine-tuning of a tactic generator."""
 
 from __future__ import annotations
 

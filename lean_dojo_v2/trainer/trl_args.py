@@ -1,15 +1,9 @@
 """Layer 3 (trainer): the checks of a config's ``trl_args`` that need no TRL import, run when the
-config is built (before anything loads or is written).
-
-- :data:`FORBIDDEN_TRL_ARGS`: keys that would write outside the run directory or report elsewhere
-  than the config says (``output_dir``, ``logging_dir``, the Hub's keys, ``report_to``, ...). A
-  run writes only under its own ``output_dir``, by the rules of :mod:`lean_dojo_v2.data.output_dir`;
-  a ``trl_args`` key must not go around them. Each is refused with the config field to use instead.
-- :data:`TRL_ARG_RANGES`: numbers TRL and transformers take without a range check of their own,
-  or check only once training has started (``seed``, ``num_iterations``, batch sizes, ...).
-
-A name TRL's config does not have at all is refused when a pass's TRL config is made
-(:func:`~lean_dojo_v2.trainer.trl_config.apply_trl_args`, which reads TRL's fields).
+config is built (before anything loads or is written): keys that would write outside the run
+directory or report elsewhere than the config says (:data:`FORBIDDEN_TRL_ARGS`, each refused with
+the config field to use instead), and numbers TRL and transformers take without a range check of
+their own, or check only once training has started (:data:`TRL_ARG_RANGES`). A name TRL's config
+does not have is refused when a pass's TRL config is made (``trl_config.apply_trl_args``).
 """
 
 from __future__ import annotations

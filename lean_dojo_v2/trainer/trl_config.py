@@ -1,8 +1,7 @@
-"""Layer 3 (trainer): TRL's config of a pass of the causal-LM trainers: :func:`training_arguments`
-(the ``transformers.TrainingArguments`` values both derive from their config),
-:func:`apply_trl_args` (the config's ``trl_args`` over them; a name TRL's config does not have is
-refused, listing the valid ones) and :func:`build_trl_config` (TRL's own refusals as one line).
-The checks of ``trl_args`` that need no TRL import are :mod:`.trl_args`'."""
+"""Layer 3 (trainer): TRL's config of a pass of the causal-LM trainers: the values both derive from
+their config, the config's ``trl_args`` over them, TRL's own refusals as one line. The checks of
+``trl_args`` that need no TRL import are :mod:`.trl_args`'.
+"""
 
 from __future__ import annotations
 
