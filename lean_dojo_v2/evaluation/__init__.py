@@ -17,20 +17,25 @@ from .._lazy import reexport
 if TYPE_CHECKING:
     from ..errors import DataFormatError
     from .benchmarks import BENCHMARKS, bundled_benchmarks_dir, load_benchmark, load_jsonl
+    from .budget import Budget, PriceTable, load_price_table
     from .config import EvalConfig
     from .errors import (
+        EvalOutputError,
+        EvalOutputExistsError,
         EvaluationError,
+        PriceTableError,
         ReportInputError,
         StatementError,
         UnknownBenchmarkError,
         UnknownProblemError,
         VerifierError,
     )
+    from .passk import pass_at_k
     from .problems import Benchmark, Problem
     from .recorded import RecordedEnv, RecordedProof, RecordedProofs
     from .report_data import ReportData, read_report_data
     from .report_html import write_report_html
-    from .run import evaluate
+    from .run import evaluate, prepare
     from .statements import check_statement, normalise_proof, remove_comments
     from .summary import EvalResult
     from .verdict_cache import CachedEnv, VerdictCache, cached
@@ -42,13 +47,20 @@ _EXPORTS = {
     "bundled_benchmarks_dir": ".benchmarks",
     "load_benchmark": ".benchmarks",
     "load_jsonl": ".benchmarks",
+    "Budget": ".budget",
+    "PriceTable": ".budget",
+    "load_price_table": ".budget",
     "EvalConfig": ".config",
+    "EvalOutputError": ".errors",
+    "EvalOutputExistsError": ".errors",
     "EvaluationError": ".errors",
+    "PriceTableError": ".errors",
     "ReportInputError": ".errors",
     "StatementError": ".errors",
     "UnknownBenchmarkError": ".errors",
     "UnknownProblemError": ".errors",
     "VerifierError": ".errors",
+    "pass_at_k": ".passk",
     "Benchmark": ".problems",
     "Problem": ".problems",
     "RecordedEnv": ".recorded",
@@ -58,6 +70,7 @@ _EXPORTS = {
     "read_report_data": ".report_data",
     "write_report_html": ".report_html",
     "evaluate": ".run",
+    "prepare": ".run",
     "check_statement": ".statements",
     "normalise_proof": ".statements",
     "remove_comments": ".statements",
@@ -73,11 +86,16 @@ __all__ = [
     "AxiomCheckedEnv",
     "BENCHMARKS",
     "Benchmark",
+    "Budget",
     "CachedEnv",
     "DataFormatError",
     "EvalConfig",
+    "EvalOutputError",
+    "EvalOutputExistsError",
     "EvalResult",
     "EvaluationError",
+    "PriceTable",
+    "PriceTableError",
     "Problem",
     "RecordedEnv",
     "RecordedProof",
@@ -96,8 +114,11 @@ __all__ = [
     "evaluate",
     "load_benchmark",
     "load_jsonl",
+    "load_price_table",
     "make_verifier_env",
     "normalise_proof",
+    "pass_at_k",
+    "prepare",
     "read_report_data",
     "remove_comments",
     "write_report_html",

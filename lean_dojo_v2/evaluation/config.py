@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Literal
 
-from ..config.loading import config_field
+from ..config.loading import (
+    check_finite_floats,
+    config_field,
+    require,
+    require_at_least,
+    require_device,
+    require_one_of,
+    require_positive,
+)
 from ..errors import ConfigError
 
 MODES = ("tactic", "whole", "refine")
@@ -168,36 +175,28 @@ class EvalConfig:
     progress: bool = config_field(True, fingerprint=False)
 
     def __post_init__(self) -> None:
-        for name, low in (("n", 1), ("refine_rounds", 0), ("num_samples", 1)):
-            _whole(name, getattr(self, name), low)
-        for name in ("max_expansions", "workers"):
-            _whole(name, getattr(self, name), 1)
-        for name in ("limit", "max_tokens"):
-            if getattr(self, name) is not None:
-                _whole(name, getattr(self, name), 1)
-        for name in ("timeout", "tactic_timeout"):
-            _seconds(name, getattr(self, name))
-        t = self.temperature
-        if t is not None and (isinstance(t, bool) or not isinstance(t, (int, float)) or t < 0):
-            raise ConfigError(f"EvalConfig.temperature must be a number >= 0 or None, got {t!r}")
-        for name, allowed in (
+        check_finite_floats(self)
+        require_at_least(self, 1, "n", "num_samples", "max_expansions", "workers")
+        require_at_least(self, 0, "refine_rounds")
+        require_at_least(self, 1, "limit", "max_tokens", or_none=True)
+        require_positive(self, "timeout", "tactic_timeout")
+        require_at_least(self, 0, "temperature", or_none=True)
+        for key, choices in (
             ("mode", MODES),
             ("verifier", VERIFIERS),
             ("generator", GENERATORS),
             ("parallel", PARALLEL),
         ):
-            if getattr(self, name) not in allowed:
-                raise ConfigError(
-                    f"EvalConfig.{name} must be one of {', '.join(allowed)}, "
-                    f"got {getattr(self, name)!r}"
-                )
-        if self.problems is not None and (
-            not isinstance(self.problems, list)
-            or not all(isinstance(p, str) and p for p in self.problems)
-        ):
-            raise ConfigError(
-                f"EvalConfig.problems must be a list of problem names, got {self.problems!r}"
-            )
+            require_one_of(self, key, choices)
+        require_device(self)
+        names = self.problems
+        require(
+            self,
+            names is None
+            or (isinstance(names, list) and all(isinstance(p, str) and p for p in names)),
+            "problems",
+            "None or a list of problem names",
+        )
         if self.resume and self.force:
             raise ConfigError(
                 "resume and force contradict each other: --resume continues the evaluation in "
@@ -208,20 +207,3 @@ class EvalConfig:
     def samples(self) -> int:
         """Samples per problem as pass@k counts them: ``n``, one search in tactic mode."""
         return 1 if self.mode == "tactic" else self.n
-
-
-def _whole(name: str, value: object, low: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise ConfigError(f"EvalConfig.{name} must be a whole number >= {low}, got {value!r}")
-
-
-def _seconds(name: str, value: object) -> None:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        or not math.isfinite(value)
-        or value <= 0
-    ):
-        raise ConfigError(
-            f"EvalConfig.{name} must be a finite number of seconds > 0, got {value!r}"
-        )

@@ -71,7 +71,7 @@ def test_bad_input_is_one_line_and_nothing_is_written(
         "only used with --generator openai": ["--generator", "hf"],
         "tactic mode runs tactics": ["--mode", "tactic"],
         "resume and force contradict": ["--resume", "--force"],
-        "must be a whole number >= 1": ["--n", "0"],
+        "config key 'n' must be at least 1": ["--n", "0"],
     }
     for says, extra in cases.items():
         line = one_line_error(_eval(server, out, *extra), capsys)
