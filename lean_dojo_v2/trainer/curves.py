@@ -6,7 +6,7 @@ never fails a run: the curve is skipped with a warning.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -17,20 +17,18 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-Entry = dict[str, Any]
-"""One step of a pass's ``history`` (``training_state.json``): its ``step`` and logged values."""
-
 
 def _series(
-    passes: Sequence[dict[str, Any]], pick: Callable[[Entry], float | None]
+    passes: Sequence[dict[str, Any]], key: str, part: str | None = None
 ) -> tuple[list[int], list[float]]:
-    """``(steps, values)`` of ``pick(entry)`` over the passes, steps offset pass after pass."""
+    """``(steps, values)`` of the logged ``key`` (its ``part``: ``rewards`` by function) over the
+    passes, steps offset pass after pass; entries that did not log it are left out."""
     xs: list[int] = []
     ys: list[float] = []
     offset = 0
     for p in passes:
         for e in p["history"]:
-            y = pick(e)
+            y = e.get(key) if part is None else e.get(key, {}).get(part)
             if y is not None:
                 xs.append(offset + e["step"])
                 ys.append(y)
@@ -95,16 +93,6 @@ def plot_loss_curve(passes: Sequence[dict[str, Any]], dst: Path) -> Path | None:
     return _finish(plt, fig, [ax], passes, dst)
 
 
-def _logged(key: str) -> Callable[[Entry], float | None]:
-    """The value ``key`` of a history entry (None where it was not logged)."""
-    return lambda e: e.get(key)
-
-
-def _reward_part(name: str) -> Callable[[Entry], float | None]:
-    """The mean of reward function ``name`` in a history entry (None where it was not logged)."""
-    return lambda e: e.get("rewards", {}).get(name)
-
-
 def plot_grpo_curves(
     passes: Sequence[dict[str, Any]], dst: Path, *, title: str = "GRPO"
 ) -> Path | None:
@@ -119,17 +107,17 @@ def plot_grpo_curves(
             names.extend(n for n in e.get("rewards", {}) if n not in names)
     fig, axes = plt.subplots(1, 3, figsize=(15, 4), dpi=100)
     ax_r, ax_l, ax_k = axes
-    xs, ys = _series(passes, _logged("reward"))
+    xs, ys = _series(passes, "reward")
     marker = "." if len(xs) < 50 else None
     ax_r.plot(xs, ys, marker=marker, color="black", linewidth=2, label="mean (weighted sum)")
     for n in names:
-        xn, yn = _series(passes, _reward_part(n))
+        xn, yn = _series(passes, "rewards", n)
         if xn:
             ax_r.plot(xn, yn, marker=marker, linewidth=1, label=n)
     ax_r.set_title("reward")
     ax_r.legend(fontsize="small")
     for ax, key, what in ((ax_l, "loss", "loss"), (ax_k, "kl", "KL to the reference")):
-        xk, yk = _series(passes, _logged(key))
+        xk, yk = _series(passes, key)
         if xk:
             ax.plot(xk, yk, marker=marker)
         else:

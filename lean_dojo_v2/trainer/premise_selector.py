@@ -215,31 +215,23 @@ def _false_negative_mask(
     ``retrieval_mask_mode`` ``mode`` (see :class:`PremiseSelectorConfig`)."""
     import torch
 
-    rows = []
-    for example, _ in items:
+    def masked(example: RetrievalExample, name: str) -> bool:
         if mode == "none":
-            rows.append([False] * len(candidates))
-            continue
+            return False
         own = decls.get((example.query, example.file_path, example.pos), frozenset())
-        masked = set(example.positives) | set(own)
-        row = []
-        for name in candidates:
-            if name in masked:
-                row.append(True)
-                continue
-            if mode == "no_positive":
-                row.append(False)
-                continue
-            # only_negative: a true negative is accessible at the state or in an unrelated module
-            p = corpus.get_premise(name)
-            if p is None:
-                row.append(True)
-            elif p.path == example.file_path:
-                row.append(example.pos is not None and not p.start < example.pos)
-            else:
-                downstream = example.file_path in corpus.imports_of(p.path)
-                row.append(downstream)
-        rows.append(row)
+        if name in example.positives or name in own:
+            return True
+        if mode == "no_positive":
+            return False
+        # only_negative: a true negative is accessible at the state or in an unrelated module
+        p = corpus.get_premise(name)
+        if p is None:
+            return True
+        if p.path == example.file_path:
+            return example.pos is not None and not p.start < example.pos
+        return example.file_path in corpus.imports_of(p.path)
+
+    rows = [[masked(example, name) for name in candidates] for example, _ in items]
     return torch.tensor(rows, dtype=torch.bool).reshape(len(items), len(candidates))
 
 
