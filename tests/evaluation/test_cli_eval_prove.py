@@ -164,3 +164,15 @@ def test_tactic_mode_on_a_leandojo_dataset_proves_what_prove_proves(
     records = (tmp_path / "out" / "attempts.jsonl").read_text("utf-8").splitlines()
     trees = [json.loads(r)["tree"] for r in records if '"tree"' in r]
     assert len(trees) == len(names) and all(tree[0]["parent"] is None for tree in trees)
+
+
+def test_the_progress_bar_shows_the_running_pass_at_1_and_budget(
+    server: FakeOpenAI, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = [a for a in _eval(server, tmp_path / "out") if a != "--no-progress"]
+    assert main(argv) == 0
+    out, err = capsys.readouterr()
+    assert "eval minif2f-test" in err and "2/2" in err
+    # one of the two problems solved, both samples of it: pass@1 = (2/2 + 0/2) / 2
+    assert "pass@1=0.500" in err and "solved=1" in err and "lean_calls=" in err
+    assert json.loads(out.strip().splitlines()[-1])["pass_at"]["1"] == 0.5
