@@ -1,16 +1,7 @@
-"""Layer 3: the trainers and their configs. Every trainer is built the same way,
-``XTrainer(config)`` or ``XTrainer.from_config(config_or_yaml_path)``, next to the keyword
-constructor upstream LeanDojo-v2 shows for it.
-
-- causal LMs on TRL: :class:`SFTTrainer`, :class:`GRPOTrainer` (on :class:`CausalLMTrainer`,
-  configs on :class:`CausalLMConfig`; the GRPO family in ``rl/``);
-- premise retrievers on Lightning: :class:`RetrievalTrainer` (:class:`TrainingConfig`), and
-  LeanHammer's premise selector, :class:`PremiseSelectorTrainer`;
-- LeanProgress's steps-remaining model: :class:`ProgressTrainer`.
-
-The curriculum trainers share one pass loop (:class:`CurriculumTrainer`). Importing this package
-is cheap (no torch): names are resolved on first use, and the trainers load their heavy modules
-when they train.
+"""Layer 3: the trainers and their configs (``docs/training.md``). Every trainer is built the same
+way, ``XTrainer(config)`` or ``XTrainer.from_config(config_or_yaml_path)``, next to the keyword
+constructor upstream LeanDojo-v2 shows for it. Importing this package is cheap (no torch): names
+are resolved on first use.
 """
 
 from __future__ import annotations
