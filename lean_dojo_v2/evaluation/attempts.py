@@ -10,8 +10,9 @@ line that closes the problem::
 
 A killed run leaves finished problems closed and at most one half-written group at the end.
 :meth:`AttemptLog.resume` keeps the closed problems (they are not proved again), drops every
-line of a problem that was not closed (it is proved again from its first sample, so nothing is
-counted twice) and rewrites the file with only what it keeps, atomically.
+line of a problem that was not closed or whose search ended in an error (it is proved again
+from its first sample, so nothing is counted twice) and rewrites the file with only what it
+keeps, atomically.
 """
 
 from __future__ import annotations
@@ -140,32 +141,44 @@ class AttemptLog:
         self.path = out_dir / ATTEMPTS_FILE
 
     def resume(self) -> dict[str, ProblemOutcome]:
-        """The problems closed in the file, by name; the file rewritten with only their lines."""
+        """The problems closed in the file, by name; the file rewritten with only their lines.
+
+        A problem whose search ended in an ``error`` (the generator's server went away, Lean
+        crashed: nothing about the problem itself) is not kept: it is proved again, like a
+        problem the kill interrupted."""
         if not self.path.is_file():
             return {}
         kept: list[str] = []
         finished: dict[str, ProblemOutcome] = {}
         pending: dict[str, list[str]] = {}
+        errors = 0
         for number, line, record in _records(self.path):
             name = str(record.get("problem"))
-            if record.get("done") is True:
-                try:
-                    finished[name] = ProblemOutcome.from_record(record)
-                except (KeyError, TypeError, ValueError) as exc:
-                    raise DataFormatError(
-                        f"line {number} does not close a problem as eval prove writes it ({exc}); "
-                        "start again with --force",
-                        file=self.path,
-                    ) from None
-                kept.extend(pending.pop(name, []))
-                kept.append(line)
-            elif name not in finished:
-                pending.setdefault(name, []).append(line)
-        if pending:
+            if record.get("done") is not True:
+                if name not in finished:
+                    pending.setdefault(name, []).append(line)
+                continue
+            try:
+                outcome = ProblemOutcome.from_record(record)
+            except (KeyError, TypeError, ValueError) as exc:
+                raise DataFormatError(
+                    f"line {number} does not close a problem as eval prove writes it ({exc}); "
+                    "start again with --force",
+                    file=self.path,
+                ) from None
+            lines = pending.pop(name, [])
+            if outcome.status == "error":
+                errors += 1
+                continue
+            finished[name] = outcome
+            kept.extend([*lines, line])
+        if pending or errors:
             log.info(
-                "%s: %d problem(s) were not finished; they are proved again",
+                "%s: %d problem(s) were not finished and %d ended in an error; they are proved "
+                "again",
                 self.path,
                 len(pending),
+                errors,
             )
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
         with tmp.open("w", encoding="utf-8") as f:

@@ -437,10 +437,10 @@ class _Run:
         records = attempt_records(result)
         usage = self.ledger.take(key)
         outcome = problem_outcome(name, result, records, self.cfg.samples)
-        lean_calls = usage.calls or sum(
-            int(r.get("lean_calls") or 0) for r in records if not r.get("cached")
-        )
-        outcome.budget.lean_calls = lean_calls
+        if self.cfg.parallel == "ray" and not usage.calls:
+            # an actor on another machine writes its ledger there: the searches' own count
+            usage.calls = sum(_int(r.get("lean_calls")) for r in records if not r.get("cached"))
+        outcome.budget.lean_calls = usage.calls
         outcome.budget.lean_cpu_seconds = usage.cpu_seconds
         outcome.budget.priced(self.p.price)
         self.log.write_problem(outcome, records, self.cfg.mode)

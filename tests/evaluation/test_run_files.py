@@ -59,6 +59,17 @@ def test_a_killed_run_resumes_with_its_finished_problems_and_nothing_else(tmp_pa
     assert sorted(AttemptLog(tmp_path).resume()) == ["a", "b", "c"]
 
 
+def test_a_problem_whose_search_ended_in_an_error_is_proved_again(tmp_path: Path) -> None:
+    """The generator's server went away mid-run: that is no property of the problem."""
+    log = AttemptLog(tmp_path)
+    log.write_problem(_outcome("a", [1]), _attempts(4, {1}), "whole")
+    broken = ProblemOutcome("b", "error", 1, error="the proof generator raised ...")
+    log.write_problem(broken, _attempts(1, set()), "whole")
+    assert sorted(AttemptLog(tmp_path).resume()) == ["a"]
+    lines = log.path.read_text("utf-8").splitlines()
+    assert len(lines) == 4 + 1 and all('"problem": "a"' in line for line in lines)
+
+
 def test_a_broken_line_in_the_middle_is_an_error_naming_the_line(tmp_path: Path) -> None:
     log = AttemptLog(tmp_path)
     log.write_problem(_outcome("a", [1]), _attempts(2, {1}), "whole")
