@@ -18,6 +18,7 @@ with ``export LEANPROGRESS_MODEL=<output_dir>``.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import random
 import shutil
@@ -112,14 +113,10 @@ def model_inputs(
 
     texts: list[str] = []
     labels: list[float] = []
+    with_tactic = {"with": (True,), "without": (False,), "both": (True, False)}[tactic_mode]
     for row in rows:
-        forms: dict[str, list[str | None]] = {
-            "with": [row.tactic],
-            "without": [None],
-            "both": [row.tactic, None],
-        }
-        for tactic in forms[tactic_mode]:
-            texts.append(progress_text(row.goal, row.prefix, tactic))
+        for given in with_tactic:
+            texts.append(progress_text(row.goal, row.prefix, row.tactic if given else None))
             labels.append(float(row.steps_remaining))
     return texts, labels
 
@@ -195,11 +192,7 @@ class ProgressTrainer(ConfiguredTrainer[ProgressConfig]):
                 "bundled real data with `python -m lean_dojo_v2.lean_progress."
                 "create_sample_dataset --output PATH`"
             )
-        rows = []
-        for row in iter_progress_jsonl(cfg.data_path):
-            rows.append(row)
-            if cfg.max_examples is not None and len(rows) >= cfg.max_examples:
-                break
+        rows = list(itertools.islice(iter_progress_jsonl(cfg.data_path), cfg.max_examples))
         if not rows:
             raise EmptyDatasetError(
                 f"{cfg.data_path} holds no LeanProgress rows (the file is empty or blank); "

@@ -242,12 +242,8 @@ class RetrievalTrainer(ConfiguredTrainer[TrainingConfig], CurriculumTrainer[Retr
             raise EmptyDatasetError(
                 f"{split_file} has no tactic that uses a premise of the corpus: nothing to evaluate"
             )
-        metrics = evaluate_retriever(
-            DenseRetriever(*self._encoded(corpus)),
-            queries,
-            ks=(1, 10),
-            batch_size=self.config.eval_batch_size,
-        )
+        retriever, batch = DenseRetriever(*self._encoded(corpus)), self.config.eval_batch_size
+        metrics = evaluate_retriever(retriever, queries, ks=(1, 10), batch_size=batch)
         return {k: metrics[k] for k in ("R@1", "R@10", "MRR", "FullRecall@10", "n")}
 
     def export(self, path: str | os.PathLike[str], *, force: bool = False) -> Path:
@@ -311,10 +307,10 @@ class RetrievalTrainer(ConfiguredTrainer[TrainingConfig], CurriculumTrainer[Retr
 
     def _run_pass(self, k: int, p: Pass, dataset: PassDataset, out: Path) -> dict[str, Any]:
         data = self._read_pass(p, dataset)
-        info = self._fit_pass(k, p.label, data.train, data.corpus, data.val, out)
+        info = self._fit_pass(k, p.label, data, out)
         # Lifelong learning (EWC) is for a curriculum of repositories: a database run.
         if p.repositories and self.config.lambda_value > 0 and self.ewc is not None:
-            fisher = self._fisher(data.train, data.corpus)
+            fisher = self._fisher(data)
             self.ewc.consolidate(self.encoder.module, fisher)
             if is_main_process():
                 self.ewc.save(out / EWC_FILE)
@@ -417,15 +413,7 @@ class RetrievalTrainer(ConfiguredTrainer[TrainingConfig], CurriculumTrainer[Retr
             num_workers=0,
         )
 
-    def _fit_pass(
-        self,
-        k: int,
-        label: str,
-        train: Sequence[RetrievalQuery],
-        corpus: Corpus,
-        val: Sequence[RetrievalQuery],
-        out: Path,
-    ) -> dict[str, Any]:
+    def _fit_pass(self, k: int, label: str, data: PassData, out: Path) -> dict[str, Any]:
         import math
 
         import pytorch_lightning as pl
@@ -434,7 +422,7 @@ class RetrievalTrainer(ConfiguredTrainer[TrainingConfig], CurriculumTrainer[Retr
 
         from .retrieval_module import RetrievalModule
 
-        cfg = self.config
+        cfg, train, corpus, val = self.config, data.train, data.corpus, data.val
         if cfg.grad_cache and (self._world_size() > 1 or "ddp" in cfg.strategy):
             from ..errors import ConfigValueError
 
@@ -447,10 +435,10 @@ class RetrievalTrainer(ConfiguredTrainer[TrainingConfig], CurriculumTrainer[Retr
         pl.seed_everything(cfg.seed + k, workers=True, verbose=False)
         loader = self._loader(train, corpus)
         if cfg.val_max_queries is not None:
-            val = list(val)[: cfg.val_max_queries]
+            val = val[: cfg.val_max_queries]
         do_val = cfg.validate and bool(val)
         # A list is a map-style dataset to DataLoader; the validation step takes the queries.
-        queries = cast("Dataset[RetrievalQuery]", list(val))
+        queries = cast("Dataset[RetrievalQuery]", val)
         val_loader: DataLoader[RetrievalQuery] | None = (
             DataLoader(queries, batch_size=cfg.eval_batch_size, collate_fn=list) if do_val else None
         )
@@ -602,15 +590,15 @@ class RetrievalTrainer(ConfiguredTrainer[TrainingConfig], CurriculumTrainer[Retr
             default_root_dir=str(out),
         )
 
-    def _fisher(self, train: Sequence[RetrievalQuery], corpus: Corpus) -> dict[str, Tensor]:
-        """Diagonal Fisher of the training loss on ``train`` (one pass of batches, eval mode)."""
+    def _fisher(self, data: PassData) -> dict[str, Tensor]:
+        """Diagonal Fisher of the training loss on a pass's data (its batches once, eval mode)."""
         from .ewc import compute_fisher
         from .retrieval_loss import masked_contrastive_loss
 
         cfg = self.config
         encoder = self.encoder
         encoder.to(cfg.device)
-        loader = self._loader(train, corpus, shuffle=False)
+        loader = self._loader(data.train, data.corpus, shuffle=False)
 
         def loss(batch: RetrievalBatch) -> Tensor:
             b = batch.to(encoder.device)
