@@ -1,16 +1,10 @@
 """Elastic weight consolidation (Kirkpatrick et al., 2017) for lifelong retriever training.
 
-After training on a repository, :func:`compute_fisher` estimates the diagonal Fisher information of
-every trainable parameter as the mean, over that repository's training batches, of the squared
-gradient of the training loss (the "empirical Fisher" LeanAgent's ``compute_fisher.py`` computed in
-a separate run; v2 never computed it, so its penalty was always 0). :meth:`EWC.consolidate` stores
-it with a snapshot θ* of the weights. While training on the next repository, :meth:`EWC.penalty`
-adds ``λ · Σ_i F_i · (θ_i − θ*_i)²`` to the loss, pulling the parameters that mattered for earlier
-repositories back towards their values.
-
-Over several repositories the Fisher information accumulates (``F ← F + F_new``) and θ* is the
-latest snapshot: "online EWC" (Schwarz et al., 2018) with γ = 1, one penalty term whatever the
-number of repositories.
+:func:`compute_fisher` estimates the diagonal Fisher information of every trainable parameter as
+the mean squared gradient of the training loss over a repository's batches (LeanAgent computed it
+in a separate run; v2 never did, so its penalty was always 0). Over several repositories it
+accumulates (``F ← F + F_new``) with θ* the latest snapshot: "online EWC" (Schwarz et al., 2018)
+with γ = 1, one penalty term ``λ · Σ F (θ − θ*)²`` whatever the number of repositories.
 """
 
 from __future__ import annotations

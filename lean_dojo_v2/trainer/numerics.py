@@ -1,22 +1,9 @@
-"""Layer 3 (trainer): the numerics every trainer shares: which precision a model trains in, and
-the stop on a loss or gradient that is no longer finite.
-
-**float32 master weights.** Adam moves each weight by about ``lr`` per step. A bf16 weight ``w``
-has 8 significant bits, so a rounding step of about ``|w| · 2**-8``: at upstream LeanDojo-v2's ``lr=2e-5`` every
-update to a weight above ~1e-2 is smaller than half a step and is rounded away. Measured on a tiny
-Llama, 5 steps: 25 % of the weights changed when they were held in bf16, 86 % in float32. So a
-trainer never hands the optimizer bf16 (or fp16) weights: full fine-tuning loads the model in
-float32 and runs the forward and backward passes under bf16 autocast (TRL/transformers
-``bf16=True``, Lightning ``bf16-mixed``); LoRA may keep its frozen base in bf16, but the adapter
-it trains is float32; DeepSpeed, when configured, keeps its own float32 master copy.
-
-**Non-finite stops.** A loss or gradient that is NaN or infinite (a learning rate far too high,
-an overflow) is a :class:`~lean_dojo_v2.trainer.errors.NonFiniteLossError` at the step it
-appears, checked before the optimizer applies the gradients: a run never goes on to save NaN
-weights. The transformers callback is :mod:`.nonfinite_callback`; the retriever's Lightning
-module calls :func:`check_finite_step` itself.
-
-No torch at module level: it is imported where a check runs.
+"""Layer 3 (trainer): the numerics every trainer shares: which precision a model trains in (never
+half-precision weights in the optimizer: at small learning rates bf16 rounds most updates away),
+and the stop on a loss or gradient that is no longer finite, before the optimizer applies it
+(:class:`~lean_dojo_v2.trainer.errors.NonFiniteLossError`). ``docs/training.md`` ("Precision",
+"When the loss becomes NaN or infinite") has the measurements and the rules per trainer. No torch
+at module level.
 """
 
 from __future__ import annotations

@@ -1,21 +1,12 @@
 """The retriever's loss: masked in-batch contrastive (InfoNCE) and its cached (GradCache) variant.
 
-A batch has ``B`` rows (one per (goal, positive premise) example) and ``M`` candidate premises
-(every row's positive and hard negatives, deduplicated). Row ``i``'s target is candidate
-``targets[i]``; every other candidate is a negative for it, **except** the candidates that are also
-positives of row ``i``'s goal (``positive_mask[i, j]``: the goal uses premise ``j`` too, e.g. it is
-the target of another example of the same goal). Those are masked out of the softmax: they are
-neither rewarded nor pushed away, and contribute no gradient through row ``i``. This is the
-LeanHammer premise selector's loss; LeanAgent/ReProver regressed cosine similarities onto 0/1
-labels with MSE instead.
-
-:func:`masked_contrastive_loss` is the plain loss on embeddings. :func:`cached_contrastive_backward`
-computes the same loss for an encoder that is too big to hold a large batch's activations: embed
-every text without gradients in chunks, compute the loss and its gradient with respect to the
-(cached) embeddings, then re-encode one chunk at a time with gradients and back-propagate the
-cached gradient into the encoder (Gao et al., "Scaling Deep Contrastive Learning Batch Size under
-Memory Limited Setup", 2021). Loss and parameter gradients equal the plain loss's (the random state
-of each chunk is replayed, so dropout masks match between the two passes).
+Row ``i``'s target is candidate ``targets[i]``; every other candidate of the batch is a negative
+for it, **except** those that are also positives of row ``i``'s goal (``positive_mask``): they are
+masked out of the softmax, neither rewarded nor pushed away. This is the LeanHammer premise
+selector's loss; LeanAgent/ReProver regressed cosine similarities onto 0/1 labels with MSE
+instead. :func:`cached_contrastive_backward` computes the same loss and gradients with the memory
+of one chunk of texts (Gao et al., "Scaling Deep Contrastive Learning Batch Size under Memory
+Limited Setup", 2021), replaying each chunk's random state so dropout masks match.
 """
 
 from __future__ import annotations

@@ -1,15 +1,7 @@
-"""What the trainers share about a run's output directory and its data sources.
-
-A run directory (``output_dir`` of :class:`~lean_dojo_v2.trainer.sft_trainer.SFTTrainer` or
-:class:`~lean_dojo_v2.trainer.retrieval_trainer.RetrievalTrainer`) holds the config, a
-``training_state.json`` (fingerprint of config + data, passes done, finished?) and one
-``pass-NNN`` folder of checkpoints per pass; an unfinished run of the same fingerprint is resumed.
-The checks that come before anything is written are here too: an output never overlaps an input
-(dataset, database, the model it loads; :func:`check_run_outputs`, and :func:`check_export_dir`
-for ``--export``), and an old run is only set aside at a fresh start, replaced once the new run
-has something to resume (:func:`settle_previous`).
-Also here: JSON written atomically, the distributed rank checks, and the database curriculum
-helpers (open a database given by path, a repository reference it understands).
+"""What the trainers share about a run's output directory and its data sources: the training state
+and its fingerprint, resume or a fresh start (an old run set aside until the new one has something
+to resume), the checks that an output never overlaps an input, JSON written atomically, the
+distributed rank checks, and the database curriculum (``docs/training.md``, "Resume").
 """
 
 from __future__ import annotations

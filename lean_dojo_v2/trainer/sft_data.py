@@ -1,14 +1,6 @@
 """Data preparation of SFT: traced tactics → (prompt, completion) pairs → token ids with a
-completion mask.
-
-Every pair comes from :func:`lean_dojo_v2.models.prompts.training_pair`, whose prompt is the
-inference prompt by construction (the goal state is normalised there, by the data layer's
-``canonical_state``). Tactics containing ``sorry``/``admit`` are dropped (found by the Lean lexer,
-not by substring). The tokenisation here is the generators': a chat-style prompt is tokenised
-without the tokenizer's own special tokens (the template writes them), so the prompt ids the model
-trains on are exactly the ids it is given at inference; the completion's ids follow them and are
-the only ones that carry loss (``completion_mask``; TRL turns it into ``labels`` with ``-100`` on
-the prompt).
+completion mask, tokenised exactly as the generators tokenise a prompt so that the model trains on
+the ids it is given at inference (``docs/training.md``, "What the model is trained on").
 """
 
 from __future__ import annotations
