@@ -176,3 +176,17 @@ def test_the_progress_bar_shows_the_running_pass_at_1_and_budget(
     # one of the two problems solved, both samples of it: pass@1 = (2/2 + 0/2) / 2
     assert "pass@1=0.500" in err and "solved=1" in err and "lean_calls=" in err
     assert json.loads(out.strip().splitlines()[-1])["pass_at"]["1"] == 0.5
+
+
+def test_early_stop_reports_counts_not_pass_at_k(
+    server: FakeOpenAI, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(_eval(server, tmp_path / "out", "--early-stop")) == 0
+    line = _json(capsys)
+    assert line["early_stop"] is True and line["pass_at"] is None
+    assert line["solved"] == 1 and line["solved_at"] == {"1": 1, "2": 1}
+    entry = json.loads((tmp_path / "out" / "summary.json").read_text("utf-8"))
+    assert entry["pass_at"] is None
+    text = [a for a in _eval(server, tmp_path / "text", "--early-stop") if a != "--json"]
+    assert main(text) == 0
+    assert "solved within the first k samples (early stop: no pass@k)" in capsys.readouterr().out
