@@ -1,16 +1,10 @@
 """Data preparation of GRPO: traced theorems → prompt rows, and the theorems the rewards check.
 
 A row has exactly the columns the reward functions read (TRL hands every dataset column to each
-reward function): ``prompt`` (the text search sends: :func:`~lean_dojo_v2.models.prompts.render_prompt`
-of the goal state in tactic mode, :func:`~lean_dojo_v2.models.prompts.render_proof_prompt` of the
-theorem's first state in proof mode), ``state`` (the canonical goal state), ``theorem_key``
-(``file_path::full_name``), ``step`` (the traced tactic whose ``state_before`` is the prompt; 0 in
-proof mode), ``recorded_tactic`` (that tactic; proof mode: the recorded proof, one tactic per
-line), ``difficulty`` (in [0, 1], higher is harder) and ``mode``.
-
-Tactic mode has one row per traced tactic (``sorry``/``admit`` tactics left out: a reward must
-never point at them); proof mode one row per theorem with a traced tactic proof free of them.
-Prompts longer than ``max_prompt_len`` tokens are left out, never cut.
+reward function; ``docs/training.md``, "GRPO", lists them). Tactic mode has one row per traced
+tactic, proof mode one per theorem with a traced tactic proof; ``sorry``/``admit`` are left out (a
+reward must never point at them), and prompts longer than ``max_prompt_len`` tokens are left out,
+never cut.
 """
 
 from __future__ import annotations

@@ -9,18 +9,11 @@ Upstream LeanDojo-v2's calls work as written::
     trainer.train(database=db)          # the curriculum, one pass per repository
     trainer.train(data_path="path/to/leandojo_dataset")
 
-``reward_func=None`` is the Lean-checked composite of the mode (``lean_tactic`` or ``lean_proof``
-plus ``format``): each completion is run in a proof environment on its prompt's goal state
-(Pantograph where Lean is found, else the recorded transitions of the theorems, ``ReplayEnv``).
-A user's ``reward_func(completions, **kwargs)`` may return a list of floats or a tensor.
-
-What this module adds to :class:`~lean_dojo_v2.trainer.causal_lm_trainer.CausalLMTrainer` (the
-run, loading, resume, the output directory): prompts from traced states, exactly what search
-sends (:mod:`.grpo_data`); the algorithm by its published name (:mod:`.rl.algorithms`, run by
-:class:`~lean_dojo_v2.trainer.rl.trl_trainer.LeanGRPOTrainer`); the reward context of each pass
-(:mod:`.rl.rewards`, opened over the pass's theorems and closed after it); curves of reward,
-loss and KL (``grpo_curves.png``) and :class:`GRPOResult`. Generation, the loss, vLLM and
-DeepSpeed are TRL's and transformers'.
+What this module adds to :class:`~lean_dojo_v2.trainer.causal_lm_trainer.CausalLMTrainer`: the
+prompt rows (:mod:`.grpo_data`), the algorithm by its published name (:mod:`.rl.algorithms`, run
+by :class:`~lean_dojo_v2.trainer.rl.trl_trainer.LeanGRPOTrainer`), the reward scorers and each
+pass's reward context (:mod:`.rl.rewards`), the curves and :class:`GRPOResult`
+(``docs/training.md``, "GRPO").
 """
 
 from __future__ import annotations

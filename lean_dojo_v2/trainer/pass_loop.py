@@ -2,14 +2,10 @@
 
 A run is a *plan* of passes: with a database, one pass per repository of its curriculum (easiest
 first); without, one pass on a LeanDojo dataset directory (or on examples held in memory). The
-loop around the passes lives here once: open the database, plan, lock the output directory (one
-run at a time: :mod:`lean_dojo_v2.data.run_lock`), check it and resume an unfinished run
-(:func:`.run_dir.resume_or_start`; an old run there is set aside and put back if the new one fails
-before its first checkpoint), record the run in the database, export each pass's data, write
-``training_state.json`` after every pass, then ``summary.json``. A trainer fills in its hooks.
-
-``ProgressTrainer`` is not one: it trains once on one JSONL file, with no passes to resume.
-Nothing here imports torch.
+loop lives here once: open the database, plan, lock and check the output directory, resume an
+unfinished run or set an old one aside (:mod:`.run_dir`), record the run in the database, export
+each pass's data, write ``training_state.json`` after every pass, then ``summary.json``. A
+trainer fills in its hooks. Nothing here imports torch.
 """
 
 from __future__ import annotations
