@@ -22,7 +22,7 @@ from abc import abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, cast
 
 from ..config.loading import config_argument, load_config, replace_config
 from ..data.model import Theorem
@@ -49,17 +49,12 @@ if TYPE_CHECKING:
     from ..database import DynamicDatabase
     from .causal_lm_loading import TrainedModel
     from .lora import LoraArgument
+    from .sft_data import PreparationCounts
 
 log = logging.getLogger(__name__)
 
 ConfigT = TypeVar("ConfigT", bound=CausalLMConfig)
 MERGED = "merged"
-
-
-class RowCounts(Protocol):
-    """What a data preparation counted (kept, left out and why)."""
-
-    def to_dict(self) -> dict[str, int]: ...
 
 
 @dataclass
@@ -72,7 +67,7 @@ class PassRows:
     rows: Sequence[Mapping[str, object]]
     what: str
     count: int
-    stats: RowCounts
+    stats: PreparationCounts
     note: str
     theorems: Mapping[str, Theorem] = field(default_factory=dict)
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from ..data import Theorem
 from ..errors import EmptyDatasetError
-from .sft_data import is_sorry_tactic
+from .sft_data import PreparationCounts, is_sorry_tactic
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
@@ -29,18 +29,11 @@ CATEGORY_DIFFICULTY = {"easy": 0.0, "medium": 0.5, "hard": 1.0}
 
 
 @dataclass
-class PromptStats:
-    """Counts of one data preparation, for logs, errors and the run summary."""
-
-    theorems: int = 0
-    theorems_with_tactics: int = 0
+class PromptStats(PreparationCounts):
     candidates: int = 0
     sorry_dropped: int = 0
     too_long_dropped: int = 0
     prompts: int = 0
-
-    def to_dict(self) -> dict[str, int]:
-        return dict(self.__dict__)
 
 
 @dataclass

@@ -23,18 +23,22 @@ log = logging.getLogger(__name__)
 
 
 @dataclass
-class ExampleStats:
-    """Counts of one data preparation, for logs, errors and the run summary."""
+class PreparationCounts:
+    """Counts of one data preparation (SFT's, GRPO's), for logs, errors and the run summary."""
 
     theorems: int = 0
     theorems_with_tactics: int = 0
+
+    def to_dict(self) -> dict[str, int]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class ExampleStats(PreparationCounts):
     tactics: int = 0
     sorry_dropped: int = 0
     too_long_dropped: int = 0
     examples: int = 0
-
-    def to_dict(self) -> dict[str, int]:
-        return dict(self.__dict__)
 
 
 @dataclass
