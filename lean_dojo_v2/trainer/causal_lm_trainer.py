@@ -75,14 +75,12 @@ class PassRows:
 class CausalLMTrainer(
     ConfiguredTrainer[ConfigT], CurriculumTrainer[ResultT], Generic[ConfigT, ResultT]
 ):
-    """Train a causal LM with TRL, one pass per repository of a curriculum or one on a dataset
-    (see the module docstring for what a subclass supplies).
+    """Train a causal LM with TRL (see the module docstring for what a subclass supplies).
 
-    ``XTrainer(config, **changes)``: the config as it is, with the keywords (and the positional
-    arguments given other values than their defaults) changed; or the keyword values alone
-    (``config_class``'s fields), as upstream LeanDojo-v2's constructor takes them.
-    ``lora_config`` is a ``peft.LoraConfig``, a mapping of its arguments, ``True`` (LoRA with the
-    config's ``lora_*`` fields) or ``None``; ``callbacks`` are extra
+    ``XTrainer(config, **changes)``: the config with the keywords (and the positional arguments
+    given other values than their defaults) changed; or the keyword values alone, as upstream
+    LeanDojo-v2's constructor takes them. ``lora_config``: a ``peft.LoraConfig``, a mapping of its
+    arguments, ``True`` (the config's ``lora_*`` fields) or ``None``; ``callbacks``: extra
     ``transformers.TrainerCallback`` objects. Constructing loads nothing; :meth:`train` does.
     """
 

@@ -248,11 +248,8 @@ def check_generation_batch(cfg: GRPOConfig, algorithm: ResolvedAlgorithm) -> Non
         steps = algorithm.steps_per_generation_factor * cfg.gradient_accumulation_steps
     total = trl.get("generation_batch_size")
     processes = world_size()
-    batch_key = (
-        "trl_args per_device_train_batch_size"
-        if "per_device_train_batch_size" in trl
-        else "batch_size"
-    )
+    in_trl = "per_device_train_batch_size" in trl
+    batch_key = "trl_args per_device_train_batch_size" if in_trl else "batch_size"
     where = f"{processes} processes" if processes > 1 else "1 process"
     if total is not None and steps is not None:
         source = "trl_args" if "steps_per_generation" in trl else f"algorithm {algorithm.name!r}"

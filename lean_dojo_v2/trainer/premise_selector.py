@@ -442,13 +442,9 @@ def _train_locked(config: PremiseSelectorConfig) -> PremiseSelectorResult:
             f"{len(split.valid)} valid and {len(split.test)} test module(s) of {len(modules)}; "
             "lower valid_fraction/test_fraction or add data"
         )
+    sizes = (len(data.corpus), len(data.corpus.files), *(len(v) for v in states.values()))
     logger.info(
-        "premise selector: %d premises in %d modules; states train/valid/test = %d/%d/%d",
-        len(data.corpus),
-        len(data.corpus.files),
-        len(states["train"]),
-        len(states["valid"]),
-        len(states["test"]),
+        "premise selector: %d premises in %d modules; states train/valid/test = %d/%d/%d", *sizes
     )
 
     from ..models.premise_index import DenseRetriever, PremiseIndex, export_retriever
@@ -467,22 +463,16 @@ def _train_locked(config: PremiseSelectorConfig) -> PremiseSelectorResult:
             trainer = _selector_trainer(config, work, pooling, states, resume=False)
             train_summary = trainer.fit_examples(train_q, data.corpus, valid_q)
         work.rename(stage / "training")
-        encoder = trainer.encoder
+        encoder, batch = trainer.encoder, config.eval_batch_size
         encoder.to(config.device)
-        index = PremiseIndex.build(
-            data.corpus,
-            encoder,
-            batch_size=config.eval_batch_size,
-            show_progress=config.progress_bar,
-        )
+        shown = config.progress_bar
+        index = PremiseIndex.build(data.corpus, encoder, batch_size=batch, show_progress=shown)
         retriever = DenseRetriever(encoder, index)
-        retriever.batch_size = config.eval_batch_size
+        retriever.batch_size = batch
         metrics: dict[str, dict[str, float]] = {}
         files: dict[str, Path] = {}
         for name in ("valid", "test"):
-            m, records = evaluate_states(
-                retriever, states[name], config.ks, batch_size=config.eval_batch_size
-            )
+            m, records = evaluate_states(retriever, states[name], config.ks, batch_size=batch)
             metrics[name] = m
             rel = Path("retrieved_premises") / f"dot_{name}-{label}.json"
             with atomic_write(stage / rel) as fh:

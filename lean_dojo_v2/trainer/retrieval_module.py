@@ -46,7 +46,7 @@ class RetrievalModule(pl.LightningModule):
         self.ewc = ewc
         self.total_steps = max(1, int(total_steps))
         self.automatic_optimization = False  # GradCache backprops chunk by chunk
-        self.net.train()  # from_pretrained gives an eval-mode model; Lightning keeps modes
+        self.net.train()
         self._index: PremiseIndex | None = None
 
     # -------------------------------------------------------------- optimisation
