@@ -317,10 +317,8 @@ class CausalLMTrainer(
         ``out/logs/pass-NNN`` when ``report_to`` has it."""
         from .nonfinite_callback import StopOnNonFinite
 
-        callbacks: list[TrainerCallback | type[TrainerCallback]] = [
-            StopOnNonFinite(),
-            *self.callbacks,
-        ]
+        callbacks: list[TrainerCallback | type[TrainerCallback]] = [StopOnNonFinite()]
+        callbacks += self.callbacks
         if "tensorboard" in self.config.reporters:
             from transformers.integrations import TensorBoardCallback
 

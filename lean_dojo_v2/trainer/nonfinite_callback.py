@@ -16,17 +16,12 @@ from .numerics import check_finite, check_finite_step
 
 
 class StopOnNonFinite(TrainerCallback):
-    """Raises :class:`~lean_dojo_v2.trainer.errors.NonFiniteLossError`:
-
-    - before each optimizer step, when a gradient is NaN or infinite (the optimizer would write
-      them into the weights; clipping does not help, a NaN norm scales every gradient to NaN);
-    - at each log, when the logged loss or gradient norm is (the trainer must log with
-      ``logging_nan_inf_filter=False``, or transformers replaces a NaN step loss by the mean).
-
-    Under fp16 autocast the gradient check is left to transformers' loss scaler, which skips a
-    step with overflowing gradients by design; under DeepSpeed the gradients are DeepSpeed's and
-    only the logged values are checked.
-    """
+    """Raises :class:`~lean_dojo_v2.trainer.errors.NonFiniteLossError` before each optimizer step
+    when a gradient is NaN or infinite (clipping does not help: a NaN norm scales every gradient
+    to NaN), and at each log when the logged loss or gradient norm is (the trainer must log with
+    ``logging_nan_inf_filter=False``, or transformers replaces a NaN step loss by the mean). Under
+    fp16 autocast the gradient check is left to transformers' loss scaler, which skips overflowing
+    steps by design; under DeepSpeed only the logged values are checked."""
 
     def on_pre_optimizer_step(
         self,

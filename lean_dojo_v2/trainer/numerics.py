@@ -113,15 +113,9 @@ def grad_norm(parameters: Iterable[torch.Tensor]) -> float | None:
     under DeepSpeed, which keeps its own); NaN or inf when any gradient is."""
     import torch
 
-    grads = [g for p in parameters if (g := getattr(p, "grad", None)) is not None]
-    if not grads:
-        return None
-    # One norm per device, then their norm: model-parallel parameters live on several devices.
-    by_device: dict[torch.device, list[torch.Tensor]] = {}
-    for g in grads:
-        by_device.setdefault(g.device, []).append(g.detach())
-    norms = [torch.nn.utils.get_total_norm(gs, 2.0).float().cpu() for gs in by_device.values()]
-    return float(torch.linalg.vector_norm(torch.stack(norms)))
+    grads = [g.detach() for p in parameters if (g := getattr(p, "grad", None)) is not None]
+    # torch's norm of per-tensor norms, gathered across devices (model-parallel parameters).
+    return float(torch.nn.utils.get_total_norm(grads, 2.0)) if grads else None
 
 
 def check_finite_step(
