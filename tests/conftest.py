@@ -1,5 +1,5 @@
-"""Shared test set-up: offline hubs, the bundled real data, skips for Lean/GPU tests (the only
-tests that may skip), and CUDA hidden from every test not marked ``gpu``.
+"""Shared test set-up: offline hubs, the bundled real data, skips for Lean/GPU/browser tests (the
+only tests that may skip), and CUDA hidden from every test not marked ``gpu``.
 
 Why hide CUDA: a test that does not pin a device would move to CUDA and bf16 wherever there is a
 GPU (``device="auto"`` everywhere in the library), so the suite would test another path on a GPU
@@ -72,6 +72,12 @@ def b4_records_path(shared_data: Path) -> Path:
 
 def _has_lean() -> bool:
     return shutil.which("lean") is not None and shutil.which("lake") is not None
+
+
+def _has_chromium() -> bool:
+    # the names tests/evaluation/browser.py runs
+    names = ("chromium", "chromium-browser", "google-chrome")
+    return bool(os.environ.get("LEAN_DOJO_V2_CHROMIUM")) or any(map(shutil.which, names))
 
 
 def _has_cuda() -> bool:
@@ -181,10 +187,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     lean = _has_lean()
     skip_lean = pytest.mark.skip(reason="no Lean toolchain (lean and lake) on PATH; install elan")
     skip_gpu = pytest.mark.skip(reason="no CUDA device")
+    skip_browser = pytest.mark.skip(
+        reason="no Chromium on PATH: install Debian's chromium package (.ci/run does)"
+    )
     cuda: bool | None = None
     for item in items:
         if "lean" in item.keywords and not lean:
             item.add_marker(skip_lean)
+        if "browser" in item.keywords and not _has_chromium():
+            item.add_marker(skip_browser)
         if "gpu" in item.keywords:
             if cuda is None:
                 cuda = _has_cuda()

@@ -18,7 +18,7 @@ import pytest
 TESTS = Path(__file__).resolve().parent
 REPO_ROOT = TESTS.parent
 REAL = TESTS / "data" / "real"
-ALLOWED_MARKS = {"lean", "gpu"}
+ALLOWED_MARKS = {"lean", "gpu", "browser"}
 LICENCES = ("CC BY 2.0", "Apache-2.0", "MIT")
 
 # Every path under shared/data that a test or fixture reads (keep in step when adding one).
@@ -136,7 +136,7 @@ def _test_sources() -> list[Path]:
 
 
 def test_no_test_skips_except_for_lean_or_gpu() -> None:
-    # The only skip logic allowed outside lean/gpu-marked code is the Lean/GPU hook of
+    # The only skip logic allowed outside lean/gpu/browser-marked code is the hook of
     # tests/conftest.py; a fixture that skips for a missing file would hide a whole directory.
     offenders = []
     for path in _test_sources():
@@ -144,11 +144,12 @@ def test_no_test_skips_except_for_lean_or_gpu() -> None:
         for line, what in _skip_sites(tree):
             rel = path.relative_to(REPO_ROOT)
             if str(rel) == "tests/conftest.py" and what in ("pytest.mark.skip",):
-                continue  # the Lean/GPU hook
+                continue  # the Lean/GPU/browser hook
             offenders.append(f"{rel}:{line}: {what}")
     assert offenders == [], (
-        "tests may skip only for a missing Lean toolchain or GPU (mark them lean/gpu); read real "
-        "data through the shared_data fixture (tests/data/real):\n" + "\n".join(offenders)
+        "tests may skip only for a missing Lean toolchain, GPU or Chromium (mark them "
+        "lean/gpu/browser); read real data through the shared_data fixture (tests/data/real):\n"
+        + "\n".join(offenders)
     )
 
 

@@ -5,7 +5,7 @@ A proof search runs in a worker process (or a Ray actor, or inline); its results
 not what the Lean processes under it spent. :class:`MeteredEnvFactory` wraps the environment
 factory of a run: each environment it builds counts every call that reaches it (``start``,
 ``run_tactic``, ``verify``; a verdict served by the cache in front of it never gets here) and
-the CPU seconds of this process's child processes (the Lean REPLs; psutil) since the previous
+the CPU seconds of this process's child processes (the Lean REPLs) since the previous
 call, and appends one JSON line per call to ``<ledger dir>/<pid>.jsonl``. The evaluation reads
 those lines back (:class:`UsageLedger`) when the problem's result arrives: the lines of a call
 are written before its search returns.
@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import os
 import threading
 import time
@@ -29,10 +28,9 @@ from typing import TYPE_CHECKING
 
 from ..interaction.base import AsyncProofEnv, ProofEnv
 from ..interaction.wrapped import WrappedEnv, wrap_each
+from ..system.processes import ChildCpuMeter
 
 if TYPE_CHECKING:
-    import psutil
-
     from ..data.model import Theorem
     from ..interaction.types import ProofState, TacticResult, Verdict
     from ..prover.search_types import EnvFactory
@@ -48,44 +46,6 @@ def problem_key(full_name: str, file_path: str) -> str:
     return f"{file_path}::{full_name}"
 
 
-class _ChildCpu:
-    """CPU seconds of this process's descendants (the Lean REPLs) since the last reading.
-
-    Listing descendants reads every process of the machine (psutil's parent map): it is done at
-    most once a second; reading the CPU time of the ones known is cheap."""
-
-    RESCAN_SECONDS = 1.0
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.seen: dict[int, float] = {}
-        self.children: list[psutil.Process] = []
-        self.scanned = -math.inf
-
-    def delta(self) -> float:
-        import psutil
-
-        with self.lock:
-            now = time.monotonic()
-            if now - self.scanned >= self.RESCAN_SECONDS:
-                self.scanned = now
-                try:
-                    self.children = psutil.Process().children(recursive=True)
-                except psutil.Error:
-                    self.children = []
-            total = 0.0
-            for child in self.children:
-                try:
-                    times = child.cpu_times()
-                except psutil.Error:  # it ended: its last slice went with it (rare: a restart)
-                    continue
-                cpu = times.user + times.system
-                # a pid seen before counts only its new time
-                total += max(0.0, cpu - self.seen.get(child.pid, 0.0))
-                self.seen[child.pid] = cpu
-            return total
-
-
 class _LedgerWriter:
     """This process's ledger file, one JSON line per call (shared by its environments)."""
 
@@ -94,7 +54,7 @@ class _LedgerWriter:
 
     def __init__(self, directory: str) -> None:
         self.path = Path(directory) / f"{os.getpid()}.jsonl"
-        self.cpu = _ChildCpu()
+        self.cpu = ChildCpuMeter()
         self.write_lock = threading.Lock()
 
     @classmethod

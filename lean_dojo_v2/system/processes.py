@@ -1,8 +1,16 @@
-"""Process trees: how much memory one uses, how to stop one. ``psutil`` is imported on use."""
+"""Process trees: how much memory and CPU time one uses, how to stop one. ``psutil`` is
+imported on use."""
 
 from __future__ import annotations
 
 import contextlib
+import math
+import threading
+import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import psutil
 
 
 def tree_rss(pid: int) -> int | None:
@@ -42,3 +50,41 @@ def kill_tree(pid: int) -> None:
     for proc in procs:
         with contextlib.suppress(psutil.Error):
             proc.kill()
+
+
+class ChildCpuMeter:
+    """CPU seconds (user + system) this process's descendants spent since the last reading.
+
+    Listing descendants reads every process of the machine (psutil's parent map): it is done at
+    most once every ``rescan_seconds``; reading the CPU time of the ones known is cheap. A child
+    that ends between two readings takes its last slice with it."""
+
+    def __init__(self, rescan_seconds: float = 1.0) -> None:
+        self.rescan_seconds = rescan_seconds
+        self._lock = threading.Lock()
+        self._seen: dict[int, float] = {}
+        self._children: list[psutil.Process] = []
+        self._scanned = -math.inf
+
+    def delta(self) -> float:
+        import psutil
+
+        with self._lock:
+            now = time.monotonic()
+            if now - self._scanned >= self.rescan_seconds:
+                self._scanned = now
+                try:
+                    self._children = psutil.Process().children(recursive=True)
+                except psutil.Error:
+                    self._children = []
+            total = 0.0
+            for child in self._children:
+                try:
+                    times = child.cpu_times()
+                except psutil.Error:
+                    continue
+                cpu = times.user + times.system
+                # a pid seen before counts only its new time
+                total += max(0.0, cpu - self._seen.get(child.pid, 0.0))
+                self._seen[child.pid] = cpu
+            return total

@@ -1,7 +1,7 @@
 """Headless Chromium for the tests that open ``report.html``: load a page and read its DOM after
-its script ran, or take a screenshot. A test that calls these skips where no Chromium is found
-(Debian's ``chromium`` package; ``.ci/run`` installs it; ``LEAN_DOJO_V2_CHROMIUM`` names another
-build)."""
+its script ran, or take a screenshot. A test that calls these is marked ``browser``: tests/conftest.py skips it
+where no Chromium is found (Debian's ``chromium`` package; ``.ci/run`` installs it;
+``LEAN_DOJO_V2_CHROMIUM`` names another build)."""
 
 from __future__ import annotations
 
@@ -13,18 +13,19 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-import pytest
-
 NAMES = ("chromium", "chromium-browser", "google-chrome")
 
 
-def chromium() -> str:
-    """The Chromium to run; skips the calling test where there is none."""
-    found = os.environ.get("LEAN_DOJO_V2_CHROMIUM") or next(
+def find_chromium() -> str | None:
+    """The Chromium to run, or None where there is none."""
+    return os.environ.get("LEAN_DOJO_V2_CHROMIUM") or next(
         filter(None, map(shutil.which, NAMES)), None
     )
-    if found is None:
-        pytest.skip("no Chromium on PATH: install Debian's chromium package (.ci/run does)")
+
+
+def chromium() -> str:
+    found = find_chromium()
+    assert found is not None, "a test that opens a browser must be marked browser"
     return found
 
 

@@ -1,7 +1,7 @@
 """``report.html``: every problem with its status, attempts, Lean's messages and search tree; the
 untrusted text in it escaped; nothing loaded from outside; usable at PutnamBench's size (672
 problems × 32 attempts). The browser tests run Debian's ``chromium`` headless: load the page, read
-the DOM after its script ran, take a screenshot. They skip only where no Chromium is installed
+the DOM after its script ran, take a screenshot. They are marked ``browser`` and skip only where no Chromium is installed
 (``.ci/run`` installs it)."""
 
 from __future__ import annotations
@@ -381,6 +381,7 @@ def test_eval_report_remakes_the_page_from_an_out_directory(
 # --------------------------------------------------------------------------- in Chromium
 
 
+@pytest.mark.browser
 def test_the_report_opens_in_chromium_and_shows_every_problem(tmp_path: Path) -> None:
     path = write_report_html(_evaluation(tmp_path / "out"))
     # The URL names the proof's last node: the script opens it and everything around it.
@@ -418,6 +419,7 @@ def test_the_report_opens_in_chromium_and_shows_every_problem(tmp_path: Path) ->
         assert tree.getextrema()[0] < 80  # so is what the opened problem shows
 
 
+@pytest.mark.browser
 def test_the_url_query_filters_and_sorts_the_problems_in_chromium(tmp_path: Path) -> None:
     path = write_report_html(_evaluation(tmp_path / "out"))
     dom = dump_dom(path, query="status=failed&sort=name")
@@ -429,6 +431,7 @@ def test_the_url_query_filters_and_sorts_the_problems_in_chromium(tmp_path: Path
     assert list(shown_problems(dom)) == PROBLEMS  # the benchmark's order when none is asked
 
 
+@pytest.mark.browser
 def test_an_evaluation_run_end_to_end_shows_every_problem_in_chromium(tmp_path: Path) -> None:
     """``evaluate`` on miniF2F-test with the recorded verifier writes report.html at the end; in
     Chromium it shows every problem evaluated with the summary's status, and a solved problem's
@@ -454,6 +457,7 @@ def test_an_evaluation_run_end_to_end_shows_every_problem_in_chromium(tmp_path: 
     assert "accepted by recorded" in accepted[: accepted.index("</summary>")]
 
 
+@pytest.mark.browser
 def test_putnambench_size_loads_in_chromium(putnambench_sized: tuple[Path, float]) -> None:
     path, _ = putnambench_sized
     started = time.perf_counter()

@@ -53,3 +53,27 @@ def test_process_memory_is_measured_in_one_place():
         if "psutil" in p.read_text("utf-8") and p.parent.name != "system"
     )
     assert users == [], users
+
+
+def test_child_cpu_meter_counts_only_new_time_of_children():
+    from lean_dojo_v2.system.processes import ChildCpuMeter
+
+    meter = ChildCpuMeter(rescan_seconds=0.0)
+    meter.delta()  # children started earlier (none here) are counted from now on
+    busy = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.5: pass\n"
+    child = subprocess.Popen(
+        [sys.executable, "-c", busy + "import sys; sys.stdin.read()"], stdin=subprocess.PIPE
+    )
+    try:
+        spent = 0.0
+        deadline = time.monotonic() + 20
+        while spent < 0.4 and time.monotonic() < deadline:
+            time.sleep(0.1)
+            spent += meter.delta()
+        assert 0.4 <= spent < 5.0
+        time.sleep(0.3)  # the child now waits on stdin: it spends (almost) nothing more
+        assert meter.delta() < 0.2
+    finally:
+        assert child.stdin is not None
+        child.stdin.close()
+        child.wait(timeout=10)
