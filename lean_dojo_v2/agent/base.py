@@ -715,7 +715,7 @@ class BaseAgent(ABC):
             target=target,
             model=self._model_label(),
             trained=self.trained if self.trainer is not None else None,
-            whole_proof=config.whole_proof,
+            whole_proof=config.search_mode != "tactic",
             outcomes=done.outcomes,
             seconds=time.perf_counter() - start,
             backend_notice=notice,

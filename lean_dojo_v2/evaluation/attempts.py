@@ -35,7 +35,7 @@ log = logging.getLogger(__name__)
 
 ATTEMPTS_FILE = "attempts.jsonl"
 
-__all__ = ["ATTEMPTS_FILE", "AttemptLog", "ProblemOutcome", "attempt_records"]
+__all__ = ["ATTEMPTS_FILE", "AttemptLog", "ProblemOutcome", "attempt_records", "read_attempt_lines"]
 
 
 @dataclass
@@ -152,7 +152,7 @@ class AttemptLog:
         finished: dict[str, ProblemOutcome] = {}
         pending: dict[str, list[str]] = {}
         errors = 0
-        for number, line, record in _records(self.path):
+        for number, line, record in read_attempt_lines(self.path):
             name = str(record.get("problem"))
             if record.get("done") is not True:
                 if name not in finished:
@@ -206,7 +206,7 @@ class AttemptLog:
             os.fsync(f.fileno())
 
 
-def _records(path: Path) -> Iterable[tuple[int, str, dict[str, Any]]]:
+def read_attempt_lines(path: Path) -> Iterable[tuple[int, str, dict[str, Any]]]:
     """``(line number, line, record)`` of each JSON object line; a half line at the very end (a
     run killed while writing) is dropped, a broken line elsewhere is an error."""
     try:

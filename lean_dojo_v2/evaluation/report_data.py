@@ -26,7 +26,7 @@ from pathlib import Path
 from ..errors import DataFormatError
 from ..interaction.messages import LeanMessage, parse_lean_messages
 from ..prover.attempt import Attempt, TreeNode
-from .attempts import _records as attempt_lines
+from .attempts import read_attempt_lines as attempt_lines
 from .errors import ReportInputError
 
 ATTEMPTS_FILE = "attempts.jsonl"

@@ -4,6 +4,7 @@ that answers the recorded tactics: proofs found, re-checked and reported; whole-
 
 from __future__ import annotations
 
+import dataclasses
 import socket
 
 import pytest
@@ -39,7 +40,8 @@ def test_external_agent_proves_through_the_endpoint(tmp_path, sample, capsys):
     agent.close()
 
 
-def test_whole_proof_mode_as_the_seed_calls_it(tmp_path, sample):
+@pytest.mark.parametrize("asked_by", ["whole_proof=True", "SearchConfig(mode='whole')"])
+def test_whole_proof_mode_as_upstream_calls_it(tmp_path, sample, asked_by):
     from lean_dojo_v2.data.dataset import load_theorems
     from lean_dojo_v2.data.goals import goal_texts
     from lean_dojo_v2.prover.result import proof_text
@@ -60,12 +62,17 @@ def test_whole_proof_mode_as_the_seed_calls_it(tmp_path, sample):
             model_name="fake-model",
             base_url=server.base_url,
             database_path=tmp_path / "db.sqlite",
-            search_config=SEARCH,
+            search_config=SEARCH
+            if asked_by == "whole_proof=True"
+            else dataclasses.replace(SEARCH, mode="whole"),
             quiet=True,
             progress=False,
         )
         agent.setup_traced_dataset(sample)
-        report = agent.prove(whole_proof=True, split="val")
+        if asked_by == "whole_proof=True":
+            report = agent.prove(whole_proof=True, split="val")
+        else:
+            report = agent.prove(split="val")
     assert report.whole_proof and report.attempted == 2
     # the one-tactic proof replays whole; the other's recorded order does not (replay's limit)
     proved = [o for o in report.outcomes if o.proved]
