@@ -69,7 +69,7 @@ class UnknownRewardError(TrainerError, ValueError):
     ``weights``, ``reward_type`` in a config) is not a registered reward scorer; ``name`` is what
     was asked for, ``valid`` the registered names, which the message lists."""
 
-    def __init__(self, name: str, valid: list[str], *, what: str = "reward") -> None:
+    def __init__(self, name: str, valid: list[str], what: str = "reward") -> None:
         self.name = name
         self.valid = list(valid)
         self.what = what
@@ -77,11 +77,7 @@ class UnknownRewardError(TrainerError, ValueError):
         super().__init__(f"unknown {what} {name!r}{hint}; valid names: {', '.join(self.valid)}")
 
     def __reduce__(self) -> tuple[object, ...]:  # survive pickling (worker processes)
-        return (_rebuild_unknown_reward, (self.name, self.valid, self.what))
-
-
-def _rebuild_unknown_reward(name: str, valid: list[str], what: str) -> UnknownRewardError:
-    return UnknownRewardError(name, valid, what=what)
+        return (type(self), (self.name, self.valid, self.what))
 
 
 class RewardFunctionError(TrainerError, ValueError):

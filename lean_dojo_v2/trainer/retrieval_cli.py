@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 
 from ..config.cli import ParserT, add_config_options, print_config_help
+from ..errors import LeanDojoError
 from .cli_options import (
     add_data_options,
     add_repo_option,
@@ -87,26 +88,12 @@ def cmd_train_retrieval(args: argparse.Namespace) -> int:
     if not args.no_eval:
         try:
             test = trainer.evaluate(split="test")
-        except Exception as exc:  # a missing/empty test split must not lose the trained model
-            from ..errors import LeanDojoError
-
-            if not isinstance(exc, LeanDojoError):
-                raise
+        except LeanDojoError as exc:  # a missing/empty test split must not lose the trained model
             test_error = str(exc)
-    exported = None
-    if args.export:
-        exported = str(trainer.export(args.export, force=args.force))
-    keys: tuple[str, ...] = (
-        "output_dir",
-        "encoder_dir",
-        "steps",
-        "examples",
-        "passes",
-        "seconds",
-        "val",
-    )
-    keys += ("metrics", "ewc_tasks", "run_id", "resumed_from", "resume_exact", "resume_note")
-    out = {k: result.get(k) for k in (*keys, "export")}
+    exported = str(trainer.export(args.export, force=args.force)) if args.export else None
+    keys = "output_dir encoder_dir steps examples passes seconds val metrics ewc_tasks run_id"
+    keys += " resumed_from resume_exact resume_note export"
+    out = {k: result.get(k) for k in keys.split()}
     out.update(passes=len(result.passes), metrics=test, export=exported)
     if test_error:
         out["metrics_error"] = test_error

@@ -6,6 +6,7 @@ the ids it is given at inference (``docs/training.md``, "What the model is train
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -51,22 +52,8 @@ class SFTExamples:
 
 def is_sorry_tactic(tactic: str) -> bool:
     """Whether ``tactic`` uses ``sorry`` or ``admit`` (as Lean tokens, not inside names)."""
-    if find_sorry_tokens(tactic):
-        return True
-    return any(word == "admit" for word in _words(tactic))
-
-
-def _words(text: str) -> Iterable[str]:
-    word = []
-    for ch in text:
-        if ch.isalnum() or ch in "_.'!?":
-            word.append(ch)
-        else:
-            if word:
-                yield "".join(word)
-            word = []
-    if word:
-        yield "".join(word)
+    # A name's characters: \w is str.isalnum() or "_"; Lean names also take . ' ! ?
+    return bool(find_sorry_tokens(tactic)) or "admit" in re.findall(r"[\w.'!?]+", tactic)
 
 
 def _usable_tactics(theorems: Iterable[Theorem], st: ExampleStats) -> Iterator[TracedTactic]:
