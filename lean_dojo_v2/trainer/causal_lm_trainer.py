@@ -35,7 +35,7 @@ from .causal_lm_loading import (
     plan_training,
     save_trained,
 )
-from .configured import ConfiguredTrainer, changed_arguments
+from .configured import ConfigAttribute, ConfiguredTrainer, changed_arguments
 from .errors import OutputDirArgumentError, TrainingStateError
 from .lora import build_lora, lora_config_values, peft_config_dict
 from .pass_loop import CurriculumTrainer, Pass, PassDataset, PassRun, ResultT
@@ -123,25 +123,11 @@ class CausalLMTrainer(
 
     # ------------------------------------------------------------------ upstream's attributes
 
-    @property
-    def model_name(self) -> str | None:
-        return self.config.model_name
-
-    @property
-    def output_dir(self) -> str:
-        return self.config.output_dir
-
-    @property
-    def epochs_per_repo(self) -> float:
-        return self.config.epochs_per_repo
-
-    @property
-    def batch_size(self) -> int:
-        return self.config.batch_size
-
-    @property
-    def lr(self) -> float:
-        return self.config.lr
+    model_name: ConfigAttribute[str | None] = ConfigAttribute()
+    output_dir: ConfigAttribute[str] = ConfigAttribute()
+    epochs_per_repo: ConfigAttribute[float] = ConfigAttribute()
+    batch_size: ConfigAttribute[int] = ConfigAttribute()
+    lr: ConfigAttribute[float] = ConfigAttribute()
 
     @property
     def lora_config(self) -> LoraConfig | None:

@@ -23,15 +23,10 @@ def add_train_parser(sub: argparse._SubParsersAction[ParserT]) -> ParserT:
         "train", help="train models (sft, grpo, retrieval, progress, premise-selector)"
     )
     train_sub = train.add_subparsers(dest="train_command", metavar="TRAINER")
-    train.set_defaults(func=lambda a: _help(train))
+    train.set_defaults(func=lambda a: train.print_help() or 2)  # usage, exit status 2
     add_sft_parser(train_sub)
     add_grpo_parser(train_sub)
     add_premise_selector_parser(train_sub)
     add_retrieval_parser(train_sub)
     add_progress_parser(train_sub)
     return train
-
-
-def _help(parser: argparse.ArgumentParser) -> int:
-    parser.print_help()
-    return 2

@@ -12,6 +12,7 @@ from typing import Any, ClassVar, Generic, Self, TypeVar, cast
 from ..config.loading import config_argument
 
 C = TypeVar("C")
+V = TypeVar("V")
 
 
 class ConfiguredTrainer(Generic[C]):
@@ -43,6 +44,20 @@ class ConfiguredTrainer(Generic[C]):
         return build(config, *args, **kwargs)
 
 
+class ConfigAttribute(Generic[V]):
+    """An attribute upstream LeanDojo-v2's trainers had (``trainer.lr``): read-only, the config
+    field of the same name."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, trainer: ConfiguredTrainer[Any] | None, owner: type) -> V:
+        return cast(V, self if trainer is None else getattr(trainer.config, self.name))
+
+    def __set__(self, trainer: object, value: object) -> None:
+        raise AttributeError(f"{self.name} is read from the config: set config.{self.name}")
+
+
 def changed_arguments(
     init: Callable[..., object], arguments: Mapping[str, object]
 ) -> dict[str, object]:
@@ -52,4 +67,4 @@ def changed_arguments(
     return {k: v for k, v in arguments.items() if v != params[k].default}
 
 
-__all__ = ["ConfiguredTrainer", "changed_arguments"]
+__all__ = ["ConfigAttribute", "ConfiguredTrainer", "changed_arguments"]

@@ -10,7 +10,7 @@ import argparse
 from typing import Any
 
 from ..config.cli import ParserT, add_config_options, print_config_help
-from .cli_options import print_summary, training_config_from_args
+from .cli_options import add_run_options, print_summary, training_config_from_args
 from .premise_selector_config import POOLING_MODES, PREMISE_SOURCES, RETRIEVAL_MASK_MODES
 
 
@@ -228,15 +228,11 @@ def add_premise_selector_parser(train_sub: argparse._SubParsersAction[ParserT]) 
         set_help="override one config key (repeatable): --set eval_batch_size=32",
         output_dir=False,  # -o is one of _FLAGS (LeanHammer's --output_dir)
     )
-    p.add_argument(
-        "--force",
-        action="store_true",
-        help="replace the output directory even if it holds files lean-dojo-v2 did not write",
-    )
     p.add_argument("--quiet", action="store_true", help="no progress bars")
-    p.add_argument("--json", action="store_true", help="end with a one-line JSON summary")
-    p.add_argument(
-        "--help-config", action="store_true", help="list every config key with its default"
+    add_run_options(
+        p,
+        force_help="replace the output directory even if it holds files lean-dojo-v2 did not write",
+        help_config="list every config key with its default",
     )
     p.set_defaults(func=cmd_train_premise_selector)
     return p

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from ..config.loading import config_to_dict, dump_config, load_config, replace_config
 from ..data.output_dir import is_ours
 from ..errors import EmptyDatasetError, OutputExistsError, TrainerError
-from .configured import ConfiguredTrainer, changed_arguments
+from .configured import ConfigAttribute, ConfiguredTrainer, changed_arguments
 from .progress_config import ProgressConfig
 from .result import DictResult
 from .run_dir import write_json
@@ -166,17 +166,9 @@ class ProgressTrainer(ConfiguredTrainer[ProgressConfig]):
             self.config = load_config(ProgressConfig, None, (), data_path=path, **values, **config)
 
     # upstream's attributes
-    @property
-    def data_path(self) -> str | None:
-        return self.config.data_path
-
-    @property
-    def model_name(self) -> str | None:
-        return self.config.model_name
-
-    @property
-    def output_dir(self) -> str:
-        return self.config.output_dir
+    data_path: ConfigAttribute[str | None] = ConfigAttribute()
+    model_name: ConfigAttribute[str | None] = ConfigAttribute()
+    output_dir: ConfigAttribute[str] = ConfigAttribute()
 
     # ------------------------------------------------------------------ data
 

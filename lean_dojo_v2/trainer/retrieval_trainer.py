@@ -291,7 +291,10 @@ class RetrievalTrainer(ConfiguredTrainer[TrainingConfig], CurriculumTrainer[Retr
         return [train_file, d.split_path(strategy, "val"), path / "corpus.jsonl"]
 
     def _pass_checkpoint(self, out: Path, k: int) -> Path | None:
-        return _last_checkpoint(out, k)
+        """The newest ``last*.ckpt`` of pass ``k`` (what ``fit(ckpt_path="last")`` resumes from)."""
+        folder = out / CHECKPOINTS / pass_name(k)
+        found = sorted(folder.rglob("last*.ckpt"), key=lambda p: p.stat().st_mtime)
+        return found[-1] if found else None
 
     def _model_dir(self, out: Path) -> Path:
         return out / ENCODER_DIR
@@ -456,9 +459,10 @@ class RetrievalTrainer(ConfiguredTrainer[TrainingConfig], CurriculumTrainer[Retr
         assert isinstance(sampler, SkippingSampler)  # what _loader gives it
         extra = [ExactResume(sampler, cfg.batch_size)] if exact else []
         trainer = self._lightning_trainer(k, out, do_val, extra)
-        ckpt = "last" if _last_checkpoint(out, k) is not None else None
+        last = self._pass_checkpoint(out, k)
+        ckpt = "last" if last is not None else None
         if ckpt:
-            log.info("pass %d (%s): resuming from %s", k + 1, label, _last_checkpoint(out, k))
+            log.info("pass %d (%s): resuming from %s", k + 1, label, last)
         t0 = time.perf_counter()
         with warnings.catch_warnings():
             # A pass cut by max_steps before an epoch end has no R@10_val yet; it is validated
@@ -632,15 +636,6 @@ def _master_weights(module: torch.nn.Module, precision: str) -> None:
         return  # Lightning converts the module to float64 itself
     if any(p.dtype in (torch.bfloat16, torch.float16) for p in module.parameters()):
         module.float()
-
-
-def _last_checkpoint(out: Path, k: int) -> Path | None:
-    """The newest ``last*.ckpt`` of pass ``k`` (what ``fit(ckpt_path="last")`` resumes from)."""
-    folder = out / CHECKPOINTS / pass_name(k)
-    if not folder.is_dir():
-        return None
-    found = sorted(folder.rglob("last*.ckpt"), key=lambda p: p.stat().st_mtime)
-    return found[-1] if found else None
 
 
 __all__ = [
