@@ -1,19 +1,9 @@
 """Reinforcement learning of a tactic (or whole-proof) generator with the GRPO family, on TRL's
-``GRPOTrainer``, rewarded by Lean.
-
-Upstream LeanDojo-v2's calls work as written::
-
-    trainer = GRPOTrainer(model_name="deepseek-ai/DeepSeek-Prover-V2-7B", reward_func=reward_func,
-                          output_dir="outputs-grpo", epochs_per_repo=1, batch_size=8, lr=2e-5,
-                          lora_config=None)
-    trainer.train(database=db)          # the curriculum, one pass per repository
-    trainer.train(data_path="path/to/leandojo_dataset")
-
-What this module adds to :class:`~lean_dojo_v2.trainer.causal_lm_trainer.CausalLMTrainer`: the
-prompt rows (:mod:`.grpo_data`), the algorithm by its published name (:mod:`.rl.algorithms`, run
-by :class:`~lean_dojo_v2.trainer.rl.trl_trainer.LeanGRPOTrainer`), the reward scorers and each
-pass's reward context (:mod:`.rl.rewards`), the curves and :class:`GRPOResult`
-(``docs/training.md``, "GRPO").
+``GRPOTrainer``, rewarded by Lean (upstream LeanDojo-v2's calls: ``docs/training.md``, "GRPO").
+What it adds to :class:`~lean_dojo_v2.trainer.causal_lm_trainer.CausalLMTrainer`: the prompt rows
+(:mod:`.grpo_data`), the algorithm by its published name (:mod:`.rl.algorithms`, run by
+:class:`~lean_dojo_v2.trainer.rl.trl_trainer.LeanGRPOTrainer`), the reward scorers and each
+pass's reward context (:mod:`.rl.rewards`), the curves and :class:`GRPOResult`.
 """
 
 from __future__ import annotations
@@ -83,16 +73,11 @@ class GRPOResult(DictResult):
 
 
 class GRPOTrainer(CausalLMTrainer[GRPOConfig, GRPOResult]):
-    """Train a causal LM with a GRPO-family algorithm on rewards Lean checks.
-
-    The positional/keyword arguments are upstream LeanDojo-v2's; any other field of
-    :class:`GRPOConfig` may be passed as a keyword (``GRPOTrainer("smollm2", algorithm="dapo",
-    max_steps=10)``), or give the config itself (``GRPOTrainer(config, reward_func)``,
-    ``GRPOTrainer.from_config("grpo.yaml")``). ``reward_func``: None (the Lean-checked composite,
-    or the config's ``rewards``) or a function ``(completions, **kwargs) -> list[float] | Tensor``
-    (its signature is checked here). ``lora_config``, ``callbacks`` and ``train`` as for
-    ``SFTTrainer``. An unknown algorithm or reward name fails here, before anything loads.
-    """
+    """Train a causal LM with a GRPO-family algorithm on rewards Lean checks; built as every
+    :class:`~lean_dojo_v2.trainer.causal_lm_trainer.CausalLMTrainer` is. ``reward_func``: None
+    (the Lean-checked composite, or the config's ``rewards``) or a function ``(completions,
+    **kwargs) -> list[float] | Tensor`` (its signature is checked here). An unknown algorithm or
+    reward name fails here, before anything loads."""
 
     config_class = GRPOConfig
     run_kind = "grpo"

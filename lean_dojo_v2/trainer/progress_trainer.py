@@ -1,19 +1,9 @@
-"""LeanProgress training: a regression head that predicts the proof steps remaining.
-
-Upstream LeanDojo-v2's calls work as written::
-
-    trainer = ProgressTrainer(data_path="raid/data/sample_leanprogress_dataset.jsonl",
-                              model_name="bert-base-uncased", output_dir="outputs-progress")
-    result = trainer.train()        # ProgressResult: mae, exact, within_1, steps, output_dir, ...
-
-``model_name="bert-base-uncased"`` (upstream's default) cannot be downloaded here: when it is not
-in the local Hugging Face cache and the hub is offline, the trainer trains the bundled
-all-MiniLM-L6-v2 instead, says so on stderr on every run and records it in the result. The head is
-``AutoModelForSequenceClassification(num_labels=1, problem_type="regression")`` trained with
-``transformers.Trainer`` on :func:`lean_dojo_v2.models.progress.progress_text`, the input
-:meth:`~lean_dojo_v2.models.progress.ProgressModel.predict` reads too. The output is written in a
-staging directory and swapped in at the end (its files: ``docs/progress.md``); point search at it
-with ``export LEANPROGRESS_MODEL=<output_dir>``.
+"""LeanProgress training: a regression head (``AutoModelForSequenceClassification`` with one
+label, on ``transformers.Trainer``) that predicts the proof steps remaining from
+:func:`lean_dojo_v2.models.progress.progress_text`, the input
+:meth:`~lean_dojo_v2.models.progress.ProgressModel.predict` reads too. Upstream LeanDojo-v2's
+calls, the offline fallback of its ``bert-base-uncased`` and the output's files:
+``docs/progress.md``, "Training".
 """
 
 from __future__ import annotations
@@ -122,15 +112,10 @@ def model_inputs(
 
 
 class ProgressTrainer(ConfiguredTrainer[ProgressConfig]):
-    """Train a steps-remaining regressor on a LeanProgress JSONL file.
-
-    The arguments are upstream LeanDojo-v2's (same names, order and defaults); any further
-    :class:`~lean_dojo_v2.trainer.progress_config.ProgressConfig` field may be passed by keyword
-    (``tactic_mode=``, ``device=``, ``max_steps=``, ``overwrite_output_dir=``, ...). Or give the
-    config itself: ``ProgressTrainer(config, **changes)`` (the positional arguments apply when
-    they differ from their defaults), ``ProgressTrainer.from_config("progress.yaml")``.
-    Constructing loads nothing; :meth:`train` does the work.
-    """
+    """Train a steps-remaining regressor on a LeanProgress JSONL file. The arguments are
+    upstream LeanDojo-v2's, then any :class:`ProgressConfig` field by keyword; or the config itself,
+    ``ProgressTrainer(config, **changes)`` (the positional arguments apply when they differ from
+    their defaults). Constructing loads nothing; :meth:`train` does the work."""
 
     config_class = ProgressConfig
     repr_fields = ("data_path", "model_name", "output_dir")

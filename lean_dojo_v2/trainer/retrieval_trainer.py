@@ -1,21 +1,10 @@
-"""The one training loop for premise retrievers: :class:`RetrievalTrainer` on PyTorch Lightning.
-
-Upstream LeanDojo-v2's calls work as written::
-
-    trainer = RetrievalTrainer(TrainingConfig(lambda_value=0.1))
-    trainer.train(repos, database)                 # the curriculum: one fit per repository, EWC
-    trainer.train(data_path="path/to/leandojo_dataset")
-    trainer.evaluate()                             # {"R@1", "R@10", "MRR", "FullRecall@10", "n"}
-    trainer.export("retriever/")                   # model + corpus + embeddings (/retrieve loads it)
-
-It trains a :class:`~lean_dojo_v2.models.retrieval.PremiseEncoder` (one encoder for goal states
-and premises) with the masked in-batch contrastive loss of :mod:`.retrieval_loss`, hard negatives
-from :mod:`.retrieval_data` and the LightningModule
-:class:`~lean_dojo_v2.trainer.retrieval_module.RetrievalModule`; each pass continues from the
-weights the previous one ended with (v2 restarted every pass from the first checkpoint), with EWC
-(:mod:`.ewc`) between the repositories of a curriculum. The loop around the passes is
-:class:`~lean_dojo_v2.trainer.pass_loop.CurriculumTrainer`'s. ``output_dir``'s layout and resume
-are described in ``docs/training.md`` ("Retrieval").
+"""The one training loop for premise retrievers: :class:`RetrievalTrainer` on PyTorch Lightning
+(upstream LeanDojo-v2's calls, ``output_dir``'s layout and resume: ``docs/training.md``,
+"Retrieval"). It trains a :class:`~lean_dojo_v2.models.retrieval.PremiseEncoder` (one encoder
+for goal states and premises) with the masked in-batch contrastive loss of :mod:`.retrieval_loss`,
+hard negatives from :mod:`.retrieval_data` and :class:`.retrieval_module.RetrievalModule`; each
+pass continues from the weights the previous one ended with (v2 restarted every pass from the
+first checkpoint), with EWC (:mod:`.ewc`) between the repositories of a curriculum.
 """
 
 from __future__ import annotations

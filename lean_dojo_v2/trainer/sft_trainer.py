@@ -1,16 +1,8 @@
-"""Supervised fine-tuning of a tactic generator on traced proofs, on TRL's ``SFTTrainer``.
-
-Upstream LeanDojo-v2's calls work as written::
-
-    trainer = SFTTrainer(model_name="deepseek-ai/DeepSeek-Prover-V2-7B", output_dir="outputs-deepseek",
-                         epochs_per_repo=1, batch_size=2, lr=2e-5)
-    trainer.train(repos, database)          # the curriculum, one pass per repository
-    trainer.train(data_path="path/to/leandojo_dataset")
-
-What this module adds to :class:`~lean_dojo_v2.trainer.causal_lm_trainer.CausalLMTrainer` (the
-run, loading, resume, the output directory): the rows, (prompt → next tactic) examples from
-traced tactics with the loss on the tactic only (:mod:`.sft_data`), TRL's ``SFTTrainer``, the
-loss curve (``loss_curve.png``) and :class:`TrainResult`.
+"""Supervised fine-tuning of a tactic generator on traced proofs, on TRL's ``SFTTrainer``
+(upstream LeanDojo-v2's calls: ``docs/training.md``, "Quick start"). What it adds to
+:class:`~lean_dojo_v2.trainer.causal_lm_trainer.CausalLMTrainer`: the rows, (prompt → next tactic)
+examples with the loss on the tactic only (:mod:`.sft_data`), TRL's ``SFTTrainer``, the loss
+curve (``loss_curve.png``) and :class:`TrainResult`.
 """
 
 from __future__ import annotations
@@ -61,17 +53,10 @@ class TrainResult(DictResult):
 
 
 class SFTTrainer(CausalLMTrainer[SFTConfig, TrainResult]):
-    """Fine-tune a causal LM to write the next tactic for a goal state.
-
-    The positional/keyword arguments are upstream LeanDojo-v2's; any other field of
-    :class:`SFTConfig` may be passed as a keyword (``SFTTrainer("smollm2", lora_config=True,
-    max_steps=10)``), or give the config itself (``SFTTrainer(config)``,
-    ``SFTTrainer.from_config("sft.yaml")``); ``lora_config`` and ``callbacks`` as
-    :class:`~lean_dojo_v2.trainer.causal_lm_trainer.CausalLMTrainer` takes them. ``train`` is
-    :meth:`~lean_dojo_v2.trainer.pass_loop.CurriculumTrainer.train`: pass *k* of a curriculum
+    """Fine-tune a causal LM to write the next tactic for a goal state; built as every
+    :class:`~lean_dojo_v2.trainer.causal_lm_trainer.CausalLMTrainer` is. Pass *k* of a curriculum
     trains on the merged export of the first *k* repositories (under ``data_path``, default
-    ``output_dir/data``).
-    """
+    ``output_dir/data``)."""
 
     config_class = SFTConfig
     run_kind = "sft"
