@@ -1,16 +1,11 @@
 """Layer 3 (trainer): :class:`CausalLMTrainer`, the base of the trainers of causal LMs on TRL
-(:class:`~lean_dojo_v2.trainer.sft_trainer.SFTTrainer`,
-:class:`~lean_dojo_v2.trainer.grpo_trainer.GRPOTrainer`).
-
-A :class:`~lean_dojo_v2.trainer.pass_loop.CurriculumTrainer` that owns everything of a run but
-its rows, TRL's classes and its result: the construction (upstream LeanDojo-v2's keyword
-arguments, ``XTrainer(config)``, ``from_config``), the checks before the run directory is
-touched, loading (:mod:`.causal_lm_loading`, :mod:`.lora`), the pass body (read the theorems,
-build the rows, train with TRL, resume from its checkpoint), saving, the merged model, the curves
-and what the run record keeps. A subclass supplies the methods under "what a subclass supplies".
-``output_dir``'s layout is described in ``docs/training.md`` ("Outputs"). The loop, mixed
-precision, checkpoints, DeepSpeed/FSDP and multi-GPU are TRL's and transformers'. No torch at
-import.
+(``SFTTrainer``, ``GRPOTrainer``): a :class:`~lean_dojo_v2.trainer.pass_loop.CurriculumTrainer`
+that owns everything of a run but its rows, TRL's classes and its result: the construction, the
+checks before the run directory is touched, loading (:mod:`.causal_lm_loading`, :mod:`.lora`),
+the pass body (read the theorems, build the rows, train with TRL, resume from its checkpoint),
+saving, the merged model, the curves and what the run record keeps (``output_dir``'s layout:
+``docs/training.md``, "Outputs"). The loop, mixed precision, checkpoints, DeepSpeed/FSDP and
+multi-GPU are TRL's and transformers'. No torch at import.
 """
 
 from __future__ import annotations
@@ -75,14 +70,13 @@ class PassRows:
 class CausalLMTrainer(
     ConfiguredTrainer[ConfigT], CurriculumTrainer[ResultT], Generic[ConfigT, ResultT]
 ):
-    """Train a causal LM with TRL (see the module docstring for what a subclass supplies).
-
-    ``XTrainer(config, **changes)``: the config with the keywords (and the positional arguments
-    given other values than their defaults) changed; or the keyword values alone, as upstream
-    LeanDojo-v2's constructor takes them. ``lora_config``: a ``peft.LoraConfig``, a mapping of its
-    arguments, ``True`` (the config's ``lora_*`` fields) or ``None``; ``callbacks``: extra
-    ``transformers.TrainerCallback`` objects. Constructing loads nothing; :meth:`train` does.
-    """
+    """Train a causal LM with TRL; a subclass supplies the methods under "what a subclass
+    supplies". ``XTrainer(config, **changes)``: the config with the keywords (and the positional
+    arguments given other values than their defaults) changed; or the keyword values alone, as
+    upstream LeanDojo-v2's constructor takes them (then any config field by keyword).
+    ``lora_config``: a ``peft.LoraConfig``, a mapping of its arguments, ``True`` (the config's
+    ``lora_*`` fields) or ``None``; ``callbacks``: extra ``transformers.TrainerCallback`` objects.
+    Constructing loads nothing; :meth:`train` does."""
 
     default_model = "smollm2"
     repr_fields: ClassVar[tuple[str, ...]] = ("model_name", "output_dir", "lora")

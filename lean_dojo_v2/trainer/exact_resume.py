@@ -2,12 +2,10 @@
 
 Lightning restores the weights, the optimizer and its loop counters from ``last.ckpt``, but not
 the position in the data: a run killed after batch *n* of an epoch restarts that epoch's data from
-batch 0 ("your dataloader is not resumable") and ends with other weights than an uninterrupted
-run. :class:`ExactResume` (a callback) saves and restores the two things missing: the batches of
-the epoch already trained on (a count, since :class:`~lean_dojo_v2.trainer.retrieval_data.EpochSampler`
-orders each epoch by ``(seed, epoch)`` alone; :class:`SkippingSampler` drops them), and torch's
-random state (dropout), put back just before the first batch after the restore. Single-process
-runs only: under DDP each rank's share of a shortened epoch would differ (:func:`exact_possible`).
+batch 0 and ends with other weights than an uninterrupted run. :class:`ExactResume` saves and
+restores the two things missing: the batches of the epoch already trained on (a count, since
+``EpochSampler`` orders each epoch by ``(seed, epoch)`` alone; :class:`SkippingSampler` drops
+them), and torch's random state (dropout). Single-process runs only (:func:`exact_possible`).
 Imports torch and Lightning at module level: import it only where training happens.
 """
 

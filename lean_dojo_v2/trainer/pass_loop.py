@@ -1,11 +1,7 @@
-"""Layer 3 (trainer): the per-pass loop every curriculum trainer shares (:class:`CurriculumTrainer`).
-
-A run is a *plan* of passes: with a database, one pass per repository of its curriculum (easiest
-first); without, one pass on a LeanDojo dataset directory (or on examples held in memory). The
-loop lives here once: open the database, plan, lock and check the output directory, resume an
-unfinished run or set an old one aside (:mod:`.run_dir`), record the run in the database, export
-each pass's data, write ``training_state.json`` after every pass, then ``summary.json``. A
-trainer fills in its hooks. Nothing here imports torch.
+"""Layer 3 (trainer): the per-pass loop every curriculum trainer shares (:class:`CurriculumTrainer`;
+what it does in order: ``docs/training.md``, "Code layout"). A run is a *plan* of passes: with a
+database, one pass per repository of its curriculum (easiest first); without, one pass on a
+LeanDojo dataset directory (or on examples held in memory). Nothing here imports torch.
 """
 
 from __future__ import annotations

@@ -1,14 +1,10 @@
 """LeanHammer's premise selector on our retrieval trainer: ntp-toolkit data in, retrievals and an
 exported retriever out (``lean-dojo-v2 train premise-selector``; ``docs/premise_selector.md``).
-
-The run: :func:`~lean_dojo_v2.data.ntp_toolkit.read_ntp_toolkit` reads the data (LeanHammer's
-filters applied), :func:`~lean_dojo_v2.data.ntp_toolkit.split_modules` splits its modules,
-:func:`split_states` picks the states of each split, :class:`MaskedRetrievalTrainer` (the
-retrieval trainer with the chosen pooling and ``retrieval_mask_mode``) trains on the train states
-(``fit_examples``), :func:`evaluate_states` retrieves among the premises accessible to each valid
-and test state, and everything is written to a staging directory swapped in at the end (see
-``data/output_dir.py``); the training run itself lives beside the output until then, so a killed
-run's rerun resumes it.
+The run reads the data (LeanHammer's filters applied), splits its modules (:func:`split_states`),
+trains :class:`MaskedRetrievalTrainer` on the train states (``fit_examples``), retrieves among the
+premises accessible to each valid and test state (:func:`evaluate_states`) and writes it all to a
+staging directory swapped in at the end; the training run itself lives beside the output until
+then, so a killed run's rerun resumes it.
 """
 
 from __future__ import annotations

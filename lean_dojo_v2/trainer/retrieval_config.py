@@ -19,16 +19,7 @@ from ..config.loading import (
     require_positive,
 )
 
-PRECISIONS = (
-    "auto",
-    "32-true",
-    "32",
-    "bf16-mixed",
-    "bf16-true",
-    "16-mixed",
-    "16-true",
-    "64-true",
-)
+PRECISIONS = ("auto", "32-true", "32", "bf16-mixed", "bf16-true", "16-mixed", "16-true", "64-true")
 SCHEDULERS = ("cosine", "linear", "constant", "constant_with_warmup")
 REPORT_TO_CHOICES = ("tensorboard", "none")
 STRATEGIES = ("random", "novel_premises")
