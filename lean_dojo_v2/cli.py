@@ -222,6 +222,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=logging.DEBUG if args.verbose or args.debug else logging.INFO,
         format="%(levelname)s %(name)s: %(message)s",
     )
+    # httpx logs every request at INFO: one line per sample of a served model, and a line
+    # before a bad input's one-line error. --verbose shows them.
+    quiet = not (args.verbose or args.debug)
+    for name in ("httpx", "httpx2"):
+        logging.getLogger(name).setLevel(logging.WARNING if quiet else logging.NOTSET)
     func: Callable[[argparse.Namespace], int] | None = getattr(args, "func", None)
     if func is None:
         return _help(parser)

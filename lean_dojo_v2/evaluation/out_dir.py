@@ -18,6 +18,7 @@ import logging
 import os
 import re
 import shutil
+import tempfile
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -71,8 +72,9 @@ def plan_out_dir(
     force: bool,
     sources: Iterable[Path] = (),
 ) -> OutPlan:
-    """What to do with ``path`` (see the module docstring); nothing is written. ``sources``:
-    the evaluation's inputs, which the output may neither be nor hold."""
+    """What to do with ``path`` (see the module docstring); nothing is left written (a probe
+    file tells whether it can be written and is removed at once). ``sources``: the
+    evaluation's inputs, which the output may neither be nor hold."""
     _check_writable(path)
     sources = list(sources)
     try:
@@ -151,6 +153,17 @@ def _check_writable(path: Path) -> None:
         raise EvalOutputError(
             f"--out {path} cannot be written: no write permission in {probe}; choose another --out"
         )
+    # os.access says yes to root everywhere and knows nothing of read-only mounts or /proc:
+    # only making a file there tells. The file is gone before anything else happens.
+    try:
+        fd, name = tempfile.mkstemp(prefix=".lean-dojo-v2-probe-", dir=probe)
+        os.close(fd)
+        os.unlink(name)
+    except OSError as exc:
+        raise EvalOutputError(
+            f"--out {path} cannot be written: {exc.strerror or exc} in {probe}; "
+            "choose another --out"
+        ) from None
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:
