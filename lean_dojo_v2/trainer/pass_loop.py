@@ -96,31 +96,22 @@ PassListener: TypeAlias = Callable[[int, Pass, PassDataset, dict[str, Any]], obj
 
 
 class CurriculumTrainer(ABC, Generic[ResultT]):
-    """The pass loop of a trainer; subclasses set the class attributes and fill in the hooks.
+    """The pass loop of a trainer; subclasses set the class attributes and fill in the hooks,
+    which are called in the order they are listed (``_dataset_files`` only without a database,
+    ``_pass_repositories`` only with one). :meth:`add_pass_listener` registers a function called
+    on the main process after each pass: the agents re-evaluate earlier repositories with it."""
 
-    Class attributes: ``run_kind``, the kind of the database's training-run record (``"sft"``);
-    ``default_model``, the model recorded when ``config.model_name`` is None; ``config_file``,
-    the config's file name in ``output_dir`` (default: ``<run_kind>_config.yaml``);
-    ``run_what``, how a refused resume names the run; ``not_fingerprinted``, fields a run may
-    resume with other values of, for a config without ``config_field(..., fingerprint=False)``;
-    ``sync_processes``, wait for the other ranks at the loop's barriers (an ``accelerate launch``
-    run starts every rank at once; Lightning starts its own inside ``fit``, so a Lightning trainer
-    leaves this False); ``export_per_pass``, a database run exports pass *k* to ``data/pass-NNN``
-    and reuses that export on resume (True), or rewrites one folder (``data_path``, default
-    ``data/``) before each pass (False).
-
-    The hooks below are called in the order they are listed (``_dataset_files`` only without a
-    database, ``_pass_repositories`` only with one). :meth:`add_pass_listener` registers a
-    function called on the main process after each pass this call runs: the agents use it to
-    re-evaluate earlier repositories as the curriculum goes on.
-    """
-
-    run_kind: ClassVar[str]
-    default_model: ClassVar[str]
-    config_file: ClassVar[str] = ""
-    run_what: ClassVar[str] = "training"
+    run_kind: ClassVar[str]  # the kind of the database's training-run record ("sft")
+    default_model: ClassVar[str]  # the model recorded when config.model_name is None
+    config_file: ClassVar[str] = ""  # the config's file in output_dir ("": <run_kind>_config.yaml)
+    run_what: ClassVar[str] = "training"  # how a refused resume names the run
+    # Fields a run may resume with other values of (for a config without config_field metadata).
     not_fingerprinted: ClassVar[frozenset[str]] = frozenset()
+    # Wait for the other ranks at the loop's barriers: `accelerate launch` starts every rank at
+    # once; Lightning starts its own inside fit(), so a Lightning trainer leaves this False.
     sync_processes: ClassVar[bool] = True
+    # A database run exports pass k to data/pass-NNN and reuses it on resume (True), or rewrites
+    # one folder (data_path, default data/) before each pass (False).
     export_per_pass: ClassVar[bool] = False
 
     config: RunConfig

@@ -24,6 +24,7 @@ from .errors import TrainingStateError
 from .premise_selector_config import RETRIEVAL_MASK_MODES, PremiseSelectorConfig
 from .retrieval_config import TrainingConfig
 from .retrieval_trainer import RetrievalTrainer
+from .run_dir import check_run_outputs
 
 if TYPE_CHECKING:
     import torch
@@ -399,7 +400,6 @@ def _train_locked(config: PremiseSelectorConfig) -> PremiseSelectorResult:
     from ..data.jsonio import atomic_write
     from ..data.ntp_toolkit import read_ntp_toolkit, split_modules
     from ..data.output_dir import staged_output_dir
-    from .run_dir import check_run_outputs
 
     t0 = time.perf_counter()
     if not config.data_dir:

@@ -25,7 +25,7 @@ from ..errors import EmptyDatasetError, OutputExistsError, TrainerError
 from .configured import ConfigAttribute, ConfiguredTrainer, changed_arguments
 from .progress_config import ProgressConfig
 from .result import DictResult
-from .run_dir import write_json
+from .run_dir import check_run_outputs, write_json
 
 if TYPE_CHECKING:
     from torch.utils.data import Dataset
@@ -182,8 +182,6 @@ class ProgressTrainer(ConfiguredTrainer[ProgressConfig]):
         cfg = self.config
         out = Path(cfg.output_dir)
         sources = [cfg.data_path] if cfg.data_path else []
-        from .run_dir import check_run_outputs
-
         check_run_outputs(out, cfg.model_name, sources, force=cfg.overwrite_output_dir)
         from ..models.progress import METADATA_FILE
 

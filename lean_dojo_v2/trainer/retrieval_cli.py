@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 
 from ..config.cli import ParserT, add_config_options, print_config_help
+from ..data.sample import sample_dataset_path
 from ..errors import LeanDojoError
 from .cli_options import (
     add_data_options,
@@ -16,6 +17,7 @@ from .cli_options import (
     repos_from_args,
     training_config_from_args,
 )
+from .run_dir import check_export_dir, local_model_path
 
 
 def add_retrieval_parser(train_sub: argparse._SubParsersAction[ParserT]) -> ParserT:
@@ -68,13 +70,9 @@ def cmd_train_retrieval(args: argparse.Namespace) -> int:
     config = training_config_from_args(args, TrainingConfig)
     data = args.data
     if data is None and args.db is None:
-        from ..data import sample_dataset_path
-
         data = str(sample_dataset_path())
 
     if args.export:
-        from .run_dir import check_export_dir, local_model_path
-
         # Checked before training: a refused export must not cost a training run.
         inputs = [p for p in (data, args.db, local_model_path(config.model_name)) if p]
         check_export_dir(args.export, out=config.output_dir, inputs=inputs, force=args.force)
