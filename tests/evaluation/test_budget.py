@@ -72,3 +72,32 @@ def test_budgets_add_up_and_round_trip() -> None:
     assert Budget.from_dict(total.to_dict()) == total
     priced = Budget(tokens_in=1_000_000, tokens_out=2_000_000).priced(Price(1.0, 3.0))
     assert priced.dollars == pytest.approx(7.0)
+
+
+@pytest.mark.gpu
+def test_a_local_model_on_cuda_spends_gpu_seconds(tmp_path: Path) -> None:
+    """A local model's generator seconds on a CUDA device are its GPU seconds (0 on the CPU,
+    which the budget tests above and the generator's own tests see)."""
+    from tiny_models import build_tiny_causal
+
+    from lean_dojo_v2.evaluation import evaluate
+
+    result = evaluate(
+        benchmark="minif2f-test",
+        limit=2,
+        mode="whole",
+        n=2,
+        generator="hf",
+        model=str(build_tiny_causal(tmp_path / "tiny")),
+        device="cuda",
+        max_tokens=16,
+        verifier="recorded",
+        verdict_cache="none",
+        parallel="inline",
+        progress=False,
+        out=str(tmp_path / "out"),
+    )
+    budget = result.budget
+    assert budget.gpu_seconds > 0
+    assert budget.gpu_seconds == pytest.approx(budget.generator_seconds, abs=1e-3)
+    assert all(p.budget.gpu_seconds > 0 for p in result.problems)
