@@ -1,4 +1,4 @@
-"""``lean-dojo-v2 doctor``: every check of issue 25 is there, each says what it enables and, when
+"""``lean-dojo-v2 doctor``: every check is there, each says what it enables and, when
 it fails, the command that fixes it; exit 0 exactly when the offline path is complete."""
 
 from __future__ import annotations

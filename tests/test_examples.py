@@ -40,7 +40,7 @@ def test_trace_example_explains_bad_input(tmp_path):
     assert "error:" in proc.stdout and "missing" in proc.stdout
 
 
-# -- the agent examples (issue 25) ----------------------------------------------------------------
+# -- the agent examples --------------------------------------------------------------------------
 
 import json  # noqa: E402
 import socket  # noqa: E402

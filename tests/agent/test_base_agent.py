@@ -1,4 +1,4 @@
-"""BaseAgent end to end on the bundled real sample, with a custom subclass (the seed's way to
+"""BaseAgent end to end on the bundled real sample, with a custom subclass (upstream LeanDojo-v2's way to
 write an agent: override ``_get_build_deps`` and ``_setup_prover``) whose prover proposes the
 recorded tactics: targets, the replay backend and its notice, the re-check, recording,
 write-back into a working copy (every other byte unchanged, the diff applies with ``git apply``),
@@ -347,9 +347,9 @@ def test_the_missing_lean_line_names_the_offline_model_only_when_the_snippets_is
     assert not (tmp_path / "db.sqlite").exists()
 
 
-@pytest.mark.slow  # the seed's settings as written: a whole epoch and the default search budget
+@pytest.mark.slow  # upstream LeanDojo-v2's settings as written: a whole epoch and the default search budget
 def test_the_seed_snippet_with_a_traced_dataset_trains_and_proves(tmp_path, tiny_causal):
-    """The seed's snippet with its two offline substitutions (a model that is here, the traced
+    """The quickstart snippet with its two offline substitutions (a model that is here, the traced
     dataset instead of the GitHub repository), run as a script: it trains and proves."""
     script = SEED.replace('"deepseek-ai/DeepSeek-Prover-V2-7B"', repr(str(tiny_causal)))
     script = script.replace(

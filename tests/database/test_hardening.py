@@ -1,4 +1,4 @@
-"""Issue 16, database layer: nothing lost, nothing created or modified by reading, typed one-line
+"""The database layer: nothing lost, nothing created or modified by reading, typed one-line
 errors, the report of ``db add`` from its own transaction, incomplete datasets refused, worker
 errors whole, exported premises accessible."""
 

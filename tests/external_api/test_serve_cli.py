@@ -115,7 +115,7 @@ def test_serve_starts_answers_and_needs_its_token(tmp_path) -> None:
 
 
 def test_uvicorn_server_app_from_the_python_folder() -> None:
-    """The seed's ``uvicorn server:app --port 23337``, run from that folder (another port
+    """Upstream LeanDojo-v2's ``uvicorn server:app --port 23337``, run from that folder (another port
     here): the default app, which loads no model to start."""
     folder = ROOT / "lean_dojo_v2" / "external_api" / "python"
     port = free_port()

@@ -831,7 +831,7 @@ def test_frontend_stray_text_and_magic(spawn, b4):
     assert fake("stat") == {"nGoals": 0}
 
 
-# --- issue 17: the fake as strict as the real server ---------------------------------------------
+# --- the fake as strict as the real server -----------------------------------------------------
 
 LEGACY = {"FAKE_PANTOGRAPH_VERSION": "0.3.4"}
 NEWEST = {"FAKE_PANTOGRAPH_VERSION": "0.3.15"}

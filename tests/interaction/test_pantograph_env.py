@@ -497,7 +497,7 @@ def test_goal_root_after_finishing_and_contract(env, minif2f_theorems):
     assert root and thm.traced_tactics[-1].tactic.split()[0] in root
 
 
-# ------------------------------------------------------------------- issue 17: the real server
+# ---------------------------------------------------------------------------- the real server
 
 REAL_START = {"FAKE_PANTOGRAPH_COPYFROM_RECORDED": "0"}  # copyFrom as the real server answers
 VERSIONS = [pytest.param("0.3.4", id="0.3.4"), pytest.param("0.3.15", id="0.3.15")]

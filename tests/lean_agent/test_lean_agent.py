@@ -1,4 +1,4 @@
-"""``python -m lean_dojo_v2.lean_agent`` and the seed's ``lean_agent.config`` names: the LeanAgent
+"""``python -m lean_dojo_v2.lean_agent`` and upstream LeanDojo-v2's ``lean_agent.config`` names: the LeanAgent
 retrieval loop over a database's curriculum (EWC between repositories, evaluation of every
 repository), on real data with a tiny random encoder."""
 

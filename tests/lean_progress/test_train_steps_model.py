@@ -1,4 +1,4 @@
-"""The seed's LeanProgress entry points: ``train_steps_model`` (its helpers in our one input
+"""Upstream LeanProgress's entry points: ``train_steps_model`` (its helpers in our one input
 format, its command line training through ProgressTrainer) and ``create_sample_dataset`` as the
 seed uses it (a module with ``main``/``parse_args``/a lazy ``SAMPLE_DATA``) and as we do (a
 callable). The upstream test file itself runs unchanged in

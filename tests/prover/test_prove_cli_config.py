@@ -144,7 +144,7 @@ def test_bad_config_is_a_one_line_error(
 def test_prove_with_config_and_set_runs_a_search(
     tmp_path: Path, tiny_model: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The issue's example, end to end: ``prove --config FILE --set max_expansions=20``."""
+    """The documented example, end to end: ``prove --config FILE --set max_expansions=20``."""
     cfg = tmp_path / "search.yaml"
     cfg.write_text("num_samples: 2\nmax_expansions: 3\ntimeout: 60\n", "utf-8")
     argv = ["--config", str(cfg), "--set", "max_expansions=20", "--limit", "1"]

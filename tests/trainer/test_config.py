@@ -148,7 +148,7 @@ def test_shipped_sft_configs_load():
 
 
 def test_trainer_import_and_seed_constructor_load_no_torch(tmp_path):
-    """``import lean_dojo_v2.trainer`` and the seed's constructor stay light: no torch, no model."""
+    """``import lean_dojo_v2.trainer`` and upstream LeanDojo-v2's constructor stay light: no torch, no model."""
     code = (
         "import sys, json\n"
         "from lean_dojo_v2.trainer.sft_trainer import SFTTrainer\n"

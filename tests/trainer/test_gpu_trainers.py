@@ -20,8 +20,8 @@ from .test_retrieval_fixtures import build_tiny_encoder, quick, sample_dir  # no
 
 pytestmark = pytest.mark.gpu
 
-# The seed's learning rate for full fine-tuning: at 2e-5 most Adam steps are smaller than half a
-# bf16 rounding step of the weights, so weights held in bf16 lose them (issue 22, item 1).
+# Upstream LeanDojo-v2's learning rate for full fine-tuning: at 2e-5 most Adam steps are smaller than half a
+# bf16 rounding step of the weights, so weights held in bf16 lose them.
 SEED_LR = 2e-5
 
 
@@ -65,7 +65,7 @@ def _changed_fraction(before: dict, module) -> float:
 def sft_changed_fraction(
     model_dir, data, out, *, device: str, dtype: str, bf16: bool | None, lora: bool = False
 ):
-    """A few steps of fine-tuning (full, or ``lora``) at the seed's learning rate: the fraction of
+    """A few steps of fine-tuning (full, or ``lora``) at upstream LeanDojo-v2's learning rate: the fraction of
     the trainable weights that changed between the start and the end of training, the trainer
     and its result."""
     from transformers import TrainerCallback
@@ -375,7 +375,7 @@ def test_cuda_grpo_lora_in_bf16_trains_a_float32_adapter_with_finite_rewards(
 
 
 def test_cuda_sft_loads_the_model_straight_onto_the_gpu(tiny_model_dir, tmp_path, monkeypatch):
-    # Issue 22, item 9: the model was loaded on the host and copied over; a 7B model then needs
+    # The model was loaded on the host and copied over; a 7B model then needs
     # its whole size in host memory first. from_pretrained must place it on the GPU itself.
     from transformers import AutoModelForCausalLM
 

@@ -1,5 +1,5 @@
 """GRPOConfig and GRPO's prompt rows without a model: the config loads from every YAML in
-configs/grpo (the seed design's keys with a logged note each), unknown keys and bad values are
+configs/grpo (upstream LeanDojo-v2's design keys with a logged note each), unknown keys and bad values are
 one-line errors listing the valid choices (API, YAML, ``--set``), and the rows of the bundled real
 sample carry exactly the columns the rewards read, in tactic and in proof mode."""
 

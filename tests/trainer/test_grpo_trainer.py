@@ -1,5 +1,5 @@
 """GRPOTrainer end to end with the tiny random model on the bundled real sample (CPU, seconds each):
-the seed's constructor and attributes; 2-step runs in tactic and proof mode write the model or
+upstream LeanDojo-v2's constructor and attributes; 2-step runs in tactic and proof mode write the model or
 adapter, summary.json, training_state.json, curves and TensorBoard logs, rewarded by replay; a
 database run has one pass per repository and is recorded; an interrupted run resumes and ends
 with the weights of an uninterrupted one; GRPO starts from an SFT adapter; bad input (algorithm,

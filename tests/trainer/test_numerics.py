@@ -1,6 +1,6 @@
-"""Precision and non-finite stops of the SFT trainer (issue 22 item 1, issue 23 item 4), on the CPU
+"""Precision and non-finite stops of the SFT trainer, on the CPU
 with the tiny random Llama: full fine-tuning asked for in bf16 keeps float32 master weights and
-its updates at the seed's learning rate; LoRA trains a float32 adapter on a bf16 base; a loss or
+its updates at upstream LeanDojo-v2's learning rate; LoRA trains a float32 adapter on a bf16 base; a loss or
 gradient that becomes NaN/inf stops the run with ``NonFiniteLossError`` and saves no model."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from lean_dojo_v2.trainer.sft_trainer import SFTTrainer
 
 from .conftest import fast_settings
 
-# The seed's learning rate: at 2e-5 most Adam steps are smaller than half a bf16 rounding step of
+# Upstream LeanDojo-v2's learning rate: at 2e-5 most Adam steps are smaller than half a bf16 rounding step of
 # the weights, so weights held in bf16 lose them.
 SEED_LR = 2e-5
 

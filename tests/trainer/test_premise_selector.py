@@ -32,7 +32,7 @@ def trained(tiny_encoder_dir: Path, tmp_path_factory: pytest.TempPathFactory):
     argv = [
         "train",
         "premise-selector",
-        "--data_dir",  # the seed's spelling
+        "--data_dir",  # upstream LeanDojo-v2's spelling
         str(FIXTURE),
         "--model",
         str(tiny_encoder_dir),

@@ -1,7 +1,6 @@
-"""ProgressTrainer: the seed's ``bert-base-uncased`` falling back to MiniLM offline is said on
-stderr and in the result on every run (issue 22 item 7), and a loss that becomes NaN/inf stops the
-run with ``NonFiniteLossError``, leaving the previous model in ``output_dir`` as it was (issue 23
-item 4). Tiny random BERT, CPU, seconds."""
+"""ProgressTrainer: upstream LeanProgress's ``bert-base-uncased`` falling back to MiniLM offline is said on
+stderr and in the result on every run, and a loss that becomes NaN/inf stops the
+run with ``NonFiniteLossError``, leaving the previous model in ``output_dir`` as it was. Tiny random BERT, CPU, seconds."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 23, item 4 for ``train progress``: it does not resume, and says so. A run killed during
+"""``train progress``: it does not resume, and says so. A run killed during
 training leaves the output directory as it was (nothing half-written, no staging left behind by an
 exception), and the same command then trains from the start with a summary saying it did."""
 

@@ -1,5 +1,5 @@
 """ProgressTrainer (LeanProgress) on a tiny random BERT and rows from the bundled real sample:
-outputs, metrics consistent with the saved model, split by proof, the seed signature, output-dir
+outputs, metrics consistent with the saved model, split by proof, upstream LeanProgress's signature, output-dir
 rules, the ``train progress`` CLI and its bad input. MiniLM only in the slow test."""
 
 from __future__ import annotations
@@ -267,7 +267,7 @@ def test_minilm_learns_steps_remaining_on_real_sample(tmp_path):
 
 
 def test_offline_fallback_warning_shows_once(tiny_bert, rows_file, tmp_path, monkeypatch, capsys):
-    """The seed's bert-base-uncased offline: MiniLM (here the tiny BERT in its place) is trained
+    """Upstream LeanProgress's bert-base-uncased offline: MiniLM (here the tiny BERT in its place) is trained
     and the note is on stderr once, also where logging prints records (as the CLI's does)."""
     import logging
     import sys
@@ -287,4 +287,6 @@ def test_offline_fallback_warning_shows_once(tiny_bert, rows_file, tmp_path, mon
         logging.getLogger().removeHandler(handler)
     err = capsys.readouterr().err
     assert result.model_fallback and result.base_model == str(tiny_bert)
-    assert err.count("bert-base-uncased (upstream LeanProgress's default) cannot be loaded here") == 1, err
+    assert (
+        err.count("bert-base-uncased (upstream LeanProgress's default) cannot be loaded here") == 1
+    ), err

@@ -1,5 +1,5 @@
 # ruff: noqa: F811  (pytest fixtures imported from test_retrieval_fixtures)
-"""Issue 23, item 4: a retrieval run killed after a mid-epoch checkpoint and run again resumes and
+"""A retrieval run killed after a mid-epoch checkpoint and run again resumes and
 ends with the weights of an uninterrupted run (``trainer/exact_resume.py``), dropout included;
 the summary says it resumed and that the resume was exact."""
 

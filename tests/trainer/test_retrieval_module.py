@@ -27,7 +27,9 @@ def test_from_config_is_the_seed_constructor_with_that_config(tmp_path):
     marker = object()
     trainer = RetrievalTrainer.from_config(cfg, callbacks=[marker])
     assert trainer.config is cfg and trainer.callbacks == [marker]
-    assert RetrievalTrainer().config == TrainingConfig()  # the seed's RetrievalTrainer(config=None)
+    assert (
+        RetrievalTrainer().config == TrainingConfig()
+    )  # upstream LeanDojo-v2's RetrievalTrainer(config=None)
 
 
 def test_retrieval_result_keeps_the_keys_and_order_of_the_old_summary_dict_then_new_ones():

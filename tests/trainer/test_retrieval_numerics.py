@@ -1,4 +1,4 @@
-"""RetrievalTrainer's precision and non-finite stops (issue 22 item 1, issue 23 item 4), on the CPU
+"""RetrievalTrainer's precision and non-finite stops, on the CPU
 with the tiny BERT encoder: ``bf16-mixed`` trains float32 weights under autocast even when the
 encoder was saved in bf16 (never a bf16 model with a bf16 optimizer), and a loss that becomes
 NaN/inf stops the run with ``NonFiniteLossError`` before an encoder is saved."""

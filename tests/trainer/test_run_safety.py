@@ -1,4 +1,4 @@
-"""Issue 23, items 1–3: nothing in a run directory is lost before the new run can start, outputs
+"""Nothing in a run directory is lost before the new run can start, outputs
 never overlap inputs (``--force`` or not), ``--export`` is an output like ``output_dir``, and one
 run at a time holds a run directory. The shared pass loop with the fake trainer of
 ``test_pass_loop`` (no torch), plus the real CLI where a check must come before training."""

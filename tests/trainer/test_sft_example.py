@@ -1,4 +1,4 @@
-"""``examples/sft.py`` runs as a user runs it (here on the tiny model, two steps): the seed's
+"""``examples/sft.py`` runs as a user runs it (here on the tiny model, two steps): upstream LeanDojo-v2's
 ``SFTTrainer`` into ``HFAgent``, ``setup_traced_dataset`` on the bundled sample, ``train()``, the
 trained model's tactics, ``prove()`` through replay; everything under the output folder."""
 
@@ -38,7 +38,7 @@ def test_sft_example_trains_through_the_agent_and_proves(tiny_model_dir, tmp_pat
     assert "trained 2 steps" in proc.stdout and "tactics for" in proc.stdout, proc.stdout
     assert re.search(r"proved \d of 1 held-out theorems; backend replay", proc.stdout), proc.stdout
     assert "backend: replay" in proc.stderr  # the notice that replay, not Lean, checks
-    # full fine-tuning, as the seed's call: a model, not an adapter
+    # full fine-tuning, as upstream LeanDojo-v2's call: a model, not an adapter
     assert (out / "model" / "model.safetensors").is_file()
     assert not (out / "model" / "adapter_config.json").exists()
     assert (out / "dynamic_database.sqlite").is_file()

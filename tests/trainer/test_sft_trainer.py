@@ -371,7 +371,7 @@ def _completion_loss(model: str | None, sample_path: Path, n: int = 16) -> float
 
 
 def test_the_model_to_train_is_loaded_where_it_trains(monkeypatch):
-    # Issue 22, item 9: straight onto the GPU (no host copy of the whole model first); onto this
+    # Straight onto the GPU (no host copy of the whole model first); onto this
     # process's own GPU when several train together; on the CPU under DeepSpeed, which places
     # the weights itself, and for a CPU run.
     from lean_dojo_v2.trainer.causal_lm_loading import load_device

@@ -1,4 +1,4 @@
-"""The reward registry, the weighted composite, the seed's calls, the TRL adapter and
+"""The reward registry, the weighted composite, upstream LeanDojo-v2's calls, the TRL adapter and
 ``wrap_user_reward``: names, weights, one-line errors listing the valid choices."""
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def test_every_contract_name_is_registered() -> None:
         assert get_scorer(name).name == name
 
 
-def test_seed_calls_work_as_written(ideal) -> None:
+def test_upstream_calls_work_as_written(ideal) -> None:
     state = ideal.traced_tactics[0].state_before
     scorer = get_scorer("algebra")
     composite = create_composite_scorer(

@@ -1,4 +1,4 @@
-"""The seed's database calls as its example ``examples/data_generation/trace_github.py`` writes
+"""Upstream LeanDojo-v2's database calls as its example ``examples/data_generation/trace_github.py`` writes
 them: ``DynamicDatabase()`` with no arguments (a file under ``RAID_DIR``, created when the
 database is opened, never at import) and ``trace_repository(url=..., commit=...,
 build_deps=False)``, which on a machine without Lean is one typed error naming what is missing,
