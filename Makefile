@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 
-.PHONY: install quickstart test test-all test-lean lint bench clean-venv
+.PHONY: install quickstart test test-all test-lean lint bench gpu-wheels gpu-check clean-venv
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -50,6 +50,28 @@ lint: install
 
 bench: install
 	$(PY) benchmarks/data_bench.py
+
+# The GPU check (docs/scaling.md, "The GPU check"). On a machine with registry access,
+# `make gpu-wheels` fills $(WHEELS) for the GPU machine's Python (GPU_WHEELS_ARGS, e.g.
+# "--python-version 3.12 --without torch" where its image has a CUDA torch). On the GPU machine,
+# offline, with $(WHEELS) beside the project, `make gpu-check` installs from it into a venv that
+# also sees the image's packages and prints one JSON object of every GPU step. GPU_PIP_ARGS=--no-deps
+# installs the wheels as they are, for a folder that leaves out packages the image lacks too.
+WHEELS ?= wheels
+GPU_PYTHON ?= python3
+GPU_VENV ?= .venv-gpu
+GPU_WHEELS_ARGS ?=
+GPU_PIP_ARGS ?=
+GPU_CHECK_ARGS ?=
+
+gpu-wheels: install
+	$(PY) scripts/gpu_wheels.py --out $(WHEELS) $(GPU_WHEELS_ARGS)
+
+gpu-check:
+	$(GPU_PYTHON) -m venv --system-site-packages $(GPU_VENV)
+	$(GPU_VENV)/bin/python -m pip install -q --disable-pip-version-check --no-index \
+		--find-links $(WHEELS) $(GPU_PIP_ARGS) $(WHEELS)/*.whl
+	$(GPU_VENV)/bin/python scripts/gpu_check.py $(GPU_CHECK_ARGS)
 
 clean-venv:
 	rm -rf $(VENV)
