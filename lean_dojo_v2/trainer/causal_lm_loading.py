@@ -17,7 +17,8 @@ from .run_dir import world_size
 
 if TYPE_CHECKING:
     from peft import LoraConfig, PeftModel
-    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+    from torch import Tensor
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase, Trainer
 
     from .causal_lm_config import CausalLMConfig
     from .numerics import TrainingPrecision
@@ -167,14 +168,31 @@ def load_causal_lm(
     return LoadedCausalLM(model, tokenizer, target, precision)
 
 
+def gathered_weights(trainer: Trainer) -> dict[str, Tensor] | None:
+    """Under DeepSpeed ZeRO-3, whose ranks each hold a slice of every weight, the whole model's
+    weights (every rank must call this; rank 0 gets them, the others None); else None. Saved
+    without them, a ZeRO-3 model is empty tensors."""
+    from transformers.integrations import is_deepspeed_zero3_enabled
+
+    if not is_deepspeed_zero3_enabled():
+        return None
+    weights: dict[str, Tensor] | None = trainer.accelerator.get_state_dict(trainer.model_wrapped)
+    return weights
+
+
 def save_trained(
-    model: TrainedModel, tokenizer: PreTrainedTokenizerBase, out: Path, cfg: CausalLMConfig
+    model: TrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
+    out: Path,
+    cfg: CausalLMConfig,
+    weights: dict[str, Tensor] | None = None,
 ) -> None:
-    """Save the model (or adapter only, with LoRA) and tokenizer to ``out``; refuse NaN weights."""
+    """Save the model (or adapter only, with LoRA) and tokenizer to ``out``; refuse NaN weights.
+    ``weights``: :func:`gathered_weights`' answer, saved in place of the model's own."""
     from .numerics import check_finite_weights
 
     check_finite_weights(model, str(out))
-    model.save_pretrained(str(out))
+    model.save_pretrained(str(out), state_dict=weights)
     tokenizer.save_pretrained(str(out))
     if cfg.lora:
         portable_adapter_config(out, base_model_name(cfg.model_name))
@@ -183,6 +201,7 @@ def save_trained(
 __all__ = [
     "LoadedCausalLM",
     "check_start_model",
+    "gathered_weights",
     "load_causal_lm",
     "load_device",
     "model_context_length",

@@ -26,6 +26,7 @@ from .causal_lm_config import CausalLMConfig
 from .causal_lm_loading import (
     LoadedCausalLM,
     check_start_model,
+    gathered_weights,
     load_causal_lm,
     plan_training,
     save_trained,
@@ -39,6 +40,7 @@ from .trl_config import apply_trl_args, build_trl_config, training_arguments
 
 if TYPE_CHECKING:
     from peft import LoraConfig
+    from torch import Tensor
     from transformers import PreTrainedTokenizerBase, Trainer, TrainerCallback, TrainingArguments
 
     from ..database import DynamicDatabase
@@ -172,6 +174,7 @@ class CausalLMTrainer(
     def _begin(self, run: PassRun) -> None:
         # The model is loaded in the first pass, once its data is known to be usable.
         self._loaded = False
+        self._gathered: dict[str, Tensor] | None = None
         self._resume_dir = run.out if run.first > 0 else None
         self._plan_length = len(run.plan)
 
@@ -188,7 +191,7 @@ class CausalLMTrainer(
         return {**head, "stats": built.stats.to_dict(), **trained}
 
     def _save_pass(self, out: Path) -> None:
-        save_trained(*self._loaded_model(), out, self.config)
+        save_trained(*self._loaded_model(), out, self.config, self._gathered)
 
     def _summarise(self, run: PassRun) -> ResultT:
         out, passes, cfg = run.out, run.state["passes"], self.config
@@ -288,6 +291,7 @@ class CausalLMTrainer(
             log.info("resuming pass %d from %s", k + 1, checkpoint)
         trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
         self.model = cast("TrainedModel", trainer.model)  # TRL trains the model it was given
+        self._gathered = gathered_weights(trainer)  # while every rank is here (ZeRO-3)
         entries = (self._history_entry(e) for e in trainer.state.log_history)
         history = [e for e in entries if e is not None]
         return {"steps": int(trainer.state.global_step), "history": history}
