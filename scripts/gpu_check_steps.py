@@ -411,12 +411,24 @@ def _torchrun_sft(ctx: Context, label: str, processes: int, **settings: object) 
         "seconds": seconds,
         "exit_status": done.returncode,
         "model_saved": (out / "model.safetensors").is_file(),
+        "saved_dtypes": _saved_dtypes(out / "model.safetensors"),
     }
     if done.returncode != 0 or summary.get("steps") != 3 or not figures["model_saved"]:
         print(done.stdout[-3000:], done.stderr[-6000:], sep="\n")
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
         raise StepFailed(f"torchrun train sft ({label}) did not finish 3 steps: {last}", figures)
     return figures
+
+
+def _saved_dtypes(path: Path) -> list[str]:
+    """The dtypes of the weights in a saved ``model.safetensors`` (DeepSpeed's bf16 mode saves
+    its bf16 copy, not its float32 master weights)."""
+    if not path.is_file():
+        return []
+    from safetensors import safe_open
+
+    with safe_open(str(path), "pt") as f:
+        return sorted({str(f.get_slice(k).get_dtype()) for k in f.keys()})
 
 
 def _free_port() -> int:

@@ -253,6 +253,7 @@ def test_cpu_smoke_trains_sft_grpo_and_deepspeed(tmp_path):
     assert grpo["steps"] == 1 and grpo["adapter_saved"] and grpo["trainable_dtypes"] == ["float32"]
     ds = report["steps"]["deepspeed_zero2"]["figures"]
     assert ds["steps"] == 3 and ds["processes"] == 1 and ds["model_saved"]
+    assert ds["saved_dtypes"] == ["F32"]  # float32 on the CPU
 
 
 def test_make_targets_install_the_deepspeed_extra_and_the_gpu_wheels_offline():
