@@ -141,8 +141,9 @@ class CausalLMConfig:
         > Parameters that control scale-out
 
         deepspeed (`str` or `None`, *optional*, defaults to `None`):
-            Path to a DeepSpeed JSON config (ZeRO stage, offload, ...), handed to transformers as
-            is. Launch with `accelerate launch` or `deepspeed` for several GPUs (docs/training.md).
+            Path to a DeepSpeed JSON config (ZeRO stage, offload, ...), checked, then handed to
+            transformers. Launch under `accelerate launch`, `torchrun` or `deepspeed
+            --no_local_rank` (docs/scaling.md).
         trl_args (`dict[str, Any]`, *optional*, defaults to `{}`):
             Further keyword arguments of TRL's config (`trl.SFTConfig` or `trl.GRPOConfig`, both
             `transformers.TrainingArguments`): e.g. `{optim: adamw_torch_fused, fsdp: "full_shard"}`,
