@@ -17,7 +17,7 @@ from .cli_options import (
     repos_from_args,
     training_config_from_args,
 )
-from .run_dir import check_export_dir, local_model_path
+from .run_dir import check_export_dir, is_main_process, local_model_path
 
 
 def add_retrieval_parser(train_sub: argparse._SubParsersAction[ParserT]) -> ParserT:
@@ -81,6 +81,8 @@ def cmd_train_retrieval(args: argparse.Namespace) -> int:
 
     trainer = RetrievalTrainer.from_config(config)
     result = trainer.train(repos=repos, database=args.db, data_path=data)
+    if not is_main_process():  # another DDP process: rank 0 evaluates, exports and reports
+        return 0
     test: dict | None = None
     test_error = None
     if not args.no_eval:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..data.model import Pos, Premise
@@ -186,13 +186,15 @@ class EpochSampler:
 class RetrievalBatch:
     """A collated batch. ``queries``/``candidates`` are tokenized (CPU tensors), ``targets``
     ``[B]`` the index of each row's positive among the candidates, ``positive_mask`` ``[B, M]``
-    the candidates that are positives of the row's goal."""
+    the candidates that are positives of the row's goal, ``positives`` each row's positive names
+    (what another process's candidates are masked by, :class:`~.ddp.in_batch.CrossRankBatch`)."""
 
     queries: dict[str, Tensor]
     candidates: dict[str, Tensor]
     targets: Tensor
     positive_mask: Tensor
     candidate_names: list[str]
+    positives: list[frozenset[str]] = field(default_factory=list)
 
     def to(self, device: torch.device | str) -> RetrievalBatch:
         return RetrievalBatch(
@@ -201,6 +203,7 @@ class RetrievalBatch:
             self.targets.to(device),
             self.positive_mask.to(device),
             self.candidate_names,
+            self.positives,
         )
 
     def __len__(self) -> int:
@@ -238,6 +241,7 @@ def collate(
         targets=torch.tensor(targets, dtype=torch.long),
         positive_mask=mask,
         candidate_names=names,
+        positives=[ex.positives for ex, _ in items],
     )
 
 

@@ -6,17 +6,21 @@ masked out of the softmax, neither rewarded nor pushed away. This is the LeanHam
 selector's loss; LeanAgent/ReProver regressed cosine similarities onto 0/1 labels with MSE
 instead. :func:`cached_contrastive_backward` computes the same loss and gradients with the memory
 of one chunk of texts (Gao et al., "Scaling Deep Contrastive Learning Batch Size under Memory
-Limited Setup", 2021), replaying each chunk's random state so dropout masks match.
+Limited Setup", 2021), replaying each chunk's random state so dropout masks match. Under data
+parallelism, :class:`~.ddp.in_batch.CrossRankBatch` makes every process's batch one batch.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import torch
     from torch import Tensor
+
+    from .ddp.in_batch import CrossRankBatch
 
 
 def masked_logits(
@@ -92,6 +96,22 @@ def _set_rng_states(states: tuple[Tensor, Tensor | None], device: torch.device) 
         torch.cuda.set_rng_state(cuda, device)
 
 
+def _contrast(
+    q: Tensor,
+    c: Tensor,
+    targets: Tensor,
+    positive_mask: Tensor | None,
+    temperature: float,
+    gather: CrossRankBatch | None,
+) -> tuple[Tensor, float]:
+    """The loss of this batch (of every process's, with ``gather``) and its backward scale."""
+    if gather is None:
+        return masked_contrastive_loss(q, c, targets, positive_mask, temperature=temperature), 1.0
+    q, c = gather(q, c)
+    loss = masked_contrastive_loss(q, c, gather.targets, gather.mask, temperature=temperature)
+    return loss, float(gather.world)
+
+
 def cached_contrastive_backward(
     embed: Callable[[Mapping[str, Tensor]], Tensor],
     queries: Mapping[str, Tensor],
@@ -104,6 +124,8 @@ def cached_contrastive_backward(
     scale: float = 1.0,
     backward: Callable[[Tensor], None] | None = None,
     extra_loss: Callable[[], Tensor] | None = None,
+    gather: CrossRankBatch | None = None,
+    no_sync: Callable[[], AbstractContextManager[object]] = nullcontext,
 ) -> Tensor:
     """Compute :func:`masked_contrastive_loss` (mean) of the texts ``queries``/``candidates``
     (tokenized batches on the encoder's device) and back-propagate ``scale`` × it into the encoder
@@ -112,6 +134,8 @@ def cached_contrastive_backward(
     ``embed`` maps a tokenized chunk to its embeddings (``PremiseEncoder.embed``). ``backward``
     replaces ``Tensor.backward`` (Lightning's ``manual_backward`` under mixed precision or DDP).
     ``extra_loss`` (e.g. the EWC penalty) is added to the returned loss and back-propagated too.
+    ``gather``: the batch of every process (DDP); ``no_sync`` (DDP's) holds back the gradient
+    average in every backward but the last, which averages the sum of them all.
     """
     import torch
 
@@ -137,23 +161,25 @@ def cached_contrastive_backward(
     q_cache.requires_grad_(True)
     c_cache.requires_grad_(True)
     with torch.enable_grad():
-        loss = masked_contrastive_loss(
-            q_cache, c_cache, targets, positive_mask, temperature=temperature
-        )
-        q_grad, c_grad = torch.autograd.grad(loss * scale, [q_cache, c_cache])
-    for batch, chunks, grad in ((queries, q_chunks, q_grad), (candidates, c_chunks, c_grad)):
-        for start, stop, state in chunks:
-            _set_rng_states(state, device)
-            emb = embed(_slice(batch, start, stop))
-            do_backward((emb * grad[start:stop].to(emb.dtype)).sum())
+        loss, factor = _contrast(q_cache, c_cache, targets, positive_mask, temperature, gather)
+        q_grad, c_grad = torch.autograd.grad(loss * factor * scale, [q_cache, c_cache])
+    extra = extra_loss() if extra_loss is not None else None
+    steps = [
+        (batch, start, stop, state, grad)
+        for batch, chunks, grad in ((queries, q_chunks, q_grad), (candidates, c_chunks, c_grad))
+        for start, stop, state in chunks
+    ]
+    for n, (batch, start, stop, state, grad) in enumerate(steps):
+        _set_rng_states(state, device)
+        emb = embed(_slice(batch, start, stop))
+        part = (emb * grad[start:stop].to(emb.dtype)).sum()
+        last = n == len(steps) - 1
+        if last and extra is not None and extra.requires_grad:
+            part = part + extra * scale
+        with nullcontext() if last else no_sync():
+            do_backward(part)
     _set_rng_states(after, device)
-    total = loss.detach()
-    if extra_loss is not None:
-        extra = extra_loss()
-        if extra.requires_grad:
-            do_backward(extra * scale)
-        total = total + extra.detach()
-    return total
+    return loss.detach() + (extra.detach() if extra is not None else 0.0)
 
 
 def plain_contrastive_backward(
@@ -167,17 +193,17 @@ def plain_contrastive_backward(
     scale: float = 1.0,
     backward: Callable[[Tensor], None] | None = None,
     extra_loss: Callable[[], Tensor] | None = None,
+    gather: CrossRankBatch | None = None,
 ) -> Tensor:
     """The same contract as :func:`cached_contrastive_backward` with one forward pass over the
     whole batch (activations of every text held at once)."""
     do_backward = backward or (lambda t: t.backward())
     q = embed(queries)
     c = embed(candidates)
-    loss = masked_contrastive_loss(q, c, targets, positive_mask, temperature=temperature)
-    if extra_loss is not None:
-        loss = loss + extra_loss()
-    do_backward(loss * scale)
-    return loss.detach()
+    loss, factor = _contrast(q, c, targets, positive_mask, temperature, gather)
+    extra = extra_loss() if extra_loss is not None else 0.0
+    do_backward((loss * factor + extra) * scale)
+    return (loss + extra).detach()
 
 
 __all__ = [

@@ -7,6 +7,7 @@ so that ``import lean_dojo_v2.trainer`` stays light.
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from typing import TYPE_CHECKING
 
 import pytorch_lightning as pl
@@ -15,6 +16,7 @@ import torch
 from ..errors import TrainerError
 from ..models.premise_index import PremiseIndex
 from ..models.retrieval_eval import ranking_metrics
+from .ddp.in_batch import CrossRankBatch, gather_scores
 from .numerics import check_finite_step
 from .retrieval_loss import cached_contrastive_backward, plain_contrastive_backward
 
@@ -23,6 +25,9 @@ if TYPE_CHECKING:
     from ..models.retrieval import PremiseEncoder
     from .ewc import EWC
     from .retrieval_config import TrainingConfig
+
+
+VAL_KEYS = ("R@1", "R@10", "MRR", "FullRecall@10")
 
 
 class RetrievalModule(pl.LightningModule):
@@ -48,6 +53,8 @@ class RetrievalModule(pl.LightningModule):
         self.automatic_optimization = False  # GradCache backprops chunk by chunk
         self.net.train()
         self._index: PremiseIndex | None = None
+        self._scores: dict[int, list[float]] = {}  # val query position -> VAL_KEYS scores
+        self.in_batch_queries = 0  # rows of the last step's contrast (every process's)
 
     # -------------------------------------------------------------- optimisation
 
@@ -79,6 +86,19 @@ class RetrievalModule(pl.LightningModule):
             return batch
         return batch.to(device)
 
+    def setup(self, stage: str) -> None:
+        """Under DDP, freeze the parameters no embedding reaches (BERT's pooler head): DDP waits
+        for a gradient of every trainable parameter and stops when one never comes."""
+        if self.trainer.world_size < 2:
+            return
+        was = self.net.training
+        self.net.eval()  # no dropout: the probe draws nothing from the random state
+        self.encoder.embed(self.encoder.tokenize(["x"])).sum().backward()
+        for p in self.net.parameters():
+            p.requires_grad_(p.requires_grad and p.grad is not None)
+        self.net.zero_grad(set_to_none=True)
+        self.net.train(was)
+
     def on_train_start(self) -> None:
         self.net.train()  # from_pretrained gives an eval-mode model; Lightning keeps modes
 
@@ -90,7 +110,16 @@ class RetrievalModule(pl.LightningModule):
         extra = None
         if self.ewc is not None and self.ewc.active:
             extra = lambda: self.ewc.penalty(self.net)  # noqa: E731
-        chunked = {"chunk_size": cfg.grad_cache_chunk_size} if cfg.grad_cache else {}
+        gather = None
+        if self.trainer.world_size > 1:  # in-batch negatives of every process
+            gather = CrossRankBatch(
+                batch.targets, batch.positive_mask, batch.candidate_names, batch.positives
+            )
+        self.in_batch_queries = len(gather.targets if gather is not None else batch)
+        chunked = {}
+        if cfg.grad_cache:
+            sync = getattr(self.trainer.strategy, "block_backward_sync", nullcontext)
+            chunked = {"chunk_size": cfg.grad_cache_chunk_size, "no_sync": sync}
         contrastive = cached_contrastive_backward if cfg.grad_cache else plain_contrastive_backward
         loss = contrastive(
             self.encoder.embed,
@@ -102,6 +131,7 @@ class RetrievalModule(pl.LightningModule):
             scale=scale,
             backward=self.manual_backward,
             extra_loss=extra,
+            gather=gather,
             **chunked,
         )
         # Kept here too: trainer.callback_metrics loses it when validate() runs afterwards.
@@ -153,24 +183,28 @@ class RetrievalModule(pl.LightningModule):
         )
 
     def validation_step(self, batch, batch_idx):
-        queries = list(batch)
+        """``batch``: (position in the val queries, query) pairs; each query's scores are kept
+        by its position, so a query that a distributed sampler repeats counts once."""
+        queries = [q for _, q in batch]
         emb = self.encoder.encode(
             [q.state for q in queries], batch_size=self.config.eval_batch_size
         )
         masks = [self._index.mask(q.file_path, q.pos) for q in queries]
         hits = self._index.search(emb, self.config.num_retrieved, masks=masks)
-        rankings = [[self._index.premises[i].full_name for i, _ in row] for row in hits]
-        m = ranking_metrics(rankings, [q.positives for q in queries], ks=(1, 10))
-        self.log_dict(
-            {f"{k}_val": float(m[k]) for k in ("R@1", "R@10", "MRR", "FullRecall@10")},
-            batch_size=len(queries),
-            on_epoch=True,
-            sync_dist=True,
-            prog_bar=False,
-        )
+        for (key, q), row in zip(batch, hits, strict=True):
+            m = ranking_metrics(
+                [[self._index.premises[i].full_name for i, _ in row]], [q.positives]
+            )
+            self._scores[key] = [float(m[k]) for k in VAL_KEYS]
 
     def on_validation_epoch_end(self) -> None:
         self._index = None
+        scores, self._scores = gather_scores(self._scores), {}
+        rows = [scores[k] for k in sorted(scores)]  # summed in query order on any process count
+        means = [sum(r[j] for r in rows) / max(1, len(rows)) for j in range(len(VAL_KEYS))]
+        # Every process holds the same numbers; "max" syncs them without rounding.
+        metrics = {f"{k}_val": v for k, v in zip(VAL_KEYS, means, strict=True)}
+        self.log_dict(metrics, sync_dist=True, reduce_fx="max", prog_bar=False)
 
 
 __all__ = ["RetrievalModule"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import sys
 import time
 import warnings
 from collections.abc import Sequence, Sized
@@ -375,13 +376,19 @@ class RetrievalTrainer(ConfiguredTrainer[TrainingConfig], CurriculumTrainer[Retr
             build_examples,
         )
 
-        cfg = self.config
+        cfg, world = self.config, self._world_size()
         examples = build_examples(train, corpus, max_examples=cfg.max_examples)
-        if not examples:
-            raise EmptyDatasetError("no (goal, premise) example: no positive is in the corpus")
+        if len(examples) < world:
+            raise EmptyDatasetError(
+                f"{len(examples)} (goal, premise) example(s) for {world} processes: each needs "
+                "one; train on fewer devices"
+                if examples
+                else "no (goal, premise) example: no positive is in the corpus"
+            )
         negatives = NegativeSampler(
             corpus, cfg.num_negatives, cfg.num_in_file_negatives, seed=cfg.seed
         )
+        from .ddp.shards import ShardSampler
         from .exact_resume import SkippingSampler
 
         dataset = RetrievalDataset(examples, negatives)
@@ -391,14 +398,17 @@ class RetrievalTrainer(ConfiguredTrainer[TrainingConfig], CurriculumTrainer[Retr
         return DataLoader(
             items,
             batch_size=cfg.batch_size,
-            # Skips the batches a mid-epoch checkpoint had trained on (exact resume).
-            sampler=SkippingSampler(
-                EpochSampler(
-                    len(dataset),
-                    seed=cfg.seed,
-                    shuffle=shuffle,
-                    lengths=[len(e.query) for e in examples] if cfg.group_by_length else None,
-                    batch_size=cfg.batch_size,
+            # Skips the batches a mid-epoch checkpoint had trained on (exact resume); a step's
+            # batches of every process are one batch of the order, grouped by length together.
+            sampler=ShardSampler(
+                SkippingSampler(
+                    EpochSampler(
+                        len(dataset),
+                        seed=cfg.seed,
+                        shuffle=shuffle,
+                        lengths=[len(e.query) for e in examples] if cfg.group_by_length else None,
+                        batch_size=cfg.batch_size * world,
+                    )
                 )
             ),
             collate_fn=Collator(self.encoder.tokenize),
@@ -412,30 +422,27 @@ class RetrievalTrainer(ConfiguredTrainer[TrainingConfig], CurriculumTrainer[Retr
         from pytorch_lightning.callbacks import ModelCheckpoint
         from torch.utils.data import DataLoader
 
+        from .ddp.shards import ShardData, ShardSampler
         from .retrieval_module import RetrievalModule
 
         cfg, train, corpus, val = self.config, data.train, data.corpus, data.val
-        if cfg.grad_cache and (self._world_size() > 1 or "ddp" in cfg.strategy):
-            from ..errors import ConfigValueError
-
-            raise ConfigValueError(
-                "grad_cache works on one device only for now (its chunked backward passes do not "
-                "fit DDP's one-backward-per-forward gradient sync); set grad_cache=false for "
-                "multi-GPU training, or train on one device"
-            )
         _master_weights(self.encoder.module, self._precision())
         pl.seed_everything(cfg.seed + k, workers=True, verbose=False)
         loader = self._loader(train, corpus)
         if cfg.val_max_queries is not None:
             val = val[: cfg.val_max_queries]
         do_val = cfg.validate and bool(val)
-        # A list is a map-style dataset to DataLoader; the validation step takes the queries.
-        queries = cast("Dataset[RetrievalQuery]", val)
-        val_loader: DataLoader[RetrievalQuery] | None = (
-            DataLoader(queries, batch_size=cfg.eval_batch_size, collate_fn=list) if do_val else None
-        )
+        # A list is a map-style dataset to DataLoader; the validation step takes (position,
+        # query) pairs, the position for counting each query once under a distributed sampler.
+        queries = cast("Dataset[tuple[int, RetrievalQuery]]", list(enumerate(val)))
+        val_keys = ShardSampler(range(len(val)))
+        val_loader: DataLoader[tuple[int, RetrievalQuery]] | None = None
+        if do_val:
+            val_loader = DataLoader(
+                queries, batch_size=cfg.eval_batch_size, sampler=val_keys, collate_fn=list
+            )
         world = self._world_size()
-        batches = math.ceil(len(loader) / world)
+        batches = math.ceil(math.ceil(len(cast("Sized", loader.dataset)) / world) / cfg.batch_size)
         steps_per_epoch = math.ceil(batches / cfg.accumulate_grad_batches)
         total = steps_per_epoch * cfg.max_epochs
         if cfg.max_steps > 0:
@@ -445,8 +452,10 @@ class RetrievalTrainer(ConfiguredTrainer[TrainingConfig], CurriculumTrainer[Retr
 
         exact, self.resume_inexact_reason = exact_possible(world)
         sampler = loader.sampler
-        assert isinstance(sampler, SkippingSampler)  # what _loader gives it
-        extra = [ExactResume(sampler, cfg.batch_size)] if exact else []
+        assert isinstance(sampler, ShardSampler) and isinstance(sampler.inner, SkippingSampler)
+        extra: list[pl.Callback] = [ShardData(sampler, val_keys)]
+        if exact:
+            extra.append(ExactResume(sampler.inner, cfg.batch_size))
         trainer = self._lightning_trainer(k, out, do_val, extra)
         last = self._pass_checkpoint(out, k)
         ckpt = "last" if last is not None else None
@@ -495,7 +504,15 @@ class RetrievalTrainer(ConfiguredTrainer[TrainingConfig], CurriculumTrainer[Retr
             "val": metrics,
             "best_R@10_val": best,
             "train_loss": getattr(module, "last_train_loss", None),
+            "in_batch_queries": module.in_batch_queries,
         }
+
+    def _barrier(self) -> None:
+        # Lightning starts the other processes in the first fit(); from then on its process
+        # group is the barrier (rank 0 exports a database pass's data before the others read it).
+        dist = sys.modules.get("torch.distributed")
+        if dist is not None and dist.is_available() and dist.is_initialized():
+            dist.barrier()
 
     def _accelerator(self) -> tuple[str, int | list[int] | str]:
         cfg = self.config
@@ -581,6 +598,7 @@ class RetrievalTrainer(ConfiguredTrainer[TrainingConfig], CurriculumTrainer[Retr
             log_every_n_steps=cfg.log_every_n_steps,
             num_sanity_val_steps=0,
             default_root_dir=str(out),
+            use_distributed_sampler=False,  # ours shard the data (ShardSampler)
         )
 
     def _fisher(self, data: PassData) -> dict[str, Tensor]:
