@@ -28,10 +28,12 @@ def compute_fisher(
     loss_fn: Callable[[B], Tensor],
     *,
     max_batches: int | None = None,
+    reduce: Callable[[list[Tensor]], None] | None = None,
 ) -> dict[str, Tensor]:
     """Diagonal Fisher of ``module``'s trainable parameters: the mean over ``batches`` of the
     squared gradient of ``loss_fn(batch)``. ``module`` is put in eval mode (no dropout) for the
-    estimate and its mode is restored; its ``.grad`` fields are left cleared."""
+    estimate and its mode is restored; its ``.grad`` fields are left cleared. ``reduce`` (DDP:
+    the average over the processes) turns each batch's gradients into the whole batch's first."""
     import torch
 
     params = {n: p for n, p in module.named_parameters() if p.requires_grad}
@@ -47,6 +49,8 @@ def compute_fisher(
             with torch.enable_grad():
                 loss = loss_fn(batch)
                 loss.backward()
+            if reduce is not None:
+                reduce([p.grad for p in params.values() if p.grad is not None])
             for n, p in params.items():
                 if p.grad is not None:
                     fisher[n] += p.grad.detach().float() ** 2

@@ -96,7 +96,7 @@ def _set_rng_states(states: tuple[Tensor, Tensor | None], device: torch.device) 
         torch.cuda.set_rng_state(cuda, device)
 
 
-def _contrast(
+def contrast_loss(
     q: Tensor,
     c: Tensor,
     targets: Tensor,
@@ -161,7 +161,7 @@ def cached_contrastive_backward(
     q_cache.requires_grad_(True)
     c_cache.requires_grad_(True)
     with torch.enable_grad():
-        loss, factor = _contrast(q_cache, c_cache, targets, positive_mask, temperature, gather)
+        loss, factor = contrast_loss(q_cache, c_cache, targets, positive_mask, temperature, gather)
         q_grad, c_grad = torch.autograd.grad(loss * factor * scale, [q_cache, c_cache])
     extra = extra_loss() if extra_loss is not None else None
     steps = [
@@ -200,7 +200,7 @@ def plain_contrastive_backward(
     do_backward = backward or (lambda t: t.backward())
     q = embed(queries)
     c = embed(candidates)
-    loss, factor = _contrast(q, c, targets, positive_mask, temperature, gather)
+    loss, factor = contrast_loss(q, c, targets, positive_mask, temperature, gather)
     extra = extra_loss() if extra_loss is not None else 0.0
     do_backward((loss * factor + extra) * scale)
     return (loss + extra).detach()
@@ -208,6 +208,7 @@ def plain_contrastive_backward(
 
 __all__ = [
     "cached_contrastive_backward",
+    "contrast_loss",
     "masked_contrastive_loss",
     "masked_logits",
     "plain_contrastive_backward",

@@ -602,26 +602,35 @@ class RetrievalTrainer(ConfiguredTrainer[TrainingConfig], CurriculumTrainer[Retr
         )
 
     def _fisher(self, data: PassData) -> dict[str, Tensor]:
-        """Diagonal Fisher of the training loss on a pass's data (its batches once, eval mode)."""
+        """Diagonal Fisher of the training loss on a pass's data (its batches once, eval mode).
+        Under DDP each process takes its share of each batch, as in training, and the gradients
+        are averaged before they are squared: the Fisher of one process with whole batches."""
+        from .ddp.in_batch import CrossRankBatch, average_gradients
+        from .ddp.shards import ShardSampler
         from .ewc import compute_fisher
-        from .retrieval_loss import masked_contrastive_loss
+        from .retrieval_loss import contrast_loss
 
-        cfg = self.config
-        encoder = self.encoder
+        cfg, encoder = self.config, self.encoder
         encoder.to(cfg.device)
         loader = self._loader(data.train, data.corpus, shuffle=False)
+        dist = sys.modules.get("torch.distributed")
+        world = dist.get_world_size() if dist is not None and dist.is_initialized() else 1
+        if dist is not None and world > 1:
+            assert isinstance(loader.sampler, ShardSampler)  # what _loader gives it
+            loader.sampler.shard(dist.get_rank(), world)
 
         def loss(batch: RetrievalBatch) -> Tensor:
             b = batch.to(encoder.device)
-            return masked_contrastive_loss(
-                encoder.embed(b.queries),
-                encoder.embed(b.candidates),
-                b.targets,
-                b.positive_mask,
-                temperature=cfg.temperature,
-            )
+            gather = None
+            if world > 1:
+                gather = CrossRankBatch(b.targets, b.positive_mask, b.candidate_names, b.positives)
+            q, c = encoder.embed(b.queries), encoder.embed(b.candidates)
+            value, factor = contrast_loss(q, c, b.targets, b.positive_mask, cfg.temperature, gather)
+            return value * factor
 
-        return compute_fisher(encoder.module, loader, loss, max_batches=cfg.fisher_max_batches)
+        reduce = average_gradients if world > 1 else None
+        batches = cfg.fisher_max_batches
+        return compute_fisher(encoder.module, loader, loss, max_batches=batches, reduce=reduce)
 
 
 def _master_weights(module: torch.nn.Module, precision: str) -> None:

@@ -95,6 +95,15 @@ class CrossRankBatch:
         return out[0], out[1]
 
 
+def average_gradients(grads: Sequence[Tensor]) -> None:
+    """Replace each of ``grads`` by its mean over the processes (what DDP does after backward)."""
+    import torch.distributed as dist
+
+    for g in grads:
+        dist.all_reduce(g)
+        g /= dist.get_world_size()
+
+
 def gather_scores(scores: dict[int, V]) -> dict[int, V]:
     """Every process's ``scores`` (by query position) in one dict: a position met on several
     processes (a sampler's padding) is kept once. Without a process group, ``scores``."""
@@ -107,4 +116,4 @@ def gather_scores(scores: dict[int, V]) -> dict[int, V]:
     return {k: v for part in parts for k, v in (part or {}).items()}
 
 
-__all__ = ["CrossRankBatch", "all_gather_rows", "gather_scores"]
+__all__ = ["CrossRankBatch", "all_gather_rows", "average_gradients", "gather_scores"]

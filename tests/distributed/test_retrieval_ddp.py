@@ -1,0 +1,203 @@
+"""`train retrieval` with Lightning DDP in two CPU processes (gloo), against one process.
+
+Two processes of ``batch_size`` 4 train like one process of ``batch_size`` 8: the same examples in
+each step (each process takes its share of the one order), in-batch negatives gathered across the
+processes, DDP's average of the gradients — so the same weights after the same steps, validation
+with the same R@k (13 val queries: one process validates a repeated one, counted once), and the
+run record, checkpoints and encoder written by rank 0 alone (the same files as one process's, one
+summary line). GradCache under DDP gives the weights of plain training; a database curriculum with
+EWC under DDP gives one process's Fisher and weights.
+
+Tolerance: float32 weights after a few AdamW steps agree to ~1e-7 here; the differences come from
+summing the gradient in another order (two halves averaged instead of one sum), which Adam's
+normalised step can amplify to a few ulps of lr. ``atol=2e-5`` (lr 1e-3) is far below one step's
+change (~1e-3) and far above that noise.
+
+Each DDP run starts three interpreters and takes 20-60 s on two busy cores, hence ``slow``; one
+bad-input check runs in the default suite (no process is started).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+pytestmark = pytest.mark.distributed
+
+REPO = Path(__file__).resolve().parents[2]
+for extra in (REPO / "tests", REPO / "tests" / "trainer"):  # tiny_models, the encoder fixture
+    if str(extra) not in sys.path:
+        sys.path.insert(0, str(extra))
+
+
+@pytest.fixture(scope="module")
+def encoder_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from test_retrieval_fixtures import build_tiny_encoder
+
+    return build_tiny_encoder(tmp_path_factory.mktemp("tiny_bert_ddp"))
+
+
+def _train(
+    out: Path,
+    encoder: Path,
+    *,
+    devices: int,
+    batch: int,
+    extra: dict[str, str] | None = None,
+    db: Path | None = None,
+) -> tuple[dict, list[str]]:
+    """Run ``train retrieval`` in its own interpreter (on ``db``'s curriculum, or the bundled
+    sample); returns (summary, the JSON lines it printed)."""
+    values = {
+        "model_name": str(encoder),
+        "accelerator": "cpu",
+        "devices": str(devices),
+        "strategy": "ddp" if devices > 1 else "auto",
+        "batch_size": str(batch),
+        "max_steps": "3",
+        "lr": "1e-3",
+        "seed": "7",
+        "max_seq_len": "64",
+        "val_max_queries": "13",
+        "progress_bar": "false",
+        "report_to": "none",
+    }
+    values.update(extra or {})
+    args = [sys.executable, "-m", "lean_dojo_v2", "train", "retrieval", "-o", str(out)]
+    args += ["--db", str(db)] if db is not None else []
+    for key, value in values.items():
+        args += ["--set", f"{key}={value}"]
+    env = dict(os.environ, OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    env.pop("LOCAL_RANK", None)
+    done = subprocess.run(
+        args + ["--json", "--no-eval"], capture_output=True, text=True, env=env, timeout=400
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    return json.loads(lines[-1]), lines
+
+
+def _weights(out: Path) -> dict[str, torch.Tensor]:
+    from safetensors.torch import load_file
+
+    return load_file(str(out / "encoder" / "model.safetensors"))
+
+
+def _close(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> None:
+    assert a.keys() == b.keys()
+    for k in a:
+        torch.testing.assert_close(a[k], b[k], rtol=0, atol=2e-5, msg=k)
+
+
+def _files(out: Path) -> list[str]:
+    return sorted(str(p.relative_to(out)) for p in out.rglob("*") if "ldv2" not in p.name)
+
+
+@pytest.fixture(scope="module")
+def one_process(encoder_dir: Path, tmp_path_factory: pytest.TempPathFactory):
+    out = tmp_path_factory.mktemp("one") / "out"
+    return out, *_train(out, encoder_dir, devices=1, batch=8)
+
+
+@pytest.mark.slow
+def test_two_processes_train_and_validate_as_one_process_with_both_batches(
+    encoder_dir: Path, one_process, tmp_path: Path
+):
+    one_out, one, _ = one_process
+    out = tmp_path / "ddp"
+    two, lines = _train(out, encoder_dir, devices=2, batch=4)
+    # Every step contrasts the rows of both processes: 2 x 4, as one process's 8.
+    assert two["passes"] == one["passes"] == 1
+    state = json.loads((out / "training_state.json").read_text())
+    one_state = json.loads((one_out / "training_state.json").read_text())
+    assert state["passes"][0]["in_batch_queries"] == 8 == one_state["passes"][0]["in_batch_queries"]
+    assert state["passes"][0]["examples"] == one_state["passes"][0]["examples"]
+    assert two["steps"] == one["steps"] == 3
+    _close(_weights(out), _weights(one_out))
+    # Validation: the same R@k, MRR and FullRecall, each of the 13 queries counted once.
+    assert state["passes"][0]["val_queries"] == 13
+    assert two["val"] == pytest.approx(one["val"], abs=1e-6)
+    # Rank 0 alone reports and writes: one summary line, the files one process writes.
+    assert len(lines) == 1
+    assert _files(out) == _files(one_out)
+    assert state["finished"] is True
+
+
+@pytest.mark.slow
+def test_grad_cache_under_ddp_gives_the_weights_of_plain_training(
+    encoder_dir: Path, one_process, tmp_path: Path
+):
+    one_out, one, _ = one_process
+    out = tmp_path / "ddp_cached"
+    extra = {"grad_cache": "true", "grad_cache_chunk_size": "3"}
+    two, _ = _train(out, encoder_dir, devices=2, batch=4, extra=extra)
+    assert two["steps"] == 3
+    _close(_weights(out), _weights(one_out))
+
+
+def _two_repo_db(path: Path) -> Path:
+    from lean_dojo_v2.data import sample_dataset_path
+    from lean_dojo_v2.database import DynamicDatabase
+
+    sample = sample_dataset_path()
+    db = DynamicDatabase(path)
+    db.add_repository(sample)
+    db.add_repository(sample, url="https://github.com/example/other", commit="b" * 40)
+    db.close()
+    return path
+
+
+@pytest.mark.slow
+def test_ewc_curriculum_under_ddp_gives_the_fisher_and_weights_of_one_process(
+    encoder_dir: Path, tmp_path: Path
+):
+    db = _two_repo_db(tmp_path / "db.sqlite")
+    extra = {"lambda_value": "10.0", "max_steps": "2", "fisher_max_batches": "2", "validate": "0"}
+    runs = {}
+    for devices, batch in ((1, 8), (2, 4)):
+        out = tmp_path / f"out{devices}"
+        summary, _ = _train(out, encoder_dir, devices=devices, batch=batch, extra=extra, db=db)
+        assert summary["ewc_tasks"] == 2 and summary["passes"] == 2
+        runs[devices] = out
+    _close(_weights(runs[2]), _weights(runs[1]))
+    fisher = {d: torch.load(runs[d] / "ewc.pt", weights_only=True)["fisher"] for d in runs}
+    # Under DDP the pooler (which no embedding reaches) is frozen: no Fisher entry, 0 in one.
+    # Squared float32 gradients summed in another order: equal to 1e-4 of each tensor's scale
+    # (what is ~0 in theory, a key bias's gradient, is float noise of ~1e-21 in both).
+    for name, f in fisher[2].items():
+        scale = float(fisher[1][name].abs().max())
+        torch.testing.assert_close(f, fisher[1][name], rtol=0, atol=1e-4 * scale + 1e-12, msg=name)
+    assert all(float(f.abs().sum()) == 0 for n, f in fisher[1].items() if n not in fisher[2])
+
+
+def test_more_processes_than_examples_is_a_typed_error_before_any_process_starts(tmp_path: Path):
+    from test_retrieval_fixtures import build_tiny_encoder
+
+    from lean_dojo_v2.config.loading import load_config
+    from lean_dojo_v2.data import sample_dataset_path
+    from lean_dojo_v2.errors import EmptyDatasetError
+    from lean_dojo_v2.trainer.retrieval_config import TrainingConfig
+    from lean_dojo_v2.trainer.retrieval_trainer import RetrievalTrainer
+
+    enc = build_tiny_encoder(tmp_path / "enc")
+    cfg = load_config(
+        TrainingConfig,
+        None,
+        [],
+        model_name=str(enc),
+        output_dir=str(tmp_path / "out"),
+        accelerator="cpu",
+        devices="2",
+        strategy="ddp",
+        max_examples=1,
+        progress_bar=False,
+        report_to=["none"],
+    )
+    with pytest.raises(EmptyDatasetError, match="1 .* example.* for 2 processes"):
+        RetrievalTrainer(cfg).train(data_path=sample_dataset_path())
