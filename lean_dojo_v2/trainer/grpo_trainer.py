@@ -17,12 +17,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, SupportsFloat
 
 from ..data.model import Theorem
-from ..errors import ConfigValueError, EmptyDatasetError, UnknownConfigKeyError
+from ..errors import ConfigValueError, UnknownConfigKeyError
 from .causal_lm_loading import model_context_length
 from .causal_lm_trainer import CausalLMTrainer, PassRows
+from .errors import TooFewRowsError
 from .grpo_config import GRPOConfig
 from .grpo_data import build_prompt_rows, check_prompt_theorems
 from .result import DictResult
+from .run_dir import world_size
 
 if TYPE_CHECKING:
     from transformers import Trainer, TrainerCallback, TrainingArguments
@@ -159,8 +161,9 @@ class GRPOTrainer(CausalLMTrainer[GRPOConfig, GRPOResult]):
 
     # ------------------------------------------------------------------ the rows
 
-    def _check_theorems(self, theorems: list[Theorem], source: str) -> None:
-        check_prompt_theorems(theorems, self.config.mode, source=source)
+    def _check_theorems(self, theorems: list[Theorem], source: str) -> int:
+        st = check_prompt_theorems(theorems, self.config.mode, source=source)
+        return min(st.prompts, self.config.max_prompts or st.prompts)
 
     def _check_lengths(self, model: str) -> None:
         cfg = self.config
@@ -191,7 +194,7 @@ class GRPOTrainer(CausalLMTrainer[GRPOConfig, GRPOResult]):
         )
         return PassRows(built.rows, "prompts", st.prompts, st, note, built.theorems)
 
-    def _check_rows(self, built: PassRows, args: TrainingArguments, k: int) -> None:
+    def _check_rows(self, rows: int, args: TrainingArguments, where: str) -> None:
         from trl import GRPOConfig as TRLConfig
 
         assert isinstance(args, TRLConfig)  # built by _trl_config_class
@@ -199,11 +202,12 @@ class GRPOTrainer(CausalLMTrainer[GRPOConfig, GRPOResult]):
         assert args.generation_batch_size is not None and args.num_generations is not None
         # TRL's sampler drops an incomplete generation batch: fewer prompts would train 0 steps.
         needed = args.generation_batch_size // args.num_generations
-        if len(built.rows) < needed:
-            raise EmptyDatasetError(
-                f"pass {k + 1} has {len(built.rows)} prompts, fewer than the {needed} one "
-                "generation batch takes (batch_size × steps_per_generation × processes / "
-                "num_generations); lower batch_size, or raise max_prompts or max_prompt_len"
+        if rows < needed:
+            raise TooFewRowsError(
+                f"{where} {rows} prompts, fewer than the {needed} one generation batch takes "
+                f"(batch_size × steps_per_generation × processes / num_generations, on "
+                f"{world_size()} processes); lower batch_size or --num_processes, or raise "
+                "max_prompts or max_prompt_len"
             )
 
     # ------------------------------------------------------------------ TRL and the rewards

@@ -88,7 +88,7 @@ class TrainingConfig:
             `grad_cache_chunk_size`, compute the loss and its gradient with respect to the cached
             embeddings, then re-encode chunk by chunk and back-propagate that gradient. Same loss
             and gradients as the plain loss, with the memory of one chunk: very large batches fit.
-            One device only for now (not with DDP).
+            Under DDP too (the gradient average waits for the last chunk's backward).
         grad_cache_chunk_size (`int`, *optional*, defaults to `32`):
             Texts (goals or premises) encoded at a time by the cached loss.
         lambda_value (`float`, *optional*, defaults to `0.1`):
@@ -114,8 +114,9 @@ class TrainingConfig:
             small repository).
         batch_size (`int`, *optional*, defaults to `16`):
             (goal, positive) examples per device per micro-step; each brings `num_negatives` more
-            premises, and every premise in the batch is a candidate for every goal. Larger batches
-            give more in-batch negatives (use `grad_cache` when memory is short).
+            premises, and every premise in the batch is a candidate for every goal (under DDP, in
+            the batches of every device: `batch_size` x devices goals). Larger batches give more
+            in-batch negatives (use `grad_cache` when memory is short).
         eval_batch_size (`int`, *optional*, defaults to `64`):
             Texts per forward pass when encoding the corpus and the queries for validation and
             evaluation.
@@ -179,7 +180,7 @@ class TrainingConfig:
             Lightning accelerator: `auto`, `cpu`, `gpu`/`cuda`, `mps`.
         devices (`str`, *optional*, defaults to `"auto"`):
             Lightning devices: `auto`, a count (`"4"`), a list of GPU indices (`"0,2"`) or `-1` for
-            all. Each device takes `batch_size` examples (data parallel).
+            all. Each device takes `batch_size` examples of each step's batch (data parallel).
         num_gpus (`int` or `None`, *optional*, defaults to `None`):
             LeanAgent's name: when set, train on this many GPUs (`accelerator=gpu`,
             `devices=num_gpus`), overriding `accelerator` and `devices`.
@@ -189,7 +190,7 @@ class TrainingConfig:
         strategy (`str`, *optional*, defaults to `"auto"`):
             Lightning strategy: `auto` (single device, or DDP when several), `ddp`, `ddp_spawn`,
             `ddp_find_unused_parameters_true`, `fsdp`, `deepspeed_stage_2`, ... In-batch negatives
-            are those of each device's own batch.
+            are gathered from every device's batch (tested with `ddp`; docs/scaling.md).
     """
 
     # model
