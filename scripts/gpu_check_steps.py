@@ -89,14 +89,18 @@ class Context:
         return "cpu" if self.cpu_smoke else "cuda"
 
     def gpus(self) -> int:
+        if self.cpu_smoke:
+            return 0
         import torch
 
-        return 0 if self.cpu_smoke else torch.cuda.device_count()
+        return torch.cuda.device_count()
 
     def require_cuda(self) -> None:
+        if self.cpu_smoke:
+            return
         import torch
 
-        if not self.cpu_smoke and not torch.cuda.is_available():
+        if not torch.cuda.is_available():
             raise StepSkipped("no CUDA device")
 
     def saved_model(self, size: str) -> Path:
