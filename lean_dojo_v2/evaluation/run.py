@@ -128,6 +128,10 @@ def prepare(
             "of problems) or a LeanDojo dataset (data=DIR, --data DIR)"
         )
     _check_mode(cfg)
+    if cfg.parallel == "ray":
+        from ..prover.ray_cluster import check_ray
+
+        check_ray(cfg.ray_address)  # an address that answers nothing: one error, in seconds
     model = _model_name(cfg, make_generator)
     price = _price(cfg, model)
     benchmark = _load_benchmark(cfg)

@@ -14,7 +14,7 @@ for their keys; ``--help-config`` lists every key with its doc.
 Bad input ends in one line that says what to do, before any work starts: an unknown dataset,
 split or theorem, a config key or value, a dataset with nothing the environment can start, a
 model that does not exist, an OpenAI-compatible server that cannot be reached or does not serve
-the model, no Pantograph REPL.
+the model, no Pantograph REPL, a ``--ray-address`` where no Ray cluster answers.
 """
 
 from __future__ import annotations
@@ -327,6 +327,10 @@ def cmd_prove(args: argparse.Namespace) -> int:
             raise ConfigError(f"--{name.replace('_', '-')} must be at least 1")
     if args.write_back is None and (args.branch or args.in_place or args.out):
         raise ConfigError("--branch, --out and --in-place go with --write-back REPO_DIR")
+    if args.parallel == "ray":
+        from .ray_cluster import check_ray
+
+        check_ray(args.ray_address)  # an address that answers nothing: one error, in seconds
     # Everything that can be refused is refused here, before a search whose proofs would be lost.
     if args.db:
         _check_db(args.db)

@@ -2,32 +2,49 @@
 
 Used by :func:`~lean_dojo_v2.prover.parallel.prove_theorems` with ``backend="ray"`` (install the
 ``ray`` extra: ``pip install 'lean-dojo-v2[ray]'``). Each :class:`ProverActor` builds its
-environment and generator from the picklable factories once, then proves one theorem per call.
-The generator may be local to the actor (an ``HFProverSpec``: each actor loads the model; ask
-for GPUs with ``num_gpus``) or a client of one shared endpoint (an ``ExternalProverSpec`` pointing
-at a vLLM / OpenAI-compatible server: the actors only hold Lean processes).
+environment and generator from the picklable factories once, then proves one theorem per call,
+theorem after theorem until none is left. The generator may be local to the actor (an
+``HFProverSpec``: each actor loads the model; ask for GPUs with ``num_gpus``) or a client of one
+shared endpoint (an ``ExternalProverSpec`` pointing at a vLLM / OpenAI-compatible server: the
+actors only hold Lean processes).
 
-An actor that dies (its node fails, it is killed, it runs out of memory) loses only the theorem
-it was on: that theorem is retried on a fresh actor (``retries``) or gets status ``"error"``;
-the other actors go on. Ray is started locally (``ray.init()``) unless it is running already or
-an ``address`` of a cluster is given (``"auto"`` inside a cluster node, ``"ray://head:10001"``
-from outside; see ``docs/proving.md``). A Ray instance this function started is shut down at the
-end; one that was running is left alone.
+Actors are spread over the cluster's nodes (Ray's ``SPREAD`` strategy) and start together; each
+result's ``stats["ray_node"]`` names the node that proved it. A node lost mid-run (its machine
+fails, it is removed) loses only the theorems its actors were on: each goes back to the front of
+the queue for the actors left, and a fresh actor is asked for in its place (``retries`` times
+per theorem, then the theorem gets status ``"error"``). A replacement the cluster cannot place
+holds nothing up; if no actor at all can start within ``start_timeout`` seconds (no node has the
+resources asked, every node is gone) the run stops with a :class:`~.workers.WorkerStartError`,
+and an actor that neither answers nor dies within ``2 × timeout + 120`` seconds of a theorem's
+start is given up as lost: no wait is unbounded.
+
+Ray is joined or started by :func:`~.ray_cluster.connect_ray`: a cluster's ``address`` is checked
+first (one :class:`~.ray_cluster.RayClusterUnreachableError` in seconds when nothing answers).
+A Ray instance this function started is shut down at the end; one that was running is left alone.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import sys
 import time
+from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from ..data.model import Theorem
 from ..errors import LeanDojoError
-from .workers import ProofWorker, ResultCollector, TaskQueue, WorkerStartError
+from .ray_cluster import connect_ray, import_ray
+from .workers import (
+    MAX_START_FAILURES,
+    ProofWorker,
+    ResultCollector,
+    TaskQueue,
+    WorkerStartError,
+    error_result,
+)
 
 if TYPE_CHECKING:
     from ray.actor import ActorClass
@@ -37,7 +54,18 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ProverActor", "RayNotInstalledError", "RayResources", "make_actor_class", "run_ray"]
+__all__ = ["ACTOR_START_TIMEOUT", "ProverActor", "RayResources", "make_actor_class", "run_ray"]
+
+ACTOR_START_TIMEOUT = 300.0
+"""Seconds the run waits for a first actor to be placed and to build its environment and
+generator (a model loads in that time) while no other actor is working."""
+
+# How often the loop wakes to check its deadlines while nothing arrives.
+_POLL_SECONDS = 1.0
+# A theorem's search stops itself after SearchConfig.timeout; an actor that has said nothing
+# after twice that (plus start-up slack) is hung, not slow.
+_NO_ANSWER_FACTOR, _NO_ANSWER_SLACK = 2.0, 120.0
+_DEFAULT_SEARCH_TIMEOUT = 600.0
 
 
 class RayResources(TypedDict, total=False):
@@ -47,50 +75,44 @@ class RayResources(TypedDict, total=False):
     num_gpus: float
 
 
-class RayNotInstalledError(LeanDojoError, ImportError):
-    """``backend="ray"`` (``--parallel ray``) was asked for but Ray is not installed."""
-
-
 class ProverActor(ProofWorker):
     """The body of a Ray actor: a :class:`~.workers.ProofWorker` (environment and generator,
-    built once; :meth:`prove` runs one search) that also tells its process id. Wrapped with
+    built once; :meth:`prove` runs one search) that also tells where it runs. Wrapped with
     ``ray.remote`` by :func:`make_actor_class` (Ray is imported only when it is used)."""
 
     def pid(self) -> int:
         return os.getpid()
 
-
-def _import_ray() -> ModuleType:
-    try:
+    def describe(self) -> dict[str, str | int]:
+        """Its backend, the Ray node it runs on, and its process id."""
         import ray
-    except ImportError:
-        raise RayNotInstalledError(
-            "Ray is not installed: pip install 'lean-dojo-v2[ray]' (or use the default process "
-            "workers)"
-        ) from None
-    return ray
+
+        return {
+            "backend": self.backend(),
+            "node": ray.get_runtime_context().get_node_id(),
+            "pid": os.getpid(),
+        }
 
 
 def make_actor_class(num_cpus: float = 1, num_gpus: float = 0) -> ActorClass[ProverActor]:
-    """``ray.remote(ProverActor)`` with these resources per actor."""
-    ray = _import_ray()
-    return ray.remote(num_cpus=num_cpus, num_gpus=num_gpus, max_restarts=0)(ProverActor)
+    """``ray.remote(ProverActor)`` with these resources per actor, spread over the nodes."""
+    ray = import_ray()
+    return ray.remote(
+        num_cpus=num_cpus, num_gpus=num_gpus, max_restarts=0, scheduling_strategy="SPREAD"
+    )(ProverActor)
 
 
-def _ensure_ray(ray: ModuleType, address: str | None) -> bool:
-    """Connect to (or start) Ray; True when this call started it (and should shut it down)."""
-    if ray.is_initialized():
-        return False
-    kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": True}
-    if address is None:
-        # A local instance: its workers import our factories by module name, so they get this
-        # process's import path (tests, scripts run from a checkout).
-        path = os.pathsep.join(p for p in sys.path if p)
-        kwargs["runtime_env"] = {"env_vars": {"PYTHONPATH": path}}
-    else:
-        kwargs["address"] = address
-    ray.init(**kwargs)
-    return True
+@dataclass(eq=False)
+class _Actor:
+    """One actor as the run sees it. Its handle stays untyped: Ray types a remote method only
+    where it is declared with @ray.method, and ProverActor's are the plain methods of the
+    ProofWorker it shares."""
+
+    handle: Any
+    asked: float  # when it was created
+    node: str = ""
+    task: int | None = None
+    since: float = 0.0  # when its theorem was given
 
 
 def run_ray(
@@ -105,66 +127,218 @@ def run_ray(
     address: str | None = None,
     num_cpus: float = 1,
     num_gpus: float = 0,
+    start_timeout: float = ACTOR_START_TIMEOUT,
 ) -> None:
     """Prove ``theorems`` on ``workers`` Ray actors, filling ``collector`` (see the module
     docstring)."""
-    ray = _import_ray()
-    started = _ensure_ray(ray, address)
-    actor_cls = make_actor_class(num_cpus, num_gpus)
-    pending = TaskQueue(theorems, collector, retries)
-    # Actor handles stay untyped: Ray types a remote method only where it is declared with
-    # @ray.method, and ProverActor's are plain methods of the ProofWorker it shares.
-    actors: list[Any] = []
-    running: dict[Any, tuple[Any, int, float]] = {}  # ObjectRef -> (actor, theorem index, start)
-    backend = "unknown"
-
-    def new_actor() -> Any:
-        actor = actor_cls.remote(make_env, make_generator, config)
-        actors.append(actor)
-        return actor
-
-    def assign(actor: Any) -> None:
-        if pending:
-            i = pending.pop()
-            running[actor.prove.remote(theorems[i])] = (actor, i, time.perf_counter())
-
+    ray = import_ray()
+    started = connect_ray(address)
     try:
-        for _ in range(workers):
-            actor = new_actor()
-            try:
-                backend = ray.get(actor.backend.remote())
-            except ray.exceptions.RayActorError as exc:
-                raise _start_error(exc) from None
-            assign(actor)
-        while running:
-            done, _ = ray.wait(list(running), num_returns=1)
-            ref = done[0]
-            actor, i, t0 = running.pop(ref)
-            try:
-                result = ray.get(ref)
-            except ray.exceptions.RayActorError as exc:
-                actors.remove(actor)
-                pending.lost(
-                    i,
-                    who="Ray actor",
-                    error=f"the Ray actor died while proving this theorem ({_first_line(exc)})",
-                    backend=backend,
-                    seconds=time.perf_counter() - t0,
-                )
-                if pending:
-                    assign(new_actor())
-                continue
-            collector.put(i, result)
-            assign(actor)
+        search_timeout = getattr(config, "timeout", None) or _DEFAULT_SEARCH_TIMEOUT
+        _ActorRun(
+            ray,
+            theorems,
+            (make_env, make_generator, config),
+            make_actor_class(num_cpus, num_gpus),
+            workers,
+            TaskQueue(theorems, collector, retries),
+            collector,
+            start_timeout=start_timeout,
+            no_answer=_NO_ANSWER_FACTOR * float(search_timeout) + _NO_ANSWER_SLACK,
+            resources={"num_cpus": num_cpus, "num_gpus": num_gpus},
+        ).run()
     finally:
-        for actor in actors:
-            try:
-                ray.get(actor.close.remote(), timeout=30)
-            except Exception:  # noqa: BLE001 - dead or slow actors are killed below
-                pass
-            ray.kill(actor)
         if started:
             ray.shutdown()
+
+
+class _ActorRun:
+    """The driver's loop: actors starting, working and idle; every wait bounded."""
+
+    def __init__(
+        self,
+        ray: ModuleType,
+        theorems: Sequence[Theorem],
+        factories: tuple[EnvFactory, GeneratorFactory, SearchConfig | None],
+        actor_cls: ActorClass[ProverActor],
+        workers: int,
+        pending: TaskQueue,
+        collector: ResultCollector,
+        *,
+        start_timeout: float,
+        no_answer: float,
+        resources: dict[str, float],
+    ) -> None:
+        self.ray = ray
+        self.theorems = theorems
+        self.factories = factories
+        self.actor_cls = actor_cls
+        self.workers = workers
+        self.pending = pending
+        self.collector = collector
+        self.start_timeout = start_timeout
+        self.no_answer = no_answer
+        self.resources = resources
+        self.starting: dict[Any, _Actor] = {}  # ObjectRef of describe() -> actor
+        self.running: dict[Any, _Actor] = {}  # ObjectRef of prove() -> actor
+        self.idle: list[_Actor] = []
+        self.backend = "unknown"
+        self.start_failures = 0
+        self.placed: set[str] = set()
+
+    # -- the loop ----------------------------------------------------------------------------------
+
+    def run(self) -> None:
+        try:
+            while not self.collector.done():
+                self._top_up()
+                refs = [*self.starting, *self.running]
+                done, _ = self.ray.wait(refs, num_returns=1, timeout=_POLL_SECONDS)
+                for ref in done:
+                    if ref in self.starting:
+                        self._started(ref, self.starting.pop(ref))
+                    else:
+                        self._finished(ref, self.running.pop(ref))
+                self._check_deadlines()
+        finally:
+            self._close_all()
+
+    def _top_up(self) -> None:
+        """Ask for actors until there are as many as theorems left, at most ``workers``."""
+        left = len(self.pending) + len(self.running)
+        have = len(self.starting) + len(self.running) + len(self.idle)
+        for _ in range(min(self.workers, left) - have):
+            factories = self.factories
+            actor = _Actor(self.actor_cls.remote(*factories), asked=time.monotonic())
+            self.starting[actor.handle.describe.remote()] = actor
+
+    def _give_work(self, actor: _Actor) -> None:
+        if not self.pending:
+            actor.task = None
+            self.idle.append(actor)
+            return
+        actor.task = self.pending.pop()
+        actor.since = time.monotonic()
+        self.running[actor.handle.prove.remote(self.theorems[actor.task])] = actor
+
+    def _dispatch_idle(self) -> None:
+        """A theorem put back in the queue goes to an idle actor first."""
+        while self.pending and self.idle:
+            self._give_work(self.idle.pop())
+
+    # -- events ------------------------------------------------------------------------------------
+
+    def _started(self, ref: Any, actor: _Actor) -> None:
+        ray = self.ray
+        try:
+            info = ray.get(ref)
+        except ray.exceptions.RayActorError as exc:
+            init_error = _init_error(exc)
+            if init_error is not None:
+                raise init_error from None
+            self.start_failures += 1
+            logger.warning("a Ray prover actor died while starting: %s", _first_line(exc))
+            if self.start_failures >= MAX_START_FAILURES:
+                raise WorkerStartError(
+                    f"Ray prover actors died while starting {self.start_failures} times in a "
+                    f"row ({_first_line(exc)}); check the cluster's nodes and memory (each "
+                    "actor loads its own generator)"
+                ) from None
+            return
+        self.start_failures = 0
+        self.backend = str(info["backend"])
+        actor.node = str(info["node"])
+        if actor.node not in self.placed:
+            self.placed.add(actor.node)
+            logger.info("a Ray prover actor started on node %s", actor.node)
+        self._give_work(actor)
+
+    def _finished(self, ref: Any, actor: _Actor) -> None:
+        ray = self.ray
+        assert actor.task is not None  # it was given one with this ref
+        index, seconds = actor.task, time.monotonic() - actor.since
+        try:
+            result = ray.get(ref)
+        except ray.exceptions.RayActorError as exc:
+            self._lost(actor, index, f"the Ray actor died while proving this theorem "
+                       f"({_first_line(exc)})", seconds)  # fmt: skip
+            return
+        except ray.exceptions.RayError as exc:
+            # The search itself never raises (search_one); this is Ray failing to bring the
+            # result back (it could not be pickled, the object was lost).
+            result = error_result(
+                self.theorems[index], f"Ray could not return the result: {_first_line(exc)}",
+                self.backend, seconds,
+            )  # fmt: skip
+        result.stats["ray_node"] = actor.node
+        self.collector.put(index, result)
+        self._give_work(actor)
+        self._dispatch_idle()
+
+    def _lost(self, actor: _Actor, index: int, error: str, seconds: float) -> None:
+        """``actor`` is gone (its node died, it was killed, it stopped answering): its theorem
+        goes back to the queue (or gets an error result) and a fresh actor is asked for."""
+        self._kill(actor)
+        how = f"on node {actor.node}" if actor.node else ""
+        self.pending.lost(index, who="Ray actor", how=how, error=error, backend=self.backend,
+                          seconds=seconds)  # fmt: skip
+        self._dispatch_idle()
+
+    def _check_deadlines(self) -> None:
+        now = time.monotonic()
+        for ref, actor in list(self.running.items()):
+            if now - actor.since > self.no_answer:
+                del self.running[ref]
+                assert actor.task is not None
+                self._lost(
+                    actor, actor.task,
+                    f"the Ray actor gave no answer within {self.no_answer:.0f} s", now - actor.since,
+                )  # fmt: skip
+        working = self.running or self.idle
+        waited = [now - a.asked for a in self.starting.values()]
+        if not working and waited and min(waited) > self.start_timeout:
+            available = self.ray.available_resources()
+            raise WorkerStartError(
+                f"no Ray prover actor started within {self.start_timeout:.0f} s: the cluster "
+                f"cannot place an actor asking {self.resources} (free now: "
+                f"{_resources_text(available)}), or its nodes are gone; add nodes, or lower "
+                "ray_resources / --workers"
+            )
+
+    # -- the end -----------------------------------------------------------------------------------
+
+    def _kill(self, actor: _Actor) -> None:
+        try:
+            self.ray.kill(actor.handle, no_restart=True)
+        except Exception as exc:  # noqa: BLE001 - already gone
+            logger.debug("killing a Ray actor failed: %s", exc)
+
+    def _close_all(self) -> None:
+        """Close the environments of the actors that started (together, a bounded wait), then
+        kill every actor, placed or not."""
+        ray = self.ray
+        ready = [*self.running.values(), *self.idle]
+        closing = [a.handle.close.remote() for a in ready]
+        if closing:
+            ray.wait(closing, num_returns=len(closing), timeout=10)
+        for actor in [*ready, *self.starting.values()]:
+            self._kill(actor)
+        nodes = Counter(a.node for a in ready if a.node)
+        if nodes:
+            logger.info("Ray prover actors ran on %d node(s): %s", len(nodes), dict(nodes))
+
+
+def _init_error(exc: BaseException) -> BaseException | None:
+    """The factory's own error when the actor died in its constructor (``ActorDiedError``
+    wraps the ``__init__`` exception; a :class:`WorkerStartError` when it is not one of ours),
+    else None (the actor died for another reason: its node, its process)."""
+    if not getattr(exc, "actor_init_failed", False):
+        return None
+    cause = getattr(exc, "cause", None) or getattr(exc, "__cause__", None)
+    inner = getattr(cause, "cause", cause)
+    if isinstance(inner, LeanDojoError):
+        return inner
+    return WorkerStartError(f"a Ray prover actor failed to start: {_first_line(exc)}")
 
 
 def _first_line(exc: BaseException) -> str:
@@ -172,11 +346,6 @@ def _first_line(exc: BaseException) -> str:
     return text[0] if text else type(exc).__name__
 
 
-def _start_error(exc: BaseException) -> BaseException:
-    """The factory's own error when Ray carries it (``ActorDiedError`` wraps the
-    ``__init__`` exception), else a :class:`WorkerStartError`."""
-    cause = getattr(exc, "cause", None) or getattr(exc, "__cause__", None)
-    inner = getattr(cause, "cause", cause)
-    if isinstance(inner, LeanDojoError):
-        return inner
-    return WorkerStartError(f"a Ray prover actor failed to start: {_first_line(exc)}")
+def _resources_text(resources: dict[str, float]) -> str:
+    shown = {k: v for k, v in resources.items() if k in ("CPU", "GPU")}
+    return ", ".join(f"{k} {v:g}" for k, v in sorted(shown.items())) or "none"

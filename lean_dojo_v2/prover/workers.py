@@ -209,6 +209,9 @@ class TaskQueue:
     def __bool__(self) -> bool:
         return bool(self.pending)
 
+    def __len__(self) -> int:
+        return len(self.pending)
+
     def pop(self) -> int:
         """The next theorem's index (a retried one first)."""
         return self.pending.popleft()

@@ -22,6 +22,7 @@ from .trl_args import MAX_COMPLETION_LENGTH
 
 MODES = ("tactic", "proof")
 REWARD_BACKENDS = ("auto", "replay", "lean")
+REWARD_WORKERS_BACKENDS = ("local", "ray")
 VLLM_MODES = ("colocate", "server")
 # The Lean-checked composite of each mode when ``rewards`` is empty: the check, plus a small
 # format term that separates completions of a group the check scores alike (all errors).
@@ -106,6 +107,14 @@ class GRPOConfig(CausalLMConfig):
             progress), or `auto` (Lean when a Pantograph REPL is found, else replay).
         reward_envs (`int`, *optional*, defaults to `4`):
             Proof environments checking completions in parallel.
+        reward_workers_backend (`str`, *optional*, defaults to `"local"`):
+            Where the `reward_envs` environments live: `local` (in the training process; a Lean
+            REPL is its child process) or `ray` (each in its own Ray actor, spread over the nodes
+            of the Ray cluster at `ray_address`; the same rewards). Needs the `ray` extra.
+        ray_address (`str` or `None`, *optional*, defaults to `None`):
+            With `reward_workers_backend: ray`, the cluster to join: the head's `host:port`,
+            `ray://host:10001` or `auto`; `None` starts a local Ray instance. An address where no
+            cluster answers fails before the run starts.
         tactic_timeout (`float`, *optional*, defaults to `10.0`):
             Seconds one tactic may run in Lean; a timeout scores as an error and training goes on.
         reward_timeout (`float`, *optional*, defaults to `600.0`):
@@ -176,6 +185,8 @@ class GRPOConfig(CausalLMConfig):
     reward_backend: Literal["auto", "replay", "lean"] = "auto"
     # how many environments check, and how long a call may take: not what is trained
     reward_envs: int = config_field(4, fingerprint=False)
+    reward_workers_backend: Literal["local", "ray"] = config_field("local", fingerprint=False)
+    ray_address: str | None = config_field(None, fingerprint=False)
     tactic_timeout: float = 10.0
     reward_timeout: float = config_field(600.0, fingerprint=False)
     max_proof_steps: int = 1
@@ -198,6 +209,7 @@ class GRPOConfig(CausalLMConfig):
         require_at_least(self, 1, "max_prompts", or_none=True)
         require_at_least(self, 8, "max_prompt_len")
         require_one_of(self, "reward_backend", REWARD_BACKENDS)
+        require_one_of(self, "reward_workers_backend", REWARD_WORKERS_BACKENDS)
         require_at_least(self, 1, "reward_envs", "max_proof_steps")
         require_one_of(self, "vllm_mode", VLLM_MODES)
         weights_ok = all(w >= 0 for w in self.reward_weights.values())

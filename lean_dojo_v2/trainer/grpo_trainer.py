@@ -29,7 +29,9 @@ from .run_dir import world_size
 if TYPE_CHECKING:
     from transformers import Trainer, TrainerCallback, TrainingArguments
 
+    from ..database import DynamicDatabase
     from .lora import LoraArgument
+    from .pass_loop import Pass
     from .rl.rewards.base import BaseRewardScorer
     from .rl.rewards.context import RewardContext
 
@@ -276,6 +278,16 @@ class GRPOTrainer(CausalLMTrainer[GRPOConfig, GRPOResult]):
         sampling = dict(trainer.sampling_stats())
         return {**info, "reward_backend": backend, "reward_checks": checks, "sampling": sampling}
 
+    def _check_inputs(
+        self, plan: Sequence[Pass], sources: Sequence[Path], db: DynamicDatabase | None
+    ) -> None:
+        if self.scorers and self.config.reward_workers_backend == "ray":
+            from ..prover.ray_cluster import check_ray
+
+            # In seconds, before the model loads: a Ray address that answers nothing.
+            check_ray(self.config.ray_address)
+        super()._check_inputs(plan, sources, db)
+
     def _open_context(self, theorems: Mapping[str, Theorem]) -> RewardContext | None:
         """The reward context of a pass (its environments), or None without a scorer."""
         if not self.scorers:
@@ -289,6 +301,8 @@ class GRPOTrainer(CausalLMTrainer[GRPOConfig, GRPOResult]):
             num_envs=cfg.reward_envs,
             tactic_timeout=cfg.tactic_timeout,
             max_proof_steps=cfg.max_proof_steps,
+            workers=cfg.reward_workers_backend,
+            ray_address=cfg.ray_address,
         )
 
     def _reward_functions(self, context: RewardContext | None) -> list[TRLRewardFunction]:

@@ -22,10 +22,12 @@ from .env_pool import EnvPool, theorem_key
 
 if TYPE_CHECKING:
     from ....interaction.pantograph.config import PantographConfig
+    from .ray_envs import RemoteProofEnv
 
 logger = logging.getLogger("lean_dojo_v2.trainer.rl.rewards")
 
 BACKENDS: tuple[str, ...] = ("auto", "replay", "lean")
+WORKERS: tuple[str, ...] = ("local", "ray")
 STAT_KEYS: tuple[str, ...] = ("checks", "cache_hits", "rejected", "errors", "timeouts", "crashes")
 
 
@@ -150,6 +152,8 @@ def open_reward_context(
     tactic_timeout: float | None = 10.0,
     max_proof_steps: int = 1,
     cache_size: int = 100_000,
+    workers: str = "local",
+    ray_address: str | None = None,
 ) -> RewardContext:
     """A :class:`RewardContext` with ``num_envs`` environments of its own.
 
@@ -158,7 +162,14 @@ def open_reward_context(
     :func:`~lean_dojo_v2.interaction.pantograph.locate.locate_repl`; none found raises
     :class:`~lean_dojo_v2.errors.LeanNotFoundError`); ``"replay"`` — ``ReplayEnv``s over the
     recorded transitions of ``theorems``; ``"auto"`` — Lean when a REPL is found, else replay.
-    ``theorems``: a mapping by ``theorem_key`` or an iterable of theorems."""
+    ``theorems``: a mapping by ``theorem_key`` or an iterable of theorems. ``workers``:
+    ``"local"`` — the environments live in this process (a Pantograph REPL is a child process of
+    it); ``"ray"`` — each lives in its own Ray actor (:mod:`.ray_envs`), on the cluster at
+    ``ray_address`` (None: a local Ray instance), with the same rewards."""
+    if workers not in WORKERS:
+        raise ConfigValueError(
+            f"unknown reward workers backend {workers!r}; valid: {', '.join(WORKERS)}"
+        )
     if backend not in BACKENDS:
         raise ConfigValueError(
             f"unknown reward backend {backend!r}; valid backends: {', '.join(BACKENDS)}"
@@ -166,14 +177,20 @@ def open_reward_context(
     if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:
         raise ConfigValueError(f"num_envs must be a whole number >= 1, got {num_envs!r}")
     by_key = theorems_by_key(theorems)
-    envs: list[ProofEnv] | None = None
-    chosen = backend
+    lean: PantographConfig | None = None
     if backend in ("auto", "lean"):
-        envs = _pantograph_envs(pantograph, num_envs, tactic_timeout, required=backend == "lean")
-        chosen = "lean" if envs is not None else "replay"
-    if envs is None:
+        lean = _pantograph_config(pantograph, tactic_timeout, required=backend == "lean")
+    chosen = "lean" if lean is not None else "replay"
+    envs: list[ProofEnv]
+    if workers == "ray":
+        envs = list(_ray_envs(lean, by_key.values(), num_envs, ray_address))
+    elif lean is not None:
+        from ....interaction.pantograph import PantographEnv
+
+        envs = [PantographEnv(lean) for _ in range(num_envs)]
+    else:
         envs = _replay_envs(by_key.values(), num_envs)
-    logger.info("reward context: %s backend, %d environment(s)", chosen, len(envs))
+    logger.info("reward context: %s backend, %d environment(s) (%s)", chosen, len(envs), workers)
     return RewardContext(
         by_key,
         envs,
@@ -192,15 +209,34 @@ def _replay_envs(theorems: Iterable[Theorem], num_envs: int) -> list[ProofEnv]:
     return [ReplayEnv(table) for _ in range(num_envs)]
 
 
-def _pantograph_envs(
-    pantograph: PantographConfig | Mapping[str, Any] | None,
+def _ray_envs(
+    lean: PantographConfig | None,
+    theorems: Iterable[Theorem],
     num_envs: int,
+    address: str | None,
+) -> list[RemoteProofEnv]:
+    """``num_envs`` environments in Ray actors: Pantograph with ``lean``, else replay."""
+    import functools
+
+    from .ray_envs import ray_proof_envs, replay_env_factory
+
+    if lean is not None:
+        from ....interaction.pantograph import PantographEnv
+
+        return ray_proof_envs(functools.partial(PantographEnv, lean), num_envs, address=address)
+    return ray_proof_envs(replay_env_factory(list(theorems)), num_envs, address=address)
+
+
+def _pantograph_config(
+    pantograph: PantographConfig | Mapping[str, Any] | None,
     tactic_timeout: float | None,
     *,
     required: bool,
-) -> list[ProofEnv] | None:
+) -> PantographConfig | None:
+    """The config of the reward environments' REPLs, or None where none is found (and not
+    ``required``)."""
     from ....errors import LeanNotFoundError
-    from ....interaction.pantograph import PantographConfig, PantographEnv
+    from ....interaction.pantograph import PantographConfig
     from ....interaction.pantograph.locate import locate_repl
 
     if pantograph is None:
@@ -224,8 +260,7 @@ def _pantograph_envs(
     changes: dict[str, object] = {"command": list(located.command)}
     if tactic_timeout is not None:
         changes["tactic_timeout"] = tactic_timeout
-    config = config.with_(**changes)
-    return [PantographEnv(config) for _ in range(num_envs)]
+    return config.with_(**changes)
 
 
-__all__ = ["BACKENDS", "RewardContext", "open_reward_context", "theorems_by_key"]
+__all__ = ["BACKENDS", "WORKERS", "RewardContext", "open_reward_context", "theorems_by_key"]

@@ -16,7 +16,7 @@ import queue
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TypeVar
+from typing import Protocol, TypeVar, runtime_checkable
 
 from ....data.goals import goal_texts
 from ....data.model import Theorem
@@ -138,7 +138,7 @@ class EnvPool:
             reached = self._replay_prefix(env, theorem, step)
         if reached is not None and (wanted is None or list(reached.goals) == wanted):
             return reached, True
-        direct = _replay_state(env, wanted, theorem)
+        direct = replay_state(env, wanted, theorem)
         if direct is not None:
             return direct, True
         if reached is not None:
@@ -176,13 +176,23 @@ class EnvPool:
         return None
 
 
-def _replay_state(
+@runtime_checkable
+class MakesReplayStates(Protocol):
+    """An environment that stands in front of another and makes :func:`replay_state`'s states
+    where that one lives (:class:`~.ray_envs.RemoteProofEnv`: in its Ray actor)."""
+
+    def replay_state(self, goals: list[str], theorem: Theorem | None) -> ProofState | None: ...
+
+
+def replay_state(
     env: ProofEnv, goals: list[str] | None, theorem: Theorem | None
 ) -> ProofState | None:
     """A ``ReplayEnv`` state made from recorded goals (its states are their goals), or None for
-    any other backend."""
+    any other backend. A replay environment in a Ray actor makes it there."""
     from ....interaction.replay import ReplayEnv
 
+    if goals and isinstance(env, MakesReplayStates):
+        return env.replay_state(goals, theorem)
     if not goals or not isinstance(env, ReplayEnv):
         return None
     return ProofState(tuple(goals), env.backend, handle=tuple(goals), theorem=theorem)

@@ -1,0 +1,87 @@
+"""A Ray address where nothing answers (``127.0.0.1:1``): ``prove``, ``eval prove`` and ``train
+grpo`` (``reward_workers_backend: ray``) end in one line on stderr with exit status 1, in
+seconds (``ray.init`` alone would retry for minutes), and write nothing: no database record, no
+output or working directory. The Python calls raise the same typed error. No Ray starts here."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from prover._oracle_server import one_line_error, repo_with_sorries
+from prover.pipeline_oracle import OracleSpec
+
+from lean_dojo_v2.data import load_theorems, sample_dataset_path
+from lean_dojo_v2.database import DynamicDatabase
+from lean_dojo_v2.prover.parallel import ReplayEnvSpec, prove_theorems
+from lean_dojo_v2.prover.ray_cluster import RayClusterUnreachableError, check_ray_address
+from lean_dojo_v2.trainer.rl.rewards import open_reward_context
+
+pytestmark = pytest.mark.distributed
+
+SAMPLE = str(sample_dataset_path())
+NOBODY = "127.0.0.1:1"
+SECONDS = 15  # the check waits 5 s at most for a connection; the rest is start-up
+
+
+def test_prove_with_an_address_that_answers_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    theorems = [t for t in load_theorems(SAMPLE) if t.traced_tactics][:2]
+    repo = repo_with_sorries(tmp_path / "repo", theorems)
+    db_path = tmp_path / "db.sqlite"
+    with DynamicDatabase(db_path) as db:
+        db.add_repository(SAMPLE)
+    before = db_path.read_bytes()
+    t = time.monotonic()
+    line = one_line_error(
+        ["prove", "--data", SAMPLE, "--parallel", "ray", "--ray-address", NOBODY]
+        + ["--db", str(db_path), "--write-back", str(repo), "--out", str(tmp_path / "work")],
+        capsys,
+    )
+    assert time.monotonic() - t < SECONDS
+    assert f"no Ray cluster answers at {NOBODY}" in line and "ray start --head" in line
+    assert db_path.read_bytes() == before and not (tmp_path / "work").exists()
+
+
+def test_eval_prove_with_an_address_that_answers_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "eval"
+    t = time.monotonic()
+    line = one_line_error(
+        ["eval", "prove", "--benchmark", "minif2f-test", "--limit", "1", "--verifier", "recorded"]
+        + ["--parallel", "ray", "--ray-address", NOBODY, "--out", str(out), "--no-progress"],
+        capsys,
+    )
+    assert time.monotonic() - t < SECONDS
+    assert f"no Ray cluster answers at {NOBODY}" in line
+    assert not out.exists()
+
+
+def test_train_grpo_with_ray_rewards_at_an_address_that_answers_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "grpo"
+    t = time.monotonic()
+    line = one_line_error(
+        ["train", "grpo", "--data", SAMPLE, "--set", "reward_workers_backend=ray"]
+        + ["--set", f"ray_address={NOBODY}", "--set", f"output_dir={out}"],
+        capsys,
+    )
+    assert time.monotonic() - t < SECONDS
+    assert f"no Ray cluster answers at {NOBODY}" in line and "ray_address" in line
+    assert not out.exists()
+
+
+def test_the_python_calls_raise_the_typed_error() -> None:
+    theorems = [t for t in load_theorems(SAMPLE) if t.traced_tactics][:1]
+    with pytest.raises(RayClusterUnreachableError, match="no Ray cluster answers"):
+        prove_theorems(theorems, ReplayEnvSpec(SAMPLE), OracleSpec(SAMPLE), backend="ray",
+                       ray_address=NOBODY, progress=False)  # fmt: skip
+    with pytest.raises(RayClusterUnreachableError, match="no Ray cluster answers"):
+        open_reward_context(theorems, backend="replay", workers="ray", ray_address=NOBODY)
+    with pytest.raises(RayClusterUnreachableError, match="not a Ray address"):
+        check_ray_address("nonsense")
+    assert isinstance(RayClusterUnreachableError("x"), ConnectionError)
