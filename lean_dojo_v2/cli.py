@@ -238,7 +238,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except LeanDojoError as exc:
         if debug:
             raise
-        print(f"lean-dojo-v2: error: {exc}", file=sys.stderr)
+        from .system.ranks import is_main_process
+
+        # A launched run's typed errors come alike from every process (the same checks, or the
+        # main process's refusal shared): rank 0 says it once.
+        if is_main_process():
+            print(f"lean-dojo-v2: error: {exc}", file=sys.stderr)
         return 1
     except (OSError, UnicodeError, sqlite3.DatabaseError) as exc:
         # The last line of defence: input and system errors the library did not turn into a

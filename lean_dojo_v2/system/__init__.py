@@ -5,6 +5,8 @@
 - :mod:`.toolchain`: the ``lean-toolchain`` file, Lean version names, and finding ``elan``,
   ``lean`` and ``lake`` (elan-aware);
 - :mod:`.processes`: the memory of a process tree, killing a process tree.
+- :mod:`.ranks`: this process's rank in a launched run of several (``accelerate launch``,
+  ``torchrun``), and what rank 0 alone does and shares with the others.
 
 Tracing (:mod:`lean_dojo_v2.lean_dojo`) and the Lean boundary (:mod:`lean_dojo_v2.interaction`)
 both use these, so neither imports the other. Nothing here runs at import.

@@ -147,18 +147,22 @@ class CausalLMTrainer(
     ) -> None:
         """Before the run directory is created or written: the model to load is there (and
         takes the lengths asked), a dataset parses and yields examples (its theorems are kept
-        for the first pass), and TRL takes the arguments the config makes."""
+        for the first pass), and TRL takes the arguments the config makes; the rows the
+        dataset can give at most are enough for the run's processes."""
         cfg = self.config
         start = check_start_model(cfg.model_name)
         self._preread: tuple[Path, list[Theorem]] | None = None
+        at_most = None
         if db is None and sources:
             path = Path(sources[0])
             theorems = read_theorems(path, cfg)
-            self._check_theorems(theorems, str(path))
+            at_most = self._check_theorems(theorems, str(path))
             self._preread = (path, theorems)
         self._check_lengths(start)
         self._planned: LoadedCausalLM | None = plan_training(cfg)
-        self._trl_args(0, Path(cfg.output_dir), loaded=self._planned)
+        args = self._trl_args(0, Path(cfg.output_dir), loaded=self._planned)
+        if at_most is not None:
+            self._check_rows(at_most, args, f"{sources[0]} gives at most")
 
     def _fingerprint_extra(self) -> dict[str, object]:
         if self._peft_object is None:
@@ -271,7 +275,7 @@ class CausalLMTrainer(
         from datasets import Dataset
 
         args = self._trl_args(k, out)
-        self._check_rows(built, args, k)
+        self._check_rows(built.count, args, f"pass {k + 1} has")
         model, tokenizer = self._loaded_model()
         trainer = self._trl_trainer_class()(
             model=model,
@@ -327,8 +331,9 @@ class CausalLMTrainer(
     # ------------------------------------------------------------------ what a subclass supplies
 
     @abstractmethod
-    def _check_theorems(self, theorems: list[Theorem], source: str) -> None:
-        """Raise the trainer's :class:`EmptyDatasetError` when ``theorems`` give no row."""
+    def _check_theorems(self, theorems: list[Theorem], source: str) -> int:
+        """Raise the trainer's :class:`EmptyDatasetError` when ``theorems`` give no row; the
+        most rows they give (counted without a tokenizer)."""
 
     @abstractmethod
     def _build_rows(self, theorems: list[Theorem], source: str) -> PassRows:
@@ -338,8 +343,9 @@ class CausalLMTrainer(
         """Raise :class:`ConfigValueError` when the config's lengths exceed ``model``'s context
         (``model``: :func:`check_start_model`'s answer)."""
 
-    def _check_rows(self, built: PassRows, args: TrainingArguments, k: int) -> None:
-        """Raise when ``built`` cannot train a step with TRL's config ``args``."""
+    def _check_rows(self, rows: int, args: TrainingArguments, where: str) -> None:
+        """Raise :class:`TooFewRowsError` when ``rows`` rows cannot train a step with TRL's config
+        ``args`` in this run's processes (``where``: the message's start, "pass 1 has")."""
 
     @abstractmethod
     def _trl_config_class(self) -> type[TrainingArguments]:

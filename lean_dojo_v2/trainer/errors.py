@@ -23,6 +23,7 @@ __all__ = [
     "TrainerError",
     "RewardFunctionError",
     "RewardTimeoutError",
+    "TooFewRowsError",
     "TrainingStateError",
     "UnknownConfigKeyError",
     "UnknownRewardError",
@@ -32,6 +33,14 @@ __all__ = [
 class TrainingStateError(TrainerError):
     """An ``output_dir`` holds a run of this library that cannot be resumed as asked (its config or
     data differ). Choose another ``output_dir``, or set ``overwrite_output_dir`` / ``--force``."""
+
+
+class TooFewRowsError(EmptyDatasetError):
+    """The data gives fewer rows than the run's processes need: fewer SFT examples than
+    processes (the others would train on repeated examples), or fewer GRPO prompts than one
+    generation batch takes (``batch_size × steps_per_generation × processes / num_generations``:
+    TRL's sampler would yield no batch). Launch fewer processes (``--num_processes``), or give
+    more data (``max_examples``, ``max_prompts``, ``max_prompt_len``)."""
 
 
 class OutputDirArgumentError(ConfigValueError, AgentConfigError, TrainerError):

@@ -15,6 +15,7 @@ from .cli_options import (
     print_summary,
     train_on_data,
 )
+from .run_dir import is_main_process
 
 
 def registry_help() -> str:
@@ -109,5 +110,6 @@ def cmd_train_grpo(args: argparse.Namespace) -> int:
             lines.append(f"merged model in {result.merged_dir}")
         return lines
 
-    print_summary(result.to_dict(), args.json, text)
+    if is_main_process():  # one summary for a run of several processes
+        print_summary(result.to_dict(), args.json, text)
     return 0

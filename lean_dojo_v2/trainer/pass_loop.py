@@ -12,7 +12,7 @@ import shutil
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping
-from contextlib import nullcontext
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeAlias, TypeVar
@@ -28,9 +28,11 @@ from .run_dir import (
     SUMMARY_FILE,
     RepositoryLike,
     RunConfig,
+    RunStart,
     config_fingerprint,
     curriculum,
     dataset_source,
+    decided_by_main,
     has_progress,
     is_main_process,
     open_database,
@@ -202,21 +204,27 @@ class CurriculumTrainer(ABC, Generic[ResultT]):
         def has_checkpoint(o: Path, k: int) -> bool:
             return self._pass_checkpoint(o, k) is not None
 
-        # One run per directory: the lock is taken before anything in ``out`` is looked at.
-        with lock_output_dir(out) if is_main_process() else nullcontext():
-            begun = resume_or_start(
-                out,
-                cfg,
-                fingerprint=config_fingerprint(
-                    cfg, plan_id, self.not_fingerprinted, **self._fingerprint_extra()
-                ),
-                plan_id=plan_id,
-                sources=sources,
-                config_file=self.config_file or f"{self.run_kind}_config.yaml",
-                has_checkpoint=has_checkpoint,
-                what=self.run_what,
-                barrier=self._barrier if self.sync_processes else None,
-            )
+        with ExitStack() as held:
+
+            def decide() -> RunStart:
+                # One run per directory: the lock is taken before anything in ``out`` is
+                # looked at, by the main process only (the run's other processes share it).
+                if is_main_process():
+                    held.enter_context(lock_output_dir(out))
+                return resume_or_start(
+                    out,
+                    cfg,
+                    fingerprint=config_fingerprint(
+                        cfg, plan_id, self.not_fingerprinted, **self._fingerprint_extra()
+                    ),
+                    plan_id=plan_id,
+                    sources=sources,
+                    config_file=self.config_file or f"{self.run_kind}_config.yaml",
+                    has_checkpoint=has_checkpoint,
+                    what=self.run_what,
+                )
+
+            begun = decided_by_main(decide, out) if self.sync_processes else decide()
             path = None if data_path is None else Path(data_path)
             run = PassRun(plan, db, path, out, begun.state, begun.first, start=start)
             # The database's record of the run (main process only): failed or interrupted when
@@ -258,10 +266,11 @@ class CurriculumTrainer(ABC, Generic[ResultT]):
         for k in range(run.first, len(run.plan)):
             dataset = self._pass_dataset(run, k)
             info = self._run_pass(k, run.plan[k], dataset, out)
+            # Every process keeps the state (its result is the main process's); one writes it.
+            state["passes"].append(info)
+            state["passes_done"] = k + 1
             if is_main_process():
                 self._save_pass(out)
-                state["passes"].append(info)
-                state["passes_done"] = k + 1
                 write_json(out / STATE_FILE, state)
                 # The next pass starts from the saved model, not from this pass's checkpoints.
                 shutil.rmtree(out / CHECKPOINTS / pass_name(k), ignore_errors=True)

@@ -1,7 +1,8 @@
 """What the trainers share about a run's output directory and its data sources: the training state
 and its fingerprint, resume or a fresh start (an old run set aside until the new one has something
-to resume), the checks that an output never overlaps an input, JSON written atomically, the
-distributed rank checks, and the database curriculum (``docs/training.md``, "Resume").
+to resume), the checks that an output never overlaps an input, JSON written atomically, where a
+run of several processes starts (rank 0 decides; the ranks: :mod:`lean_dojo_v2.system.ranks`),
+and the database curriculum (``docs/training.md``, "Resume").
 """
 
 from __future__ import annotations
@@ -27,6 +28,10 @@ from ..data.output_dir import (
     set_aside,
 )
 from ..errors import EmptyDatasetError, OutputExistsError, TrainerError
+from ..system.ranks import is_main_process as is_main_process
+from ..system.ranks import on_main_process
+from ..system.ranks import wait_for_everyone as wait_for_everyone
+from ..system.ranks import world_size as world_size
 from .errors import TrainingStateError
 
 if TYPE_CHECKING:
@@ -70,25 +75,15 @@ class RepositoryLike(Protocol):
     def commit(self) -> str: ...
 
 
-def is_main_process() -> bool:
-    """True on rank 0 of a distributed run (and in a plain one)."""
-    return int(os.environ.get("RANK", os.environ.get("LOCAL_RANK", "0")) or 0) == 0
-
-
-def world_size() -> int:
-    """The number of processes of the run (``accelerate launch`` / ``torchrun`` set WORLD_SIZE)."""
-    try:
-        return max(1, int(os.environ.get("WORLD_SIZE", "1") or 1))
-    except ValueError:
-        return 1
-
-
-def wait_for_everyone() -> None:
-    """A barrier across the processes of an ``accelerate``/``torchrun`` run (nothing alone)."""
-    if world_size() > 1:
-        from accelerate import PartialState
-
-        PartialState().wait_for_everyone()
+def decided_by_main(decide: Callable[[], RunStart], out: Path) -> RunStart:
+    """Where a run starts, decided once per run directory, not per process: the main process
+    ``decide``s (lock, checks, resume or set aside, write); the others start from what it
+    wrote, and its refusal is raised on every process (the others touch nothing there)."""
+    begun = on_main_process(decide)
+    if begun is not None:
+        return begun
+    state = read_state(out) or {}
+    return RunStart(state, int(state.get("passes_done", 0)))
 
 
 def write_json(path: Path, obj: object, *, indent: int = 2) -> None:
@@ -195,7 +190,6 @@ def resume_or_start(
     config_file: str,
     has_checkpoint: Callable[[Path, int], bool],
     what: str = "training",
-    barrier: Callable[[], None] | None = None,
 ) -> RunStart:
     """Check run directory ``out`` (:func:`check_run_outputs`) and say where the run starts.
 
@@ -204,8 +198,8 @@ def resume_or_start(
     not ``config.overwrite_output_dir``; an unfinished run of another fingerprint is a
     :class:`TrainingStateError` (``what`` names the kind of run). Otherwise (on the main process)
     the old contents of ``out`` are set aside (not deleted: :func:`settle_previous` decides) and
-    ``out`` is made anew, marked ours, with ``config_file`` and a fresh state; ``barrier`` then
-    waits for the other processes.
+    ``out`` is made anew, marked ours, with ``config_file`` and a fresh state (several
+    processes: see :func:`decided_by_main`).
     """
     if is_main_process():
         # A run killed (kill -9) after setting the old run aside never settled it: settle it as
@@ -251,8 +245,6 @@ def resume_or_start(
         }
         dump_config(config, out / config_file)
         write_json(out / STATE_FILE, state)
-    if barrier is not None:
-        barrier()
     return RunStart(read_state(out) or {}, 0, previous)
 
 

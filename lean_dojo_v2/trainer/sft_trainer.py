@@ -17,7 +17,9 @@ from typing import TYPE_CHECKING, Any
 from ..data.model import Theorem
 from .causal_lm_trainer import CausalLMTrainer, PassRows
 from .curves import plot_loss_curve
+from .errors import TooFewRowsError
 from .result import DictResult
+from .run_dir import world_size
 from .sft_config import SFTConfig
 from .sft_data import check_usable, training_rows
 
@@ -93,8 +95,17 @@ class SFTTrainer(CausalLMTrainer[SFTConfig, TrainResult]):
             **config_values,
         )
 
-    def _check_theorems(self, theorems: list[Theorem], source: str) -> None:
-        check_usable(theorems, source=source)
+    def _check_theorems(self, theorems: list[Theorem], source: str) -> int:
+        usable = check_usable(theorems, source=source).examples
+        return min(usable, self.config.max_examples or usable)
+
+    def _check_rows(self, rows: int, args: TrainingArguments, where: str) -> None:
+        if rows < world_size():
+            raise TooFewRowsError(
+                f"{where} {rows} examples for {world_size()} processes: each process needs "
+                "examples of its own (accelerate would repeat some to fill the others' batches); "
+                f"use --num_processes {rows} or fewer, or train on more examples"
+            )
 
     def _build_rows(self, theorems: list[Theorem], source: str) -> PassRows:
         rows, st = training_rows(theorems, self._loaded_model()[1], self.config, source=source)
