@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 
     from .ddp.in_batch import CrossRankBatch
 
+    Chunk = tuple[int, int, tuple[Tensor, Tensor | None]]  # start, stop, random state
+
 
 def masked_logits(
     query_emb: Tensor,
@@ -74,10 +76,6 @@ def masked_contrastive_loss(
 
 def _slice(batch: Mapping[str, Tensor], start: int, stop: int) -> dict[str, Tensor]:
     return {k: v[start:stop] for k, v in batch.items()}
-
-
-def _batch_len(batch: Mapping[str, Tensor]) -> int:
-    return len(next(iter(batch.values())))
 
 
 def _rng_states(device: torch.device) -> tuple[Tensor, Tensor | None]:
@@ -142,11 +140,9 @@ def cached_contrastive_backward(
     do_backward = backward or (lambda t: t.backward())
     device = targets.device
 
-    def encode_cached(
-        batch: Mapping[str, Tensor],
-    ) -> tuple[Tensor, list[tuple[int, int, tuple[Tensor, Tensor | None]]]]:
+    def encode_cached(batch: Mapping[str, Tensor]) -> tuple[Tensor, list[Chunk]]:
         chunks, parts = [], []
-        n = _batch_len(batch)
+        n = len(next(iter(batch.values())))
         for start in range(0, n, chunk_size):
             stop = min(start + chunk_size, n)
             state = _rng_states(device)

@@ -16,7 +16,7 @@ import torch
 from ..errors import TrainerError
 from ..models.premise_index import PremiseIndex
 from ..models.retrieval_eval import ranking_metrics
-from .ddp.in_batch import CrossRankBatch, gather_scores
+from .ddp.in_batch import CrossRankBatch, freeze_unreached, mean_scores
 from .numerics import check_finite_step
 from .retrieval_loss import cached_contrastive_backward, plain_contrastive_backward
 
@@ -87,17 +87,8 @@ class RetrievalModule(pl.LightningModule):
         return batch.to(device)
 
     def setup(self, stage: str) -> None:
-        """Under DDP, freeze the parameters no embedding reaches (BERT's pooler head): DDP waits
-        for a gradient of every trainable parameter and stops when one never comes."""
-        if self.trainer.world_size < 2:
-            return
-        was = self.net.training
-        self.net.eval()  # no dropout: the probe draws nothing from the random state
-        self.encoder.embed(self.encoder.tokenize(["x"])).sum().backward()
-        for p in self.net.parameters():
-            p.requires_grad_(p.requires_grad and p.grad is not None)
-        self.net.zero_grad(set_to_none=True)
-        self.net.train(was)
+        if self.trainer.world_size > 1:
+            freeze_unreached(self.encoder)  # DDP stops at a parameter that gets no gradient
 
     def on_train_start(self) -> None:
         self.net.train()  # from_pretrained gives an eval-mode model; Lightning keeps modes
@@ -110,11 +101,8 @@ class RetrievalModule(pl.LightningModule):
         extra = None
         if self.ewc is not None and self.ewc.active:
             extra = lambda: self.ewc.penalty(self.net)  # noqa: E731
-        gather = None
-        if self.trainer.world_size > 1:  # in-batch negatives of every process
-            gather = CrossRankBatch(
-                batch.targets, batch.positive_mask, batch.candidate_names, batch.positives
-            )
+        # In-batch negatives of every process under DDP.
+        gather = CrossRankBatch(batch) if self.trainer.world_size > 1 else None
         self.in_batch_queries = len(gather.targets if gather is not None else batch)
         chunked = {}
         if cfg.grad_cache:
@@ -199,9 +187,7 @@ class RetrievalModule(pl.LightningModule):
 
     def on_validation_epoch_end(self) -> None:
         self._index = None
-        scores, self._scores = gather_scores(self._scores), {}
-        rows = [scores[k] for k in sorted(scores)]  # summed in query order on any process count
-        means = [sum(r[j] for r in rows) / max(1, len(rows)) for j in range(len(VAL_KEYS))]
+        means, self._scores = mean_scores(self._scores), {}
         # Every process holds the same numbers; "max" syncs them without rounding.
         metrics = {f"{k}_val": v for k, v in zip(VAL_KEYS, means, strict=True)}
         self.log_dict(metrics, sync_dist=True, reduce_fx="max", prog_bar=False)

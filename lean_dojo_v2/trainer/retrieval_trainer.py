@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import sys
 import time
 import warnings
 from collections.abc import Sequence, Sized
@@ -510,9 +509,12 @@ class RetrievalTrainer(ConfiguredTrainer[TrainingConfig], CurriculumTrainer[Retr
     def _barrier(self) -> None:
         # Lightning starts the other processes in the first fit(); from then on its process
         # group is the barrier (rank 0 exports a database pass's data before the others read it).
-        dist = sys.modules.get("torch.distributed")
-        if dist is not None and dist.is_available() and dist.is_initialized():
-            dist.barrier()
+        from .ddp.in_batch import process_group
+
+        if process_group()[1] > 1:
+            import torch.distributed
+
+            torch.distributed.barrier()
 
     def _accelerator(self) -> tuple[str, int | list[int] | str]:
         cfg = self.config
@@ -524,12 +526,15 @@ class RetrievalTrainer(ConfiguredTrainer[TrainingConfig], CurriculumTrainer[Retr
         return resolve_precision(self.config.precision, self._accelerator()[0])
 
     def _world_size(self) -> int:
-        devices = self._accelerator()[1]
-        if isinstance(devices, list):
-            return len(devices) * self.config.num_nodes
-        if isinstance(devices, int) and devices > 0:
-            return devices * self.config.num_nodes
-        return world_size()
+        """The fit's processes, the same in each of them (the data order depends on it): devices
+        × nodes; ``auto``/``-1``: a launcher's count, else every GPU, or one CPU process."""
+        accelerator, devices = self._accelerator()
+        if isinstance(devices, list) or (isinstance(devices, int) and devices > 0):
+            return (len(devices) if isinstance(devices, list) else devices) * self.config.num_nodes
+        import torch
+
+        gpus = torch.cuda.device_count() if accelerator != "cpu" else 1
+        return world_size() if world_size() > 1 else max(1, gpus) * self.config.num_nodes
 
     def _lightning_trainer(
         self, k: int, out: Path, do_val: bool, extra: Sequence[pl.Callback] = ()
@@ -605,7 +610,7 @@ class RetrievalTrainer(ConfiguredTrainer[TrainingConfig], CurriculumTrainer[Retr
         """Diagonal Fisher of the training loss on a pass's data (its batches once, eval mode).
         Under DDP each process takes its share of each batch, as in training, and the gradients
         are averaged before they are squared: the Fisher of one process with whole batches."""
-        from .ddp.in_batch import CrossRankBatch, average_gradients
+        from .ddp.in_batch import CrossRankBatch, average_gradients, process_group
         from .ddp.shards import ShardSampler
         from .ewc import compute_fisher
         from .retrieval_loss import contrast_loss
@@ -613,17 +618,13 @@ class RetrievalTrainer(ConfiguredTrainer[TrainingConfig], CurriculumTrainer[Retr
         cfg, encoder = self.config, self.encoder
         encoder.to(cfg.device)
         loader = self._loader(data.train, data.corpus, shuffle=False)
-        dist = sys.modules.get("torch.distributed")
-        world = dist.get_world_size() if dist is not None and dist.is_initialized() else 1
-        if dist is not None and world > 1:
-            assert isinstance(loader.sampler, ShardSampler)  # what _loader gives it
-            loader.sampler.shard(dist.get_rank(), world)
+        assert isinstance(loader.sampler, ShardSampler)  # what _loader gives it
+        rank, world = process_group()
+        loader.sampler.shard(rank, world)
 
         def loss(batch: RetrievalBatch) -> Tensor:
             b = batch.to(encoder.device)
-            gather = None
-            if world > 1:
-                gather = CrossRankBatch(b.targets, b.positive_mask, b.candidate_names, b.positives)
+            gather = CrossRankBatch(b) if world > 1 else None
             q, c = encoder.embed(b.queries), encoder.embed(b.candidates)
             value, factor = contrast_loss(q, c, b.targets, b.positive_mask, cfg.temperature, gather)
             return value * factor

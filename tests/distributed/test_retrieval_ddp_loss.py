@@ -106,9 +106,7 @@ def _worker(rank: int, port: int, out: Any) -> None:
         result: dict[str, Any] = {"rank": rank}
         for cached in (False, True):
             net = _encoder()
-            gather = CrossRankBatch(
-                batch.targets, batch.positive_mask, batch.candidate_names, batch.positives
-            )
+            gather = CrossRankBatch(batch)
             result[f"rows_{cached}"] = (len(gather.targets), tuple(gather.mask.shape))
             result[f"loss_{cached}"] = _run(batch, net, cached=cached, gather=gather)
             grads = [p.grad for p in net.parameters()]

@@ -3,21 +3,33 @@
 Under DDP each process embeds its own batch; :class:`CrossRankBatch` gathers every process's
 query and candidate embeddings (and what the mask needs: premise ids, targets, positives) so the
 masked contrastive loss of :mod:`..retrieval_loss` sees the batch one process with all of them
-would (``docs/training.md``, "Devices"). :func:`gather_scores` merges per-query validation scores
-so a query counts once however a sampler spread or repeated it. Collectives run on
+would (``docs/training.md``, "Devices"). :func:`mean_scores` averages per-query validation scores
+over the processes, a query counted once however a sampler spread or repeated it;
+:func:`freeze_unreached` freezes what DDP would wait for in vain. Collectives run on
 ``torch.distributed``'s default group (Lightning's).
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Collection, Sequence
-from typing import TYPE_CHECKING, TypeVar
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from torch import Tensor
 
-V = TypeVar("V")
+    from ...models.retrieval import PremiseEncoder
+    from ..retrieval_data import RetrievalBatch
+
+
+def process_group() -> tuple[int, int]:
+    """``(rank, processes)`` of the default process group (Lightning's); ``(0, 1)`` without one
+    (or before Lightning has started the other processes)."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return 0, 1
 
 
 def all_gather_rows(t: Tensor) -> list[Tensor]:
@@ -45,24 +57,18 @@ class CrossRankBatch:
     its backward is scaled by ``world``: DDP's gradient average then gives the gradient of the one
     loss."""
 
-    def __init__(
-        self,
-        targets: Tensor,
-        positive_mask: Tensor,
-        candidate_names: Sequence[str],
-        positives: Sequence[Collection[str]],
-    ) -> None:
+    def __init__(self, batch: RetrievalBatch) -> None:
         import torch
-        import torch.distributed as dist
 
-        self.world, self.rank = dist.get_world_size(), dist.get_rank()
+        targets, positive_mask, positives = batch.targets, batch.positive_mask, batch.positives
+        self.rank, self.world = process_group()
         dev = targets.device
 
         def ids(names: Sequence[str]) -> Tensor:  # the same on every process (hash() is not)
             digests = [hashlib.blake2b(n.encode(), digest_size=7).digest() for n in names]
             return torch.tensor([int.from_bytes(d, "big") for d in digests], device=dev).long()
 
-        cand, tgt = all_gather_rows(ids(candidate_names)), all_gather_rows(targets)
+        cand, tgt = all_gather_rows(ids(batch.candidate_names)), all_gather_rows(targets)
         rows = [len(t) for t in tgt]
         starts = [sum(len(c) for c in cand[:r]) for r in range(self.world)]
         self.targets = torch.cat([t + s for t, s in zip(tgt, starts, strict=True)])
@@ -104,16 +110,39 @@ def average_gradients(grads: Sequence[Tensor]) -> None:
         g /= dist.get_world_size()
 
 
-def gather_scores(scores: dict[int, V]) -> dict[int, V]:
-    """Every process's ``scores`` (by query position) in one dict: a position met on several
-    processes (a sampler's padding) is kept once. Without a process group, ``scores``."""
+def mean_scores(scores: dict[int, list[float]]) -> list[float]:
+    """The mean of each score over every process's queries (``scores``: query position → its
+    scores). A position met on several processes (a sampler's padding) counts once; the sums
+    run in query order, so any number of processes gives one process's numbers exactly."""
     import torch.distributed as dist
 
-    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() < 2:
-        return scores
-    parts: list[dict[int, V] | None] = [None] * dist.get_world_size()
-    dist.all_gather_object(parts, scores)
-    return {k: v for part in parts for k, v in (part or {}).items()}
+    if process_group()[1] > 1:
+        parts: list[dict[int, list[float]] | None] = [None] * dist.get_world_size()
+        dist.all_gather_object(parts, scores)
+        scores = {k: v for part in parts for k, v in (part or {}).items()}
+    rows = [scores[k] for k in sorted(scores)]
+    width = len(rows[0]) if rows else 0
+    return [sum(r[j] for r in rows) / len(rows) for j in range(width)]
 
 
-__all__ = ["CrossRankBatch", "all_gather_rows", "average_gradients", "gather_scores"]
+def freeze_unreached(encoder: PremiseEncoder) -> None:
+    """Freeze the parameters no embedding reaches (BERT's pooler head): DDP waits for a gradient
+    of every trainable parameter and stops when one never comes."""
+    net = encoder.module
+    was = net.training
+    net.eval()  # no dropout: the probe draws nothing from the random state
+    encoder.embed(encoder.tokenize(["x"])).sum().backward()
+    for p in net.parameters():
+        p.requires_grad_(p.requires_grad and p.grad is not None)
+    net.zero_grad(set_to_none=True)
+    net.train(was)
+
+
+__all__ = [
+    "CrossRankBatch",
+    "all_gather_rows",
+    "average_gradients",
+    "freeze_unreached",
+    "mean_scores",
+    "process_group",
+]
