@@ -131,9 +131,8 @@ class EWC:
     def save(self, path: str | Path) -> Path:
         import torch
 
-        path = Path(path)
-        torch.save(self.state_dict(), path)
-        return path
+        torch.save(self.state_dict(), Path(path))
+        return Path(path)
 
     @classmethod
     def load(cls, path: str | Path, lambda_value: float | None = None) -> EWC:

@@ -68,17 +68,10 @@ class RetrievalModule(pl.LightningModule):
                 continue
             lname = name.lower()
             (no_decay if p.ndim < 2 or "norm" in lname or "bias" in lname else decay).append(p)
-        groups = [
-            {"params": decay, "weight_decay": cfg.weight_decay},
-            {"params": no_decay, "weight_decay": 0.0},
-        ]
-        opt = torch.optim.AdamW([g for g in groups if g["params"]], lr=cfg.lr)
-        sched = get_scheduler(
-            cfg.lr_scheduler_type,
-            opt,
-            num_warmup_steps=cfg.warmup_steps,
-            num_training_steps=self.total_steps,
-        )
+        groups = [(decay, cfg.weight_decay), (no_decay, 0.0)]
+        opt = torch.optim.AdamW([{"params": g, "weight_decay": w} for g, w in groups if g], cfg.lr)
+        warmup, total = cfg.warmup_steps, self.total_steps
+        sched = get_scheduler(cfg.lr_scheduler_type, opt, warmup, num_training_steps=total)
         return [opt], [{"scheduler": sched, "interval": "step"}]
 
     def transfer_batch_to_device(self, batch, device, dataloader_idx):
@@ -127,11 +120,7 @@ class RetrievalModule(pl.LightningModule):
         if (batch_idx + 1) % cfg.accumulate_grad_batches == 0 or self.trainer.is_last_batch:
             self._check_finite(opt)
             if cfg.gradient_clip_val is not None:
-                self.clip_gradients(
-                    opt,
-                    gradient_clip_val=cfg.gradient_clip_val,
-                    gradient_clip_algorithm="norm",
-                )
+                self.clip_gradients(opt, cfg.gradient_clip_val, gradient_clip_algorithm="norm")
             opt.step()
             opt.zero_grad(set_to_none=True)
             sched.step()

@@ -377,12 +377,14 @@ class RetrievalTrainer(ConfiguredTrainer[TrainingConfig], CurriculumTrainer[Retr
 
         cfg, world = self.config, self._world_size()
         examples = build_examples(train, corpus, max_examples=cfg.max_examples)
+        if not examples:
+            raise EmptyDatasetError("no (goal, premise) example: no positive is in the corpus")
         if len(examples) < world:
-            raise EmptyDatasetError(
+            from .errors import TooFewRowsError
+
+            raise TooFewRowsError(
                 f"{len(examples)} (goal, premise) example(s) for {world} processes: each needs "
-                "one; train on fewer devices"
-                if examples
-                else "no (goal, premise) example: no positive is in the corpus"
+                f"one; train on at most {len(examples)} devices, or give more data"
             )
         negatives = NegativeSampler(
             corpus, cfg.num_negatives, cfg.num_in_file_negatives, seed=cfg.seed
@@ -435,17 +437,11 @@ class RetrievalTrainer(ConfiguredTrainer[TrainingConfig], CurriculumTrainer[Retr
         # query) pairs, the position for counting each query once under a distributed sampler.
         queries = cast("Dataset[tuple[int, RetrievalQuery]]", list(enumerate(val)))
         val_keys = ShardSampler(range(len(val)))
-        val_loader: DataLoader[tuple[int, RetrievalQuery]] | None = None
-        if do_val:
-            val_loader = DataLoader(
-                queries, batch_size=cfg.eval_batch_size, sampler=val_keys, collate_fn=list
-            )
-        world = self._world_size()
-        batches = math.ceil(math.ceil(len(cast("Sized", loader.dataset)) / world) / cfg.batch_size)
-        steps_per_epoch = math.ceil(batches / cfg.accumulate_grad_batches)
-        total = steps_per_epoch * cfg.max_epochs
-        if cfg.max_steps > 0:
-            total = min(total, cfg.max_steps)
+        val_loader = DataLoader(queries, cfg.eval_batch_size, sampler=val_keys, collate_fn=list)
+        world, n_examples = self._world_size(), len(cast("Sized", loader.dataset))
+        batches = math.ceil(math.ceil(n_examples / world) / cfg.batch_size)
+        total = math.ceil(batches / cfg.accumulate_grad_batches) * cfg.max_epochs
+        total = min(total, cfg.max_steps) if cfg.max_steps > 0 else total
         module = RetrievalModule(self.encoder, cfg, corpus=corpus, ewc=self.ewc, total_steps=total)
         from .exact_resume import ExactResume, SkippingSampler, exact_possible
 
@@ -467,9 +463,8 @@ class RetrievalTrainer(ConfiguredTrainer[TrainingConfig], CurriculumTrainer[Retr
             warnings.filterwarnings("ignore", message=r".*could not find the monitored key")
             if exact:  # ExactResume makes it resumable, in a way Lightning cannot see
                 warnings.filterwarnings("ignore", message=r".*dataloader is\s+not resumable")
-            trainer.fit(
-                module, train_dataloaders=loader, val_dataloaders=val_loader, ckpt_path=ckpt
-            )
+            checked = val_loader if do_val else None
+            trainer.fit(module, train_dataloaders=loader, val_dataloaders=checked, ckpt_path=ckpt)
         if trainer.interrupted:
             raise KeyboardInterrupt(f"training pass {k + 1} ({label}) was interrupted")
         metrics = {
@@ -483,14 +478,14 @@ class RetrievalTrainer(ConfiguredTrainer[TrainingConfig], CurriculumTrainer[Retr
             if isinstance(cb, ModelCheckpoint) and cb.monitor == VAL_METRIC:
                 score = cb.best_model_score
                 best = float(score) if score is not None else best
-        n_examples = len(cast("Sized", loader.dataset))  # a map-style dataset
+        shown = ", ".join(f"{a} {b:.4f}" for a, b in sorted(metrics.items())) or "no validation"
         log.info(
             "pass %d (%s): %d examples, %d steps, %s",
             k + 1,
             label,
             n_examples,
             trainer.global_step,
-            ", ".join(f"{a} {b:.4f}" for a, b in sorted(metrics.items())) or "no validation",
+            shown,
         )
         return {
             "label": label,
@@ -557,12 +552,8 @@ class RetrievalTrainer(ConfiguredTrainer[TrainingConfig], CurriculumTrainer[Retr
                     auto_insert_metric_name=False,
                 )
             )
-            if cfg.early_stopping_patience is not None:
-                callbacks.append(
-                    EarlyStopping(
-                        monitor=VAL_METRIC, mode="max", patience=cfg.early_stopping_patience
-                    )
-                )
+            if (patience := cfg.early_stopping_patience) is not None:
+                callbacks.append(EarlyStopping(monitor=VAL_METRIC, mode="max", patience=patience))
         else:
             callbacks.append(
                 ModelCheckpoint(dirpath=ckpt_dir, filename="epoch-{epoch}", save_last=True)

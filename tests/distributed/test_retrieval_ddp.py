@@ -181,7 +181,7 @@ def test_more_processes_than_examples_is_a_typed_error_before_any_process_starts
 
     from lean_dojo_v2.config.loading import load_config
     from lean_dojo_v2.data import sample_dataset_path
-    from lean_dojo_v2.errors import EmptyDatasetError
+    from lean_dojo_v2.trainer.errors import TooFewRowsError
     from lean_dojo_v2.trainer.retrieval_config import TrainingConfig
     from lean_dojo_v2.trainer.retrieval_trainer import RetrievalTrainer
 
@@ -199,5 +199,5 @@ def test_more_processes_than_examples_is_a_typed_error_before_any_process_starts
         progress_bar=False,
         report_to=["none"],
     )
-    with pytest.raises(EmptyDatasetError, match="1 .* example.* for 2 processes"):
+    with pytest.raises(TooFewRowsError, match=r"1 \(goal, premise\) example\(s\) for 2 processes"):
         RetrievalTrainer(cfg).train(data_path=sample_dataset_path())
