@@ -85,18 +85,15 @@ def _set_args(settings: dict[str, object]) -> list[str]:
     return [a for key, value in settings.items() for a in ("--set", f"{key}={value}")]
 
 
+def _settings(model: Path, **extra: object) -> dict[str, object]:
+    """A quick run of the tiny model on the CPU, every step logged."""
+    values: dict[str, object] = dict(model_name=model, use_cpu=True, logging_steps=1)
+    values.update(progress_bar=False, report_to="none", **extra)
+    return values
+
+
 def _sft(model: Path, sample: Path, out: Path, **extra: object) -> list[str]:
-    settings: dict[str, object] = dict(
-        model_name=model,
-        use_cpu=True,
-        max_steps=4,
-        max_examples=16,
-        lr=5e-3,
-        logging_steps=1,
-        progress_bar=False,
-        report_to="none",
-        loss_curve=False,
-    )
+    settings = _settings(model, max_steps=4, max_examples=16, lr=5e-3, loss_curve=False)
     settings.update(extra)
     return ["train", "sft", "--data", str(sample), "-o", str(out), "--json", *_set_args(settings)]
 
@@ -308,22 +305,9 @@ def test_grpo_in_two_processes_logs_one_process_loss_and_rewards_step_by_step(
 ) -> None:
     child = tmp_path / "deterministic_generation.py"
     child.write_text(_DETERMINISTIC_GENERATION)
-    settings: dict[str, object] = dict(
-        model_name=tiny_model,
-        use_cpu=True,
-        num_generations=2,
-        max_completion_length=16,
-        max_prompts=8,
-        max_prompt_len=200,
-        max_steps=3,
-        lr=1e-2,
-        logging_steps=1,
-        progress_bar=False,
-        report_to="none",
-        reward_backend="replay",
-        reward_envs=1,
-        curves=False,
-    )
+    settings = _settings(tiny_model, num_generations=2, max_completion_length=16, max_prompts=8)
+    settings.update(max_prompt_len=200, max_steps=3, lr=1e-2, curves=False)
+    settings.update(reward_backend="replay", reward_envs=1)
     runs = {}
     for processes, batch in ((0, 4), (2, 2)):  # 2 prompts × 2 completions a step either way
         out = tmp_path / f"p{processes}"
