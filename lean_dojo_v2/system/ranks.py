@@ -7,7 +7,7 @@ process group (the trainers' frameworks do) or imports torch before it is needed
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TypeVar
 
 from ..errors import LeanDojoError
@@ -46,6 +46,23 @@ def from_main_process(value: T) -> T:
     box = [value]
     dist.broadcast_object_list(box, src=0)
     return box[0]
+
+
+def summed_over_processes(counts: Mapping[str, object]) -> dict[str, object]:
+    """``counts`` with each number summed over the run's processes (each counts its own share;
+    other values are this process's); ``counts`` itself alone. Every process must call it."""
+    if world_size() == 1:
+        return dict(counts)
+    import torch.distributed as dist
+
+    every: list[Mapping[str, object] | None] = [None] * world_size()
+    dist.all_gather_object(every, dict(counts))
+    summed = dict(counts)
+    for key, value in counts.items():
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            shares = [c.get(key) for c in every if c is not None]
+            summed[key] = sum(x for x in shares if isinstance(x, int | float))
+    return summed
 
 
 def on_main_process(work: Callable[[], T]) -> T | None:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, SupportsFloat
 
 from ..data.model import Theorem
 from ..errors import ConfigValueError, UnknownConfigKeyError
+from ..system.ranks import summed_over_processes
 from .causal_lm_loading import model_context_length
 from .causal_lm_trainer import CausalLMTrainer, PassRows
 from .errors import TooFewRowsError
@@ -268,7 +269,7 @@ class GRPOTrainer(CausalLMTrainer[GRPOConfig, GRPOResult]):
             checks: dict[str, object] = {}
             if context is not None:
                 backend = getattr(context, "last_backend", None) or context.backend
-                checks = dict(context.stats())
+                checks = summed_over_processes(dict(context.stats()))  # every share
         finally:
             if context is not None:
                 context.close()

@@ -326,6 +326,11 @@ def test_grpo_in_two_processes_logs_one_process_loss_and_rewards_step_by_step(
         assert abs(a["reward"] - b["reward"]) <= 1e-6  # type: ignore[operator]
         assert a["rewards"] == pytest.approx(b["rewards"], abs=1e-6)
     assert len({e["reward"] for e in one}) > 1  # the steps' groups differ: the check can fail
+    # Each process checks its share: the counts of the pass are summed over both.
+    checks = [json.loads((runs[p] / "summary.json").read_text())["passes"][0] for p in (0, 2)]
+    print("reward checks, 1 / 2 processes:", [c["reward_checks"] for c in checks])
+    scored = [c["reward_checks"]["checks"] + c["reward_checks"]["cache_hits"] for c in checks]
+    assert scored[0] == scored[1] == 3 * 4  # 3 steps of 4 completions
     assert any(e["loss"] != 0 for e in one)  # advantages were not all zero
     difference = _max_difference(runs[2], runs[0])
     print(f"GRPO weights after 3 steps: max |w_2proc - w_1proc| = {difference:.3g}")
