@@ -75,7 +75,7 @@ class RetrievalModule(pl.LightningModule):
         return [opt], [{"scheduler": sched, "interval": "step"}]
 
     def transfer_batch_to_device(self, batch, device, dataloader_idx):
-        if isinstance(batch, list):  # validation: RetrievalQuery objects, encoded later
+        if isinstance(batch, list):  # validation: (position, query) pairs, encoded later
             return batch
         return batch.to(device)
 

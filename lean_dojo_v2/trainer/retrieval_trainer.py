@@ -291,24 +291,21 @@ class RetrievalTrainer(ConfiguredTrainer[TrainingConfig], CurriculumTrainer[Retr
     def _begin(self, run: PassRun) -> None:
         from .ewc import EWC
 
-        lam, out = self.config.lambda_value, run.out
-        self._encoder = self._load_encoder(out / ENCODER_DIR if run.first > 0 else None)
-        self.ewc = EWC(lam)
-        if run.first > 0 and (out / EWC_FILE).is_file():
-            self.ewc = EWC.load(out / EWC_FILE, lam)
+        lam, out, resumed = self.config.lambda_value, run.out, run.first > 0
+        self._encoder = self._load_encoder(out / ENCODER_DIR if resumed else None)
+        resume_ewc = resumed and (out / EWC_FILE).is_file()
+        self.ewc = EWC.load(out / EWC_FILE, lam) if resume_ewc else EWC(lam)
 
     def _run_pass(self, k: int, p: Pass, dataset: PassDataset, out: Path) -> dict[str, Any]:
         data = self._read_pass(p, dataset)
         info = self._fit_pass(k, p.label, data, out)
         # Lifelong learning (EWC) is for a curriculum of repositories: a database run.
         if p.repositories and self.config.lambda_value > 0 and self.ewc is not None:
-            fisher = self._fisher(data)
-            self.ewc.consolidate(self.encoder.module, fisher)
+            self.ewc.consolidate(self.encoder.module, self._fisher(data))
             if is_main_process():
                 self.ewc.save(out / EWC_FILE)
             info["fisher"] = self.ewc.fisher_stats()
-        self.last_data_path = data.dataset_dir
-        self.last_corpus = data.corpus
+        self.last_data_path, self.last_corpus = data.dataset_dir, data.corpus
         return info
 
     def _save_pass(self, out: Path) -> None:
