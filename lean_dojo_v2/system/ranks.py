@@ -16,8 +16,11 @@ T = TypeVar("T")
 
 
 def is_main_process() -> bool:
-    """True on rank 0 of a distributed run (and in a plain one)."""
-    return int(os.environ.get("RANK", os.environ.get("LOCAL_RANK", "0")) or 0) == 0
+    """True on rank 0 of a distributed run (and in a plain one). Without ``RANK`` (Lightning's
+    own launcher sets ``NODE_RANK`` and ``LOCAL_RANK`` only): local rank 0 of node 0."""
+    if os.environ.get("RANK"):
+        return int(os.environ["RANK"]) == 0
+    return all(int(os.environ.get(k, "0") or 0) == 0 for k in ("NODE_RANK", "LOCAL_RANK"))
 
 
 def world_size() -> int:

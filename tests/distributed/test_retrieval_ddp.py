@@ -201,3 +201,28 @@ def test_more_processes_than_examples_is_a_typed_error_before_any_process_starts
     )
     with pytest.raises(TooFewRowsError, match=r"1 \(goal, premise\) example\(s\) for 2 processes"):
         RetrievalTrainer(cfg).train(data_path=sample_dataset_path())
+
+
+@pytest.mark.parametrize(
+    ("env", "main"),
+    [
+        ({}, True),
+        ({"LOCAL_RANK": "1"}, False),
+        # Lightning's launcher on the second machine: local rank 0 there is not rank 0.
+        ({"NODE_RANK": "1", "LOCAL_RANK": "0"}, False),
+        ({"NODE_RANK": "0", "LOCAL_RANK": "0"}, True),
+        # torchrun / accelerate set RANK, which decides.
+        ({"RANK": "0", "NODE_RANK": "0", "LOCAL_RANK": "0"}, True),
+        ({"RANK": "3", "NODE_RANK": "1", "LOCAL_RANK": "1"}, False),
+    ],
+)
+def test_only_global_rank_zero_writes_under_lightnings_launcher_on_several_machines(
+    env: dict[str, str], main: bool, monkeypatch: pytest.MonkeyPatch
+):
+    from lean_dojo_v2.system.ranks import is_main_process
+
+    for key in ("RANK", "NODE_RANK", "LOCAL_RANK"):
+        monkeypatch.delenv(key, raising=False)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    assert is_main_process() is main
