@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..config.cli import HELP_CONFIG_HELP, config_from_args
+from ..system.ranks import is_main_process
 
 if TYPE_CHECKING:
     from .causal_lm_trainer import CausalLMTrainer
@@ -129,7 +130,10 @@ def print_summary(
     summary: Mapping[str, object], as_json: bool, text: Callable[[], Iterable[str]]
 ) -> None:
     """End a command: with ``as_json`` one line of JSON ``summary`` (after flushing whatever
-    was printed before), otherwise the lines of ``text()``."""
+    was printed before), otherwise the lines of ``text()``; by the main process of a launched
+    run alone."""
+    if not is_main_process():
+        return
     if as_json:
         sys.stdout.flush()
         print(json.dumps(summary))

@@ -36,11 +36,8 @@ class TrainingStateError(TrainerError):
 
 
 class TooFewRowsError(EmptyDatasetError):
-    """The data gives fewer rows than the run's processes need: fewer SFT examples than
-    processes (the others would train on repeated examples), or fewer GRPO prompts than one
-    generation batch takes (``batch_size × steps_per_generation × processes / num_generations``:
-    TRL's sampler would yield no batch). Launch fewer processes (``--num_processes``), or give
-    more data (``max_examples``, ``max_prompts``, ``max_prompt_len``)."""
+    """Fewer rows than the run's processes need: SFT examples than processes, GRPO prompts than
+    one generation batch takes. Launch fewer processes, or give more data (docs/errors.md)."""
 
 
 class OutputDirArgumentError(ConfigValueError, AgentConfigError, TrainerError):

@@ -15,7 +15,6 @@ from .cli_options import (
     print_summary,
     train_on_data,
 )
-from .run_dir import is_main_process
 
 
 def registry_help() -> str:
@@ -110,6 +109,5 @@ def cmd_train_grpo(args: argparse.Namespace) -> int:
             lines.append(f"merged model in {result.merged_dir}")
         return lines
 
-    if is_main_process():  # one summary for a run of several processes
-        print_summary(result.to_dict(), args.json, text)
+    print_summary(result.to_dict(), args.json, text)
     return 0

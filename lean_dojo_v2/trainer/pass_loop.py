@@ -36,7 +36,6 @@ from .run_dir import (
     has_progress,
     is_main_process,
     open_database,
-    pass_label,
     pass_name,
     resume_or_start,
     settle_previous,
@@ -174,11 +173,12 @@ class CurriculumTrainer(ABC, Generic[ResultT]):
         """``(passes, files the run reads, the plan's identity)``."""
         if db is not None:
             order, sources, plan_id = curriculum(db, repos)
-            plan = [
-                Pass(label=pass_label(info), repositories=self._pass_repositories(order, k))
-                for k, info in enumerate(order)
+            # A pass is labelled name@commit12 of its repository.
+            labels = [f"{info.name}@{info.commit[:12]}" for info in order]
+            passes = [
+                Pass(label, self._pass_repositories(order, k)) for k, label in enumerate(labels)
             ]
-            return plan, sources, plan_id
+            return passes, sources, plan_id
         path = dataset_source(repos, data_path)
         digest = hashlib.sha256()
         for f in self._dataset_files(path):
@@ -204,22 +204,24 @@ class CurriculumTrainer(ABC, Generic[ResultT]):
         def has_checkpoint(o: Path, k: int) -> bool:
             return self._pass_checkpoint(o, k) is not None
 
+        fingerprint = config_fingerprint(
+            cfg, plan_id, self.not_fingerprinted, **self._fingerprint_extra()
+        )
+        config_file = self.config_file or f"{self.run_kind}_config.yaml"
         with ExitStack() as held:
 
             def decide() -> RunStart:
-                # One run per directory: the lock is taken before anything in ``out`` is
-                # looked at, by the main process only (the run's other processes share it).
+                # One run per directory: locked (by the main process alone) before anything in
+                # ``out`` is looked at.
                 if is_main_process():
                     held.enter_context(lock_output_dir(out))
                 return resume_or_start(
                     out,
                     cfg,
-                    fingerprint=config_fingerprint(
-                        cfg, plan_id, self.not_fingerprinted, **self._fingerprint_extra()
-                    ),
+                    fingerprint=fingerprint,
                     plan_id=plan_id,
                     sources=sources,
-                    config_file=self.config_file or f"{self.run_kind}_config.yaml",
+                    config_file=config_file,
                     has_checkpoint=has_checkpoint,
                     what=self.run_what,
                 )

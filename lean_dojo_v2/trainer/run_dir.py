@@ -318,11 +318,6 @@ def curriculum(
     return order, sources, {"database": [[i.url, i.commit] for i in order]}
 
 
-def pass_label(repo: RepositoryInfo) -> str:
-    """The label of a curriculum pass over repository ``repo`` (``name@commit12``)."""
-    return f"{repo.name}@{repo.commit[:12]}"
-
-
 def dataset_source(
     repos: Iterable[RepositoryRef | RepositoryLike] | None,
     data_path: str | os.PathLike[str] | None,
