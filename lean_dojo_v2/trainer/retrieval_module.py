@@ -152,26 +152,20 @@ class RetrievalModule(pl.LightningModule):
                 "RetrievalModule validates against the premise corpus: build it with "
                 "corpus=... (the corpus of the val queries)"
             )
+        batch = self.config.eval_batch_size
         self._index = PremiseIndex.build(
-            self.corpus,
-            self.encoder,
-            batch_size=self.config.eval_batch_size,
-            show_progress=False,
+            self.corpus, self.encoder, batch_size=batch, show_progress=False
         )
 
     def validation_step(self, batch, batch_idx):
         """``batch``: (position in the val queries, query) pairs; each query's scores are kept
         by its position, so a query that a distributed sampler repeats counts once."""
-        queries = [q for _, q in batch]
-        emb = self.encoder.encode(
-            [q.state for q in queries], batch_size=self.config.eval_batch_size
-        )
-        masks = [self._index.mask(q.file_path, q.pos) for q in queries]
-        hits = self._index.search(emb, self.config.num_retrieved, masks=masks)
+        cfg, index, queries = self.config, self._index, [q for _, q in batch]
+        emb = self.encoder.encode([q.state for q in queries], batch_size=cfg.eval_batch_size)
+        masks = [index.mask(q.file_path, q.pos) for q in queries]
+        hits = index.search(emb, cfg.num_retrieved, masks=masks)
         for (key, q), row in zip(batch, hits, strict=True):
-            m = ranking_metrics(
-                [[self._index.premises[i].full_name for i, _ in row]], [q.positives]
-            )
+            m = ranking_metrics([[index.premises[i].full_name for i, _ in row]], [q.positives])
             self._scores[key] = [float(m[k]) for k in VAL_KEYS]
 
     def on_validation_epoch_end(self) -> None:
