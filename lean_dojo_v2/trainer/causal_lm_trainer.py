@@ -261,7 +261,7 @@ class CausalLMTrainer(
     ) -> TrainingArguments:
         """TRL's config of pass ``k``: the values every config gives, this trainer's, then the
         config's ``trl_args``, checked by TRL's config class itself."""
-        trl_config = self._trl_config_class()
+        trl_config = self._trl_classes()[0]
         name = f"trl.{trl_config.__name__}"
         args = training_arguments(self.config, k, out, loaded or self._loaded_lm)
         args.update(self._trl_settings())
@@ -277,7 +277,7 @@ class CausalLMTrainer(
         args = self._trl_args(k, out)
         self._check_rows(built.count, args, f"pass {k + 1} has")
         model, tokenizer = self._loaded_model()
-        trainer = self._trl_trainer_class()(
+        trainer = self._trl_classes()[1](
             model=model,
             args=args,
             train_dataset=Dataset.from_list(built.rows),
@@ -348,12 +348,8 @@ class CausalLMTrainer(
         ``args`` in this run's processes (``where``: the message's start, "pass 1 has")."""
 
     @abstractmethod
-    def _trl_config_class(self) -> type[TrainingArguments]:
-        """TRL's config class (imported here: ``trl.SFTConfig``, ``trl.GRPOConfig``)."""
-
-    @abstractmethod
-    def _trl_trainer_class(self) -> Callable[..., Trainer]:
-        """TRL's trainer class (or a subclass of it)."""
+    def _trl_classes(self) -> tuple[type[TrainingArguments], Callable[..., Trainer]]:
+        """TRL's config class and trainer class (or a subclass), imported here."""
 
     @abstractmethod
     def _trl_settings(self) -> dict[str, Any]:

@@ -200,7 +200,7 @@ class GRPOTrainer(CausalLMTrainer[GRPOConfig, GRPOResult]):
     def _check_rows(self, rows: int, args: TrainingArguments, where: str) -> None:
         from trl import GRPOConfig as TRLConfig
 
-        assert isinstance(args, TRLConfig)  # built by _trl_config_class
+        assert isinstance(args, TRLConfig)  # built by _trl_classes
         # TRL's config fills both in when it is built.
         assert args.generation_batch_size is not None and args.num_generations is not None
         # TRL's sampler drops an incomplete generation batch: fewer prompts would train 0 steps.
@@ -215,15 +215,12 @@ class GRPOTrainer(CausalLMTrainer[GRPOConfig, GRPOResult]):
 
     # ------------------------------------------------------------------ TRL and the rewards
 
-    def _trl_config_class(self) -> type[TrainingArguments]:
+    def _trl_classes(self) -> tuple[type[TrainingArguments], Callable[..., Trainer]]:
         from trl import GRPOConfig as TRLConfig
 
-        return TRLConfig
-
-    def _trl_trainer_class(self) -> Callable[..., Trainer]:
         from .rl.trl_trainer import LeanGRPOTrainer
 
-        return LeanGRPOTrainer
+        return TRLConfig, LeanGRPOTrainer
 
     def _trl_settings(self) -> dict[str, Any]:
         cfg, alg = self.config, self.algorithm
@@ -275,7 +272,7 @@ class GRPOTrainer(CausalLMTrainer[GRPOConfig, GRPOResult]):
                 context.close()
         log.info("pass %d: rewards checked by %s: %s", k + 1, backend or "no Lean check", checks)
         trainer = self._trl_trainer
-        assert isinstance(trainer, LeanGRPOTrainer)  # built by _trl_trainer_class
+        assert isinstance(trainer, LeanGRPOTrainer)  # built by _trl_classes
         sampling = dict(trainer.sampling_stats())
         return {**info, "reward_backend": backend, "reward_checks": checks, "sampling": sampling}
 

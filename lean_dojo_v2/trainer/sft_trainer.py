@@ -115,15 +115,10 @@ class SFTTrainer(CausalLMTrainer[SFTConfig, TrainResult]):
         )
         return PassRows(rows, "examples", st.examples, st, note)
 
-    def _trl_config_class(self) -> type[TrainingArguments]:
-        from trl import SFTConfig as TRLConfig
+    def _trl_classes(self) -> tuple[type[TrainingArguments], Callable[..., Trainer]]:
+        import trl
 
-        return TRLConfig
-
-    def _trl_trainer_class(self) -> Callable[..., Trainer]:
-        from trl import SFTTrainer as TRLSFTTrainer
-
-        return TRLSFTTrainer
+        return trl.SFTConfig, trl.SFTTrainer
 
     def _trl_settings(self) -> dict[str, Any]:
         # Rows are token ids with a completion mask (sft_data): TRL neither packs nor re-tokenises.
