@@ -83,14 +83,20 @@ class EnvHost:
             "pid": os.getpid(),
         }
 
-    def restarts(self) -> int | None:
-        return self.env.restarts
-
-    def release(self, tokens: list[int]) -> None:
-        for token in tokens:
+    def call(
+        self, method: str, args: tuple[Any, ...], released: list[int]
+    ) -> tuple[Any, int | None]:
+        """One ``ProofEnv`` call (``start``, ``run_tactic``, ``verify``, ``replay_state``) after
+        letting go of the ``released`` states, with the environment's restart count: one round
+        trip each."""
+        for token in released:
             state = self.states.pop(token, None)
             if state is not None:
                 self.env.release(state)
+        if method not in _CALLS:
+            raise ValueError(f"not a ProofEnv call: {method!r}")
+        value = getattr(self, method)(*args)
+        return value, self.env.restarts
 
     def start(self, theorem: Theorem) -> ProofState:
         state = self._keep(self.env.start(theorem))
@@ -130,6 +136,9 @@ class EnvHost:
             self.states[token] = result
             return dataclasses.replace(result, handle=token)
         return result
+
+
+_CALLS = frozenset({"start", "run_tactic", "verify", "replay_state"})
 
 
 class _Held:
@@ -187,7 +196,7 @@ class RemoteProofEnv(ProofEnv):
         self.start_timeout = start_timeout
         self.node = ""
         self._generation = 0
-        self._restarts = 0  # what ``restarts`` said last
+        self._restarts = 0  # as of the last call
         self._base = 0  # added to the current actor's own restart count
         # (token, generation) of the states let go of; garbage collection appends from any thread
         self._released: deque[tuple[int, int]] = deque()
@@ -248,10 +257,9 @@ class RemoteProofEnv(ProofEnv):
         if self._actor is None:
             self._ready = self._spawn()
         self._await_start()
-        self._flush_released()
-        ref = getattr(self._actor, method).remote(*args)
+        ref = self._actor.call.remote(method, args, self._released_tokens())
         try:
-            return ray.get(ref, timeout=self.call_timeout)
+            value, own_restarts = ray.get(ref, timeout=self.call_timeout)
         except ray.exceptions.GetTimeoutError:
             self._lost(kill=True)
             raise EnvCrashedError(
@@ -266,6 +274,8 @@ class RemoteProofEnv(ProofEnv):
             ) from None
         except ray.exceptions.RayTaskError as exc:
             raise _cause(exc) from None
+        self._restarts = self._base + int(own_restarts or 0)
+        return value
 
     # -- states --------------------------------------------------------------------------------
 
@@ -288,29 +298,20 @@ class RemoteProofEnv(ProofEnv):
             )
         return held.token
 
-    def _flush_released(self) -> None:
+    def _released_tokens(self) -> list[int]:
+        """The current actor's states let go of since the last call (sent with the next)."""
         tokens = []
         while self._released:
             token, generation = self._released.popleft()
             if generation == self._generation:
                 tokens.append(token)
-        if tokens:
-            # Ray runs one caller's calls to an actor in order: no answer needs waiting for.
-            self._actor.release.remote(tokens)
+        return tokens
 
     # -- the ProofEnv contract -----------------------------------------------------------------
 
     @property
     def restarts(self) -> int | None:  # type: ignore[override]  # the actor's, plus replacements
-        import ray
-
-        if self._actor is None or self._ready is not None:
-            return self._restarts
-        try:
-            own = ray.get(self._actor.restarts.remote(), timeout=self.call_timeout)
-        except ray.exceptions.RayError:
-            return self._restarts  # a dead actor is noticed by the next call
-        self._restarts = self._base + int(own or 0)
+        # As of the last call: the environment restarts only during a call.
         return self._restarts
 
     def start(self, theorem: Theorem) -> ProofState:
