@@ -185,6 +185,8 @@ class _ActorRun:
         self.backend = "unknown"
         self.start_failures = 0
         self.placed: set[str] = set()
+        self.died_on: dict[int, str] = {}  # theorem -> the node its last actor died on
+        self.lost_nodes: set[str] = set()
 
     # -- the loop ----------------------------------------------------------------------------------
 
@@ -213,18 +215,31 @@ class _ActorRun:
             self.starting[actor.handle.describe.remote()] = actor
 
     def _give_work(self, actor: _Actor) -> None:
-        if not self.pending:
+        """The next theorem for ``actor``; a theorem whose actor died on ``actor``'s node goes
+        to an actor on another node while one is up (that node may be going down), else
+        ``actor`` waits idle. An actor on a lost node gets nothing."""
+        if actor.node in self.lost_nodes:
+            self._kill(actor)
+            return
+        task = self.pending.pop_first(
+            lambda i: self.died_on.get(i) == actor.node and self._up_elsewhere(actor.node)
+        )
+        if task is None:
             actor.task = None
             self.idle.append(actor)
             return
-        actor.task = self.pending.pop()
+        actor.task = task
         actor.since = time.monotonic()
-        self.running[actor.handle.prove.remote(self.theorems[actor.task])] = actor
+        self.running[actor.handle.prove.remote(self.theorems[task])] = actor
+
+    def _up_elsewhere(self, node: str) -> bool:
+        return any(a.node != node for a in [*self.running.values(), *self.idle])
 
     def _dispatch_idle(self) -> None:
         """A theorem put back in the queue goes to an idle actor first."""
-        while self.pending and self.idle:
-            self._give_work(self.idle.pop())
+        idle, self.idle = self.idle, []
+        for actor in idle:
+            self._give_work(actor)  # back to idle when nothing is for it
 
     # -- events ------------------------------------------------------------------------------------
 
@@ -262,6 +277,13 @@ class _ActorRun:
         except ray.exceptions.RayActorError as exc:
             self._lost(actor, index, f"the Ray actor died while proving this theorem "
                        f"({_first_line(exc)})", seconds)  # fmt: skip
+            if (
+                actor.node
+                and actor.node not in self.lost_nodes
+                and not self._node_alive(actor.node)
+            ):
+                self._drop_node(actor.node)
+            self._dispatch_idle()
             return
         except ray.exceptions.RayError as exc:
             # The search itself never raises (search_one); this is Ray failing to bring the
@@ -277,12 +299,40 @@ class _ActorRun:
 
     def _lost(self, actor: _Actor, index: int, error: str, seconds: float) -> None:
         """``actor`` is gone (its node died, it was killed, it stopped answering): its theorem
-        goes back to the queue (or gets an error result) and a fresh actor is asked for."""
+        goes back to the front of the queue (or gets an error result); the loop asks for a
+        fresh actor."""
         self._kill(actor)
         how = f"on node {actor.node}" if actor.node else ""
+        if actor.node:
+            self.died_on[index] = actor.node
         self.pending.lost(index, who="Ray actor", how=how, error=error, backend=self.backend,
                           seconds=seconds)  # fmt: skip
-        self._dispatch_idle()
+
+    def _node_alive(self, node: str) -> bool:
+        """Whether Ray still counts ``node`` alive (an actor died: its node, or itself?)."""
+        try:
+            nodes = self.ray.nodes()
+        except Exception:  # noqa: BLE001 - cannot tell: count it alive
+            return True
+        return any(n.get("NodeID") == node and n.get("Alive") for n in nodes)
+
+    def _drop_node(self, node: str) -> None:
+        """``node`` is lost: every actor on it is given up now (the theorems of those that
+        were working go back to the queue), before any of them is given another theorem."""
+        self.lost_nodes.add(node)
+        logger.warning("Ray node %s is lost; its actors' theorems go to the other nodes", node)
+        for actor in [a for a in self.idle if a.node == node]:
+            self.idle.remove(actor)
+            self._kill(actor)
+        for ref, actor in list(self.running.items()):
+            if actor.node != node or actor.task is None:
+                continue
+            del self.running[ref]
+            if self.ray.wait([ref], timeout=0)[0]:
+                self._finished(ref, actor)  # what it sent before its node went is kept
+            else:
+                self._lost(actor, actor.task, f"its Ray node {node} was lost while it proved "
+                           "this theorem", time.monotonic() - actor.since)  # fmt: skip
 
     def _check_deadlines(self) -> None:
         now = time.monotonic()
@@ -294,6 +344,7 @@ class _ActorRun:
                     actor, actor.task,
                     f"the Ray actor gave no answer within {self.no_answer:.0f} s", now - actor.since,
                 )  # fmt: skip
+                self._dispatch_idle()
         working = self.running or self.idle
         waited = [now - a.asked for a in self.starting.values()]
         if not working and waited and min(waited) > self.start_timeout:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from ..data.model import Theorem
@@ -215,6 +215,15 @@ class TaskQueue:
     def pop(self) -> int:
         """The next theorem's index (a retried one first)."""
         return self.pending.popleft()
+
+    def pop_first(self, skip: Callable[[int], bool]) -> int | None:
+        """The first theorem's index in the queue that ``skip`` does not pass over (a retried
+        one first), or None when it passes over them all."""
+        for i in self.pending:
+            if not skip(i):
+                self.pending.remove(i)
+                return i
+        return None
 
     def lost(
         self, i: int, *, who: str, how: str = "", error: str, backend: str, seconds: float
