@@ -184,7 +184,7 @@ class _ActorRun:
         self.idle: list[_Actor] = []
         self.backend = "unknown"
         self.start_failures = 0
-        self.placed: set[str] = set()
+        self.started_on: Counter[str] = Counter()  # node -> actors that started there
         self.died_on: dict[int, str] = {}  # theorem -> the node its last actor died on
         self.lost_nodes: set[str] = set()
 
@@ -253,7 +253,9 @@ class _ActorRun:
                 raise init_error from None
             self.start_failures += 1
             logger.warning("a Ray prover actor died while starting: %s", _first_line(exc))
-            if self.start_failures >= MAX_START_FAILURES:
+            # With actors at work, a replacement that died (placed on a node going down) is
+            # asked for again; with none, the factories or the cluster cannot start one.
+            if self.start_failures >= MAX_START_FAILURES and not (self.running or self.idle):
                 raise WorkerStartError(
                     f"Ray prover actors died while starting {self.start_failures} times in a "
                     f"row ({_first_line(exc)}); check the cluster's nodes and memory (each "
@@ -263,9 +265,9 @@ class _ActorRun:
         self.start_failures = 0
         self.backend = str(info["backend"])
         actor.node = str(info["node"])
-        if actor.node not in self.placed:
-            self.placed.add(actor.node)
+        if actor.node not in self.started_on:
             logger.info("a Ray prover actor started on node %s", actor.node)
+        self.started_on[actor.node] += 1
         self._give_work(actor)
 
     def _finished(self, ref: Any, actor: _Actor) -> None:
@@ -374,9 +376,11 @@ class _ActorRun:
             ray.wait(closing, num_returns=len(closing), timeout=10)
         for actor in [*ready, *self.starting.values()]:
             self._kill(actor)
-        nodes = Counter(a.node for a in ready if a.node)
-        if nodes:
-            logger.info("Ray prover actors ran on %d node(s): %s", len(nodes), dict(nodes))
+        if self.started_on:
+            logger.info(
+                "%d Ray prover actor(s) ran on %d node(s): %s",
+                sum(self.started_on.values()), len(self.started_on), dict(self.started_on),
+            )  # fmt: skip
 
 
 def _init_error(exc: BaseException) -> BaseException | None:

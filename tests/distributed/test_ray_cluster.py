@@ -5,9 +5,11 @@ nodes, each its own raylet with its own CPUs), joined by address as ``--ray-addr
   and writes back what the inline run does;
 - a worker node removed mid-run, as a lost machine (its raylet killed, not drained): its
   theorems are retried on the other nodes, every theorem has exactly one result, and the
-  database and the write-back are complete, without duplicates.
+  database and the write-back are complete, without duplicates;
+- actors that no node can place (a GPU each, none there) end in a ``WorkerStartError`` after
+  ``start_timeout``, not in a wait without end.
 
-The cluster starts once for the module (about 15 s; the file about 60 s): ``slow``."""
+The cluster starts once for the module (about 10-15 s; the file 30-45 s): ``slow``."""
 
 from __future__ import annotations
 
@@ -157,3 +159,22 @@ def test_a_node_lost_mid_run_loses_nothing_and_doubles_nothing(
     work = tmp_path / "work"
     left = sum(p.read_text("utf-8").count("sorry") for p in work.rglob("*.lean"))
     assert left == len(theorems) - len(proved)
+
+
+def test_actors_no_node_can_place_end_in_an_error_not_a_wait(
+    cluster: Any, theorems: list[Theorem]
+) -> None:
+    """Each actor asks for a GPU and no node has one: after ``start_timeout`` the run stops with
+    a WorkerStartError saying so, instead of waiting for ever."""
+    import time
+
+    from lean_dojo_v2.prover.ray_backend import run_ray
+    from lean_dojo_v2.prover.workers import ResultCollector, WorkerStartError
+
+    collector = ResultCollector(theorems[:2], None, False, "proving")
+    t = time.monotonic()
+    with pytest.raises(WorkerStartError, match="cannot place an actor asking"):
+        run_ray(theorems[:2], ReplayEnvSpec(SAMPLE), OracleSpec(SAMPLE), CONFIG, 2, collector,
+                address=cluster.address, num_gpus=1, start_timeout=3)  # fmt: skip
+    assert time.monotonic() - t < 30
+    assert not ray.is_initialized()
