@@ -185,9 +185,9 @@ class GRPOConfig(CausalLMConfig):
     reward_backend: Literal["auto", "replay", "lean"] = "auto"
     # how many environments check, and how long a call may take: not what is trained
     reward_envs: int = config_field(4, fingerprint=False)
-    # where the environments live: not fingerprinted either (GRPOTrainer.not_fingerprinted)
-    reward_workers_backend: Literal["local", "ray"] = "local"
-    ray_address: str | None = None
+    # where the environments live: a run resumes on another cluster
+    reward_workers_backend: Literal["local", "ray"] = config_field("local", fingerprint=False)
+    ray_address: str | None = config_field(None, fingerprint=False)
     tactic_timeout: float = 10.0
     reward_timeout: float = config_field(600.0, fingerprint=False)
     max_proof_steps: int = 1

@@ -87,8 +87,6 @@ class GRPOTrainer(CausalLMTrainer[GRPOConfig, GRPOResult]):
     config_class = GRPOConfig
     run_kind = "grpo"
     run_what = "GRPO training"
-    # Where the reward environments live is not what is trained: a run resumes on another cluster.
-    not_fingerprinted = frozenset({"reward_workers_backend", "ray_address"})
     repr_fields = ("model_name", "algorithm", "mode", "output_dir", "lora")
 
     def __init__(

@@ -176,6 +176,8 @@ def test_fingerprint_exclusions_are_field_metadata() -> None:
         "curves",
         "reward_envs",
         "reward_timeout",
+        "reward_workers_backend",
+        "ray_address",
     }
     assert unfingerprinted_fields(TrainingConfig) == {
         "output_dir",

@@ -90,11 +90,10 @@ def test_the_python_calls_raise_the_typed_error() -> None:
 def test_where_the_reward_environments_live_is_not_in_the_fingerprint() -> None:
     """A GRPO run resumes with the reward environments on another cluster (or back home)."""
     from lean_dojo_v2.trainer.grpo_config import GRPOConfig
-    from lean_dojo_v2.trainer.grpo_trainer import GRPOTrainer
     from lean_dojo_v2.trainer.run_dir import config_fingerprint
 
     plan = {"data": "d"}
-    local = config_fingerprint(GRPOConfig(), plan, GRPOTrainer.not_fingerprinted)
+    local = config_fingerprint(GRPOConfig(), plan)
     on_ray = GRPOConfig(reward_workers_backend="ray", ray_address="10.0.0.1:6379")
-    assert config_fingerprint(on_ray, plan, GRPOTrainer.not_fingerprinted) == local
+    assert config_fingerprint(on_ray, plan) == local
     assert config_fingerprint(GRPOConfig(reward_envs=2, lr=1e-3), plan) != local
