@@ -268,9 +268,13 @@ def convert_gguf(gguf: str | Path, cache_dir: str | Path | None = None) -> Path:
 
 def resolve_device(device: str = "auto") -> str:
     """``"auto"`` → ``"cuda"`` when CUDA is there, else ``"cpu"``; ``"cuda"``/``"cuda:N"``
-    checked against the devices present."""
+    checked against the devices present. Tells an installed DeepSpeed where there is no
+    accelerator (its probe would print on stdout when a model is saved)."""
     import torch
 
+    from ..system.deepspeed_probe import settle_deepspeed_accelerator
+
+    settle_deepspeed_accelerator()
     text = str(device).strip().lower()
     if text == "auto":
         return "cuda:0" if torch.cuda.is_available() else "cpu"

@@ -48,3 +48,22 @@ def test_importing_deepspeed_after_it_prints_nothing_on_stdout() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
     )
     assert "Setting accelerator" not in done.stdout, done.stdout
+
+
+def test_a_training_run_prints_no_deepspeed_warning(tmp_path) -> None:
+    """A model chosen and saved the way the trainers do (device resolved, save_pretrained): no
+    DeepSpeed line on stdout, where the commands print their results."""
+    code = (
+        "import os\n"
+        "os.environ.pop('DS_ACCELERATOR', None)\n"
+        "from transformers import LlamaConfig, LlamaForCausalLM\n"
+        "from lean_dojo_v2.models.loading import resolve_device\n"
+        "device = resolve_device('auto')\n"
+        "cfg = LlamaConfig(vocab_size=64, hidden_size=16, intermediate_size=32,\n"
+        "                  num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2)\n"
+        f"LlamaForCausalLM(cfg).to(device).save_pretrained({str(tmp_path / 'm')!r})\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True
+    )
+    assert "Setting accelerator" not in done.stdout, done.stdout
