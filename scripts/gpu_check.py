@@ -13,6 +13,9 @@ steps once ``--budget`` seconds are spent. The steps (``scripts/gpu_check_steps.
     decode_7b         the same at DeepSeek-Prover-V2-7B's size (random weights, bf16)
     deepspeed_zero2   train sft with configs/deepspeed/zero2.json under torchrun, every GPU
     ddp               train sft under torchrun over every GPU (skipped with fewer than two)
+    grpo_vllm         two GRPO steps with LoRA generating with vLLM inside the training process
+                      (use_vllm, vllm_mode: colocate) vs with transformers: seconds, rollouts/s
+                      (skipped without the vllm package or CUDA)
 
     python scripts/gpu_check.py [--steps a,b] [--budget 420] [--out FILE] [--log-dir DIR]
     python scripts/gpu_check.py --dry-run      # the plan as JSON: steps, caps, commands; runs none
@@ -61,6 +64,7 @@ STEPS = (
     Step("decode_7b", 120, "batched sampling vs transformers' generate, 7B size"),
     Step("deepspeed_zero2", 120, "train sft with DeepSpeed ZeRO-2 under torchrun"),
     Step("ddp", 90, "train sft under torchrun over every GPU"),
+    Step("grpo_vllm", 150, "two GRPO steps generating with vLLM (colocate) vs transformers"),
 )
 STEP_NAMES = tuple(s.name for s in STEPS)
 

@@ -304,6 +304,88 @@ def grpo_lora_bf16(ctx: Context) -> dict[str, Any]:
     return figures
 
 
+def grpo_vllm(ctx: Context) -> dict[str, Any]:
+    """Two GRPO steps with LoRA on the bf16 SmolLM2-size model, generating with vLLM inside the
+    training process (``use_vllm: true``, ``vllm_mode: colocate``, TRL's integration), and the
+    same two steps generating with transformers: each run's seconds, and the second step's
+    seconds and rollouts (completions) per second (the first step also starts vLLM)."""
+    if importlib.util.find_spec("vllm") is None:
+        raise StepSkipped("the vllm package is not installed (scripts/gpu_wheels.py --with-vllm)")
+    if ctx.cpu_smoke:
+        raise StepSkipped("--cpu-smoke: vLLM generates on CUDA only")
+    ctx.require_cuda()
+    # Saved in bf16: TRL starts vLLM from the folder, and vLLM keeps the dtype its config names.
+    model = ctx.work / "smollm2-135m-bf16"
+    if not (model / "config.json").is_file():
+        loaded = random_model("smollm2-135m", "cpu", "bfloat16")
+        loaded.model.save_pretrained(str(model))
+        loaded.tokenizer.save_pretrained(str(model))
+    runs = {label: _grpo_two_steps(ctx, model, label) for label in ("transformers", "vllm")}
+    figures: dict[str, Any] = {"model": "smollm2-135m (random weights, bf16)", **runs}
+    figures["vllm_over_transformers"] = round(
+        runs["vllm"]["rollouts_per_s"] / max(runs["transformers"]["rollouts_per_s"], 1e-9), 2
+    )
+    if any(r["steps"] != 2 for r in runs.values()):
+        raise StepFailed("a GRPO run did not train its two steps", figures)
+    return figures
+
+
+def _grpo_two_steps(ctx: Context, model: Path, label: str) -> dict[str, Any]:
+    import torch
+    from transformers import TrainerCallback
+
+    from lean_dojo_v2.data import sample_dataset_path
+    from lean_dojo_v2.trainer.grpo_trainer import GRPOTrainer
+
+    step_s: list[float] = []
+
+    class StepClock(TrainerCallback):  # type: ignore[misc]
+        def on_step_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            step_s.append(-time.monotonic())
+
+        def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            step_s[-1] += time.monotonic()
+
+    vllm: dict[str, Any] = dict(use_vllm=True, vllm_mode="colocate")
+    # The tests' tokenizer has 500 of the model's 49,152 ids: vLLM must not detokenize (TRL
+    # reads the token ids); colocated, vLLM takes this share of the GPU beside training.
+    trl_args = dict(vllm_gpu_memory_utilization=0.3, generation_kwargs={"detokenize": False})
+    if torch.cuda.is_available():
+        torch.cuda.reset_peak_memory_stats()
+    batch = 16  # completions per step: 4 prompts x 4 generations
+    result = GRPOTrainer(
+        str(model),
+        output_dir=ctx.work / f"grpo-{label}",
+        lora_config=True,
+        device=ctx.device,
+        dtype="bfloat16",
+        batch_size=batch,
+        num_generations=4,
+        max_completion_length=64,
+        max_prompts=16,
+        max_prompt_len=200,
+        max_steps=2,
+        lr=1e-4,
+        progress_bar=False,
+        curves=False,
+        report_to=["none"],
+        reward_backend="replay",
+        reward_envs=1,
+        callbacks=[StepClock()],
+        **(dict(vllm, trl_args=trl_args) if label == "vllm" else {}),
+    ).train(data_path=sample_dataset_path())
+    last = step_s[-1] if step_s else float("nan")
+    return {
+        "steps": result.steps,
+        "seconds": result.seconds,
+        "step_seconds": [round(s, 3) for s in step_s],
+        "rollouts_per_step": batch,
+        "rollouts_per_s": round(batch / last, 2) if last > 0 else 0.0,
+        "mean_reward": result.mean_reward_first,
+        "peak_gib": _peak_gib(),
+    }
+
+
 def decode_smollm2(ctx: Context) -> dict[str, Any]:
     return _decode(ctx, "smollm2-135m", states=16, samples=8, max_new_tokens=32)
 
@@ -447,6 +529,7 @@ STEP_FUNCTIONS: dict[str, Callable[[Context], dict[str, Any]]] = {
     "gpu_tests": gpu_tests,
     "sft_bf16_full": sft_bf16_full,
     "grpo_lora_bf16": grpo_lora_bf16,
+    "grpo_vllm": grpo_vllm,
     "decode_smollm2": decode_smollm2,
     "decode_7b": decode_7b,
     "deepspeed_zero2": deepspeed_zero2,

@@ -3,7 +3,8 @@ docs/scaling.md, "The GPU check"). Run it on a machine with registry access, fro
 root, with the project's environment (``make install``):
 
     python scripts/gpu_wheels.py [--out wheels] [--python-version 3.12]
-        [--platform manylinux_2_28_x86_64 ...] [--without torch] [--without NAME ...] [--print]
+        [--platform manylinux_2_28_x86_64 ...] [--without torch] [--without NAME ...]
+        [--with-vllm] [--print]
 
 1. builds the project's wheel and DeepSpeed's (DeepSpeed is published as a source archive; it
    builds without torch, its ops compile on first use);
@@ -13,8 +14,12 @@ root, with the project's environment (``make install``):
    libraries (PyPI's Linux torch wheels are the CUDA builds).
 
 ``--without NAME`` (a glob, repeatable) leaves a package out, for what the GPU machine's image
-already has; ``--without torch`` also leaves out torch's CUDA libraries and triton. ``--print``
-prints the plan (the pip commands and the packages) as JSON and downloads nothing.
+already has; ``--without torch`` also leaves out torch's CUDA libraries and triton.
+``--with-vllm`` (off by default: several GB) also downloads vLLM, at the versions the installed
+TRL's ``vllm`` extra accepts, with everything it needs for the target (its own CUDA torch among
+them), into ``wheels/vllm/``: apart, since vLLM pins its torch, which need not be the project's;
+``make gpu-check`` installs only ``wheels/*.whl``. ``--print`` prints the plan (the pip commands
+and the packages) as JSON and downloads nothing.
 """
 
 from __future__ import annotations
@@ -46,6 +51,18 @@ def pinned_deepspeed() -> str:
         if line.startswith("deepspeed=="):
             return line.strip()
     return "deepspeed"
+
+
+def vllm_requirement() -> str:
+    """``vllm`` with the versions the installed TRL's ``vllm`` extra accepts (``vllm`` when it
+    names none)."""
+    import importlib.metadata
+
+    for req in importlib.metadata.requires("trl") or []:
+        spec, _, marker = req.partition(";")
+        if spec.strip().startswith("vllm") and "vllm" in marker.split("extra")[-1]:
+            return spec.replace(" ", "")
+    return "vllm"
 
 
 def excluded(name: str, without: list[str]) -> bool:
@@ -89,14 +106,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--python-version", default="3.12")
     parser.add_argument("--platform", action="append", dest="platforms")
     parser.add_argument("--without", action="append", default=[])
+    parser.add_argument("--with-vllm", action="store_true", help="also vLLM, in OUT/vllm")
     parser.add_argument("--print", action="store_true", help="print the plan; download nothing")
     args = parser.parse_args(argv)
     target = target_args(args.python_version, args.platforms or list(PLATFORMS))
     pip = [sys.executable, "-m", "pip"]
     build = [*pip, "wheel", "-q", "--no-deps", "-w", str(args.out), str(ROOT), pinned_deepspeed()]
+    # With its dependencies, resolved for the target: vLLM pins the torch it was built against.
+    vllm = [*pip, "download", "-q", "-d", str(args.out / "vllm"), *target, vllm_requirement()]
     if args.print:
         download = [*pip, "download", "--no-deps", *target]
-        print(json.dumps({"out": str(args.out), "build": build, "download": download}, indent=1))
+        plan = {"out": str(args.out), "build": build, "download": download}
+        print(json.dumps({**plan, "vllm": vllm if args.with_vllm else None}, indent=1))
         return 0
     args.out.mkdir(parents=True, exist_ok=True)
     subprocess.run(build, check=True)
@@ -113,9 +134,13 @@ def main(argv: list[str] | None = None) -> int:
     subprocess.run([*download, "--no-deps", *rest], check=True)
     if torch:  # with its dependencies: the CUDA libraries the CPU build resolved here lacks
         subprocess.run([*download, *torch], check=True)
-    files = sorted(args.out.glob("*.whl"))
-    size = sum(f.stat().st_size for f in files) / 2**20
-    print(f"{len(files)} wheels in {args.out} ({size:.0f} MiB)")
+    if args.with_vllm:
+        subprocess.run(vllm, check=True)
+    for folder in (args.out, args.out / "vllm"):
+        files = sorted(folder.glob("*.whl"))
+        size = sum(f.stat().st_size for f in files) / 2**20
+        if files:
+            print(f"{len(files)} wheels in {folder} ({size:.0f} MiB)")
     return 0
 
 

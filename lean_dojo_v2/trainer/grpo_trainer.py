@@ -8,6 +8,7 @@ pass's reward context (:mod:`.rl.rewards`), the curves and :class:`GRPOResult`.
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import math
 import os
@@ -53,8 +54,7 @@ class GRPOResult(DictResult):
     nothing was logged); ``reward_backend`` is who checked the completions (``replay`` or
     ``lean``; None without a Lean-checked reward); ``dropped_groups``/``drop_rate`` count the
     flat groups dynamic sampling dropped; ``prompts`` the prompts over all passes; ``model_dir``
-    is where the model (or adapter) is, loadable with ``lean_dojo_v2.models.load_model``.
-    """
+    is where the model (or adapter) is, loadable with ``lean_dojo_v2.models.load_model``."""
 
     algorithm: str
     mode: str
@@ -237,11 +237,14 @@ class GRPOTrainer(CausalLMTrainer[GRPOConfig, GRPOResult]):
             reward_weights=[cfg.weight_of(name) for name in self._reward_names()],
             use_vllm=cfg.use_vllm,
             vllm_mode=cfg.vllm_mode,
+            vllm_server_base_url=cfg.vllm_server_base_url,  # None: TRL's own default
             # The reward functions read every column of a row (theorem_key, state, ...).
             remove_unused_columns=False,
         )
-        if cfg.vllm_server_base_url is not None:
-            args["vllm_server_base_url"] = cfg.vllm_server_base_url
+        # TRL takes use_vllm without vLLM and fails once the model is loaded, with a traceback.
+        if cfg.trl_args.get("use_vllm", cfg.use_vllm) and not importlib.util.find_spec("vllm"):
+            msg = "use_vllm is true but vllm is not installed: `pip install 'trl[vllm]'` on a"
+            raise ConfigValueError(msg + " CUDA machine, or set use_vllm: false")
         return args
 
     def _train_rows(self, k: int, built: PassRows, out: Path, **kwargs: object) -> dict[str, Any]:
@@ -312,16 +315,13 @@ class GRPOTrainer(CausalLMTrainer[GRPOConfig, GRPOResult]):
             funcs.append(self._user_reward)
         if self.scorers:
             funcs.extend(reward_functions(self.scorers, context))
-        timeout = self.config.reward_timeout
-        return [guard_reward(f, timeout=timeout) for f in funcs]
+        return [guard_reward(f, timeout=self.config.reward_timeout) for f in funcs]
 
     # ------------------------------------------------------------------ history and result
 
     def _history_entry(self, entry: Mapping[str, Any]) -> dict[str, Any] | None:
         # A step's log, not the end-of-training summary TRL logs last.
-        if "step" not in entry or "train_loss" in entry:
-            return None
-        if "loss" not in entry and "reward" not in entry:
+        if "step" not in entry or "train_loss" in entry or not {"loss", "reward"} & entry.keys():
             return None
         return {
             "step": int(entry["step"]),

@@ -177,6 +177,7 @@ def test_dry_run_prints_the_plan_and_runs_nothing(tmp_path):
         "decode_7b",
         "deepspeed_zero2",
         "ddp",
+        "grpo_vllm",
     ]
     for name, step in plan["steps"].items():
         assert step["cap_s"] > 0 and step["what"]
