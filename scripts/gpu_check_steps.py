@@ -65,6 +65,17 @@ SIZES: dict[str, dict[str, Any]] = {
 # than half a bf16 rounding step of the weights, so weights held in bf16 would lose them.
 UPSTREAM_LR = 2e-5
 KEEPS_UPDATES = 0.9  # bf16 must change at least this fraction of what float32 changes
+# The GRPO steps' common settings: a LoRA adapter, rewards replayed from the bundled sample.
+GRPO_LORA: dict[str, Any] = dict(
+    lora_config=True,
+    max_prompt_len=200,
+    lr=1e-4,
+    progress_bar=False,
+    curves=False,
+    report_to=["none"],
+    reward_backend="replay",
+    reward_envs=1,
+)
 
 
 class StepSkipped(Exception):
@@ -263,21 +274,14 @@ def grpo_lora_bf16(ctx: Context) -> dict[str, Any]:
     trainer = GRPOTrainer(
         str(model),
         output_dir=out,
-        lora_config=True,
         device=ctx.device,
         dtype="float32" if ctx.cpu_smoke else "bfloat16",
         batch_size=4,
         num_generations=2,
         max_completion_length=16,
         max_prompts=4,
-        max_prompt_len=200,
         max_steps=1,
-        lr=1e-4,
-        progress_bar=False,
-        curves=False,
-        report_to=["none"],
-        reward_backend="replay",
-        reward_envs=1,
+        **GRPO_LORA,
     )
     result = trainer.train(data_path=sample_dataset_path())
     dtypes: dict[str, set[str]] = {"trainable": set(), "frozen": set()}
@@ -356,22 +360,15 @@ def _grpo_two_steps(ctx: Context, model: Path, label: str) -> dict[str, Any]:
     result = GRPOTrainer(
         str(model),
         output_dir=ctx.work / f"grpo-{label}",
-        lora_config=True,
         device=ctx.device,
         dtype="bfloat16",
         batch_size=batch,
         num_generations=4,
         max_completion_length=64,
         max_prompts=16,
-        max_prompt_len=200,
         max_steps=2,
-        lr=1e-4,
-        progress_bar=False,
-        curves=False,
-        report_to=["none"],
-        reward_backend="replay",
-        reward_envs=1,
         callbacks=[StepClock()],
+        **GRPO_LORA,
         **(dict(vllm, trl_args=trl_args) if label == "vllm" else {}),
     ).train(data_path=sample_dataset_path())
     last = step_s[-1] if step_s else float("nan")

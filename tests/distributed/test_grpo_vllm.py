@@ -21,20 +21,13 @@ from lean_dojo_v2.errors import ConfigValueError
 from lean_dojo_v2.trainer.causal_lm_loading import plan_training
 from lean_dojo_v2.trainer.grpo_trainer import GRPOTrainer
 
+from .test_gpu_check import _load
+
 pytestmark = pytest.mark.distributed
 
 REPO = Path(__file__).resolve().parents[2]
 HAS_VLLM = importlib.util.find_spec("vllm") is not None
 no_vllm = pytest.mark.skipif(HAS_VLLM, reason="checks a machine without the vllm package")
-
-
-def _load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, REPO / "scripts" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")
