@@ -64,7 +64,7 @@ STEPS = (
     Step("decode_7b", 120, "batched sampling vs transformers' generate, 7B size"),
     Step("deepspeed_zero2", 120, "train sft with DeepSpeed ZeRO-2 under torchrun"),
     Step("ddp", 90, "train sft under torchrun over every GPU"),
-    Step("grpo_vllm", 150, "two GRPO steps generating with vLLM (colocate) vs transformers"),
+    Step("grpo_vllm", 180, "two GRPO steps generating with vLLM (colocate) vs transformers"),
 )
 STEP_NAMES = tuple(s.name for s in STEPS)
 

@@ -311,8 +311,9 @@ def grpo_lora_bf16(ctx: Context) -> dict[str, Any]:
 def grpo_vllm(ctx: Context) -> dict[str, Any]:
     """Two GRPO steps with LoRA on the bf16 SmolLM2-size model, generating with vLLM inside the
     training process (``use_vllm: true``, ``vllm_mode: colocate``, TRL's integration), and the
-    same two steps generating with transformers: each run's seconds, and the second step's
-    seconds and rollouts (completions) per second (the first step also starts vLLM)."""
+    same two steps generating with transformers: each run's seconds (vLLM starts when TRL's
+    trainer is built), and the second step's seconds and rollouts (completions) per second (the
+    first warms up: the first copy of the weights into vLLM, first kernels)."""
     if importlib.util.find_spec("vllm") is None:
         raise StepSkipped("the vllm package is not installed (scripts/gpu_wheels.py --with-vllm)")
     if ctx.cpu_smoke:
