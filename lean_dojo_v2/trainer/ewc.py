@@ -123,8 +123,7 @@ class EWC:
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.fisher = dict(state.get("fisher", {}))
-        self.params = dict(state.get("params", {}))
+        self.fisher, self.params = dict(state.get("fisher", {})), dict(state.get("params", {}))
         self.tasks = int(state.get("tasks", 0))
         self._on_device = {}
 

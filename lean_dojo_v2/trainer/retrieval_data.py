@@ -76,10 +76,8 @@ class NegativeSampler:
                 f"num_in_file_negatives ({num_in_file_negatives}) must be between 0 and "
                 f"num_negatives ({num_negatives})"
             )
-        self.corpus = corpus
-        self.num_negatives = num_negatives
-        self.num_in_file_negatives = num_in_file_negatives
-        self.seed = seed
+        self.corpus, self.seed = corpus, seed
+        self.num_negatives, self.num_in_file_negatives = num_negatives, num_in_file_negatives
         self._accessible: dict[tuple[str, Pos | None], list[Premise]] = {}
 
     def accessible(self, file_path: str, pos: Pos | None) -> list[Premise]:
@@ -95,11 +93,8 @@ class NegativeSampler:
     def sample(self, example: RetrievalExample, rng: random.Random) -> list[Premise]:
         if self.num_negatives == 0:
             return []
-        pool = [
-            p
-            for p in self.accessible(example.file_path, example.pos)
-            if p.full_name not in example.positives
-        ]
+        near = self.accessible(example.file_path, example.pos)
+        pool = [p for p in near if p.full_name not in example.positives]
         in_file = [p for p in pool if p.path == example.positive.path]
         chosen = rng.sample(in_file, min(self.num_in_file_negatives, len(in_file)))
         taken = {p.full_name for p in chosen}
@@ -149,9 +144,7 @@ class EpochSampler:
     ) -> None:
         if lengths is not None and len(lengths) != n:
             raise ValueError(f"{len(lengths)} lengths for {n} examples")
-        self.n = n
-        self.seed = seed
-        self.shuffle = shuffle
+        self.n, self.seed, self.shuffle = n, seed, shuffle
         self.lengths = list(lengths) if lengths is not None else None
         self.batch_size = max(1, int(batch_size))
         self.epoch = 0

@@ -137,12 +137,9 @@ class RetrievalModule(pl.LightningModule):
         the weights. Under ``16-mixed`` the loss scaler skips overflowing steps by design, so
         only the loss is checked there."""
         scaled = str(self.trainer.precision) in ("16-mixed", "16")
-        check_finite_step(
-            self.last_train_loss,
-            None if scaled else self.net.parameters(),
-            self.global_step + 1,
-            lr=opt.param_groups[0]["lr"],
-        )
+        params = None if scaled else self.net.parameters()
+        step, lr = self.global_step + 1, opt.param_groups[0]["lr"]
+        check_finite_step(self.last_train_loss, params, step, lr=lr)
 
     # -------------------------------------------------------------- validation
 

@@ -95,23 +95,18 @@ def resolve_precision(precision: str, accelerator: str = "auto") -> str:
     """``auto`` → ``bf16-mixed`` on a CUDA GPU that supports it, else ``32-true``."""
     if precision != "auto":
         return precision
-    if accelerator in ("cpu",):
-        return "32-true"
     import torch
 
-    if torch.cuda.is_available() and torch.cuda.is_bf16_supported():
-        return "bf16-mixed"
-    return "32-true"
+    bf16 = accelerator != "cpu" and torch.cuda.is_available() and torch.cuda.is_bf16_supported()
+    return "bf16-mixed" if bf16 else "32-true"
 
 
 def _devices_arg(devices: str) -> int | list[int] | str:
     text = str(devices).strip()
-    if text == "auto":
-        return "auto"
-    if "," in text:
-        return [int(x) for x in text.split(",") if x.strip()]
     try:
-        return int(text)
+        if "," in text:
+            return [int(x) for x in text.split(",") if x.strip()]
+        return text if text == "auto" else int(text)
     except ValueError:
         raise TrainerError(
             f"devices must be auto, a count, -1 or a list of indices like 0,2; got {devices!r}"
@@ -119,9 +114,8 @@ def _devices_arg(devices: str) -> int | list[int] | str:
 
 
 def retrieval_module_class() -> type[RetrievalModule]:
-    """The ``RetrievalModule`` LightningModule class (for custom Lightning loops); importing it
-    loads torch and Lightning, hence this function. Same as
-    ``from lean_dojo_v2.trainer.retrieval_module import RetrievalModule``."""
+    """The ``RetrievalModule`` LightningModule class (for custom Lightning loops), imported on
+    call: it loads torch and Lightning."""
     from .retrieval_module import RetrievalModule
 
     return RetrievalModule
@@ -252,8 +246,7 @@ class RetrievalTrainer(ConfiguredTrainer[TrainingConfig], CurriculumTrainer[Retr
         """The encoder on the configured device, and ``corpus`` indexed with it."""
         from ..models.premise_index import PremiseIndex
 
-        encoder = self.encoder
-        encoder.to(self.config.device)
+        encoder = self.encoder.to(self.config.device)
         batch = self.config.eval_batch_size
         return encoder, PremiseIndex.build(corpus, encoder, batch_size=batch, show_progress=False)
 
@@ -345,9 +338,8 @@ class RetrievalTrainer(ConfiguredTrainer[TrainingConfig], CurriculumTrainer[Retr
         from ..models.retrieval_eval import retrieval_queries
 
         assert dataset.path is not None
-        d = DatasetDir(dataset.path, partial=True)
+        d, strategy = DatasetDir(dataset.path, partial=True), self.config.split_strategy
         corpus = d.corpus()
-        strategy = self.config.split_strategy
         train = retrieval_queries(d.theorems(strategy, "train"), corpus)
         val_file = d.split_path(strategy, "val")
         val = retrieval_queries(d.theorems(strategy, "val"), corpus) if val_file.is_file() else []
@@ -531,42 +523,27 @@ class RetrievalTrainer(ConfiguredTrainer[TrainingConfig], CurriculumTrainer[Retr
     def _lightning_trainer(
         self, k: int, out: Path, do_val: bool, extra: Sequence[pl.Callback] = ()
     ) -> pl.Trainer:
+        from functools import partial
+
         import pytorch_lightning as pl
         from pytorch_lightning.callbacks import EarlyStopping, ModelCheckpoint
 
-        cfg = self.config
-        ckpt_dir = out / CHECKPOINTS / pass_name(k)
+        cfg, ckpt_dir = self.config, out / CHECKPOINTS / pass_name(k)
+        keep = partial(ModelCheckpoint, dirpath=ckpt_dir, save_last=True)  # and the top 1
         callbacks: list[pl.Callback] = []
-        if do_val:
+        if do_val:  # the best epoch by R@10_val
+            name = "best-{epoch}-{R@10_val:.4f}"
             callbacks.append(
-                ModelCheckpoint(
-                    dirpath=ckpt_dir,
-                    filename="best-{epoch}-{R@10_val:.4f}",
-                    monitor=VAL_METRIC,
-                    mode="max",
-                    save_top_k=1,
-                    save_last=True,
-                    auto_insert_metric_name=False,
-                )
+                keep(filename=name, monitor=VAL_METRIC, mode="max", auto_insert_metric_name=False)
             )
             if (patience := cfg.early_stopping_patience) is not None:
                 callbacks.append(EarlyStopping(monitor=VAL_METRIC, mode="max", patience=patience))
         else:
-            callbacks.append(
-                ModelCheckpoint(dirpath=ckpt_dir, filename="epoch-{epoch}", save_last=True)
-            )
-        if cfg.save_every_n_steps is not None:
-            callbacks.append(
-                ModelCheckpoint(
-                    dirpath=ckpt_dir / "steps",
-                    filename="step-{step}",
-                    every_n_train_steps=cfg.save_every_n_steps,
-                    save_top_k=1,
-                    save_last=True,
-                )
-            )
-        callbacks.extend(extra)
-        callbacks.extend(self.callbacks)
+            callbacks.append(keep(filename="epoch-{epoch}"))
+        if (every := cfg.save_every_n_steps) is not None:
+            steps = ckpt_dir / "steps"
+            callbacks.append(keep(dirpath=steps, filename="step-{step}", every_n_train_steps=every))
+        callbacks += [*extra, *self.callbacks]
         logger: Logger | bool = False
         if "tensorboard" in cfg.report_to:
             from pytorch_lightning.loggers import TensorBoardLogger
@@ -603,8 +580,8 @@ class RetrievalTrainer(ConfiguredTrainer[TrainingConfig], CurriculumTrainer[Retr
         from .ewc import compute_fisher
         from .retrieval_loss import contrast_loss
 
-        cfg, encoder = self.config, self.encoder
-        encoder.to(cfg.device)
+        cfg = self.config
+        encoder = self.encoder.to(cfg.device)
         loader = self._loader(data.train, data.corpus, shuffle=False)
         assert isinstance(loader.sampler, ShardSampler)  # what _loader gives it
         rank, world = process_group()

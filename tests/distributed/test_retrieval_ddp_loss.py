@@ -1,24 +1,27 @@
-"""In-batch negatives gathered across two processes (gloo, forked): each process's contrast holds
+"""In-batch negatives gathered across two processes (gloo): each process's contrast holds
 every process's rows and candidates (2 × its own batch), and the loss and the averaged gradients
 (what DDP applies) equal one process's on the batch of both, plain and cached (GradCache) alike,
 with premises shared between the processes' batches (a shared positive, shared negatives) counted
 once. Also: validation scores gathered by query position count a repeated query once.
 
-A few seconds (two forked processes, a linear encoder), so in the default suite.
+About ten seconds (two fresh interpreters, a linear encoder), so in the default suite.
 """
 
 from __future__ import annotations
 
-import multiprocessing as mp
+import os
 import pickle
 import socket
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
 
 from lean_dojo_v2.data.model import Pos, Premise
-from lean_dojo_v2.trainer.ddp.in_batch import CrossRankBatch
+from lean_dojo_v2.trainer.ddp.in_batch import CrossRankBatch, mean_scores
 from lean_dojo_v2.trainer.retrieval_data import RetrievalExample, collate
 from lean_dojo_v2.trainer.retrieval_loss import (
     cached_contrastive_backward,
@@ -94,7 +97,7 @@ def _run(batch, net, *, cached: bool, gather: CrossRankBatch | None) -> float:
     return float(loss)
 
 
-def _worker(rank: int, port: int, out: Any) -> None:
+def _worker(rank: int, port: int, out: Path) -> None:
     import torch.distributed as dist
 
     dist.init_process_group(
@@ -114,7 +117,10 @@ def _worker(rank: int, port: int, out: Any) -> None:
                 dist.all_reduce(g)
                 g /= WORLD
             result[f"grads_{cached}"] = [g.clone() for g in grads]
-        out.put(pickle.dumps(result))  # plain bytes: no shared-memory tensors to outlive us
+        # Query 2 is on both processes (a sampler's padding): it counts once.
+        mine = {0: [1.0, 0.5], 2: [0.0, 0.5]} if rank == 0 else {1: [1.0, 1.0], 2: [0.0, 0.5]}
+        result["means"] = mean_scores(mine)
+        out.write_bytes(pickle.dumps(result))
     finally:
         dist.destroy_process_group()
 
@@ -125,22 +131,22 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _two_ranks() -> list[dict[str, Any]]:
-    ctx = mp.get_context("fork")
-    out = ctx.Queue()
-    port = _free_port()
-    procs = [ctx.Process(target=_worker, args=(r, port, out)) for r in range(WORLD)]
+def _two_ranks(tmp_path: Path) -> list[dict[str, Any]]:
+    """Both ranks, each in a fresh interpreter (a forked one can hang on the threads of the
+    tests before it)."""
+    port, env = _free_port(), dict(os.environ, OMP_NUM_THREADS="1")
+    outs = [tmp_path / f"rank{r}.pkl" for r in range(WORLD)]
+    procs = [
+        subprocess.Popen([sys.executable, __file__, str(r), str(port), str(out)], env=env)
+        for r, out in enumerate(outs)
+    ]
     for p in procs:
-        p.start()
-    results = [pickle.loads(out.get(timeout=120)) for _ in procs]
-    for p in procs:
-        p.join(timeout=60)
-        assert p.exitcode == 0
-    return sorted(results, key=lambda r: r["rank"])
+        assert p.wait(timeout=120) == 0
+    return [pickle.loads(out.read_bytes()) for out in outs]
 
 
-def test_two_processes_contrast_the_batch_of_both_as_one_process_does():
-    ranks = _two_ranks()
+def test_two_processes_contrast_the_batch_of_both_as_one_process_does(tmp_path: Path):
+    ranks = _two_ranks(tmp_path)
     feats = _features()
     whole = _batch(_items(), feats)
     # Candidates of both halves, deduplicated: what one process contrasts each row against.
@@ -156,6 +162,8 @@ def test_two_processes_contrast_the_batch_of_both_as_one_process_does():
             assert r[f"loss_{cached}"] == pytest.approx(loss, rel=1e-12)
             for got, want in zip(r[f"grads_{cached}"], net.parameters(), strict=True):
                 torch.testing.assert_close(got, want.grad, rtol=1e-10, atol=1e-12)
+    for r in ranks:
+        assert r["means"] == pytest.approx([2 / 3, 2 / 3], abs=1e-15)
 
 
 def test_one_process_batch_is_unchanged_without_gathering():
@@ -167,3 +175,7 @@ def test_one_process_batch_is_unchanged_without_gathering():
     a = _run(one, net_a, cached=False, gather=None)
     b = _run(one, net_b, cached=True, gather=None)
     assert a == pytest.approx(b, rel=1e-12)
+
+
+if __name__ == "__main__":  # one rank of _two_ranks
+    _worker(int(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3]))
