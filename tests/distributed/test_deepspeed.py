@@ -28,11 +28,6 @@ ZERO2 = REPO / "configs" / "deepspeed" / "zero2.json"
 if str(REPO / "tests") not in sys.path:  # tiny_models lives in tests/
     sys.path.insert(0, str(REPO / "tests"))
 
-needs_deepspeed = pytest.mark.skipif(
-    importlib.util.find_spec("deepspeed") is None,
-    reason="the deepspeed extra is not installed (make install installs it)",
-)
-
 
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -133,7 +128,6 @@ def test_a_missing_deepspeed_config_names_the_shipped_ones(
     assert not out.exists()
 
 
-@needs_deepspeed
 def test_deepspeed_outside_a_launcher_is_one_line_naming_the_launchers(
     tiny_model: Path,
     sample: Path,
@@ -242,7 +236,6 @@ def _launch(launcher: str, program: list[str], cwd: Path) -> subprocess.Complete
 
 
 @pytest.mark.slow
-@needs_deepspeed
 def test_zero2_in_two_cpu_processes_fills_our_config_checkpoints_and_resumes_exactly(
     tiny_model: Path, sample: Path, tmp_path: Path
 ) -> None:
@@ -320,7 +313,6 @@ def test_zero2_in_two_cpu_processes_fills_our_config_checkpoints_and_resumes_exa
 
 
 @pytest.mark.slow
-@needs_deepspeed
 def test_zero3_in_two_cpu_processes_saves_the_whole_model(
     tiny_model: Path, sample: Path, tmp_path: Path
 ) -> None:

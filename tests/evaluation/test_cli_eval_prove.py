@@ -87,7 +87,6 @@ def test_bad_input_is_one_line_and_nothing_is_written(
     assert not (tmp_path / ".out.lock").exists()
 
 
-@pytest.mark.skipif(not Path("/sys/kernel").is_dir(), reason="needs Linux's /sys")
 def test_an_unwritable_out_is_the_only_line_on_stderr(server: FakeOpenAI, tmp_path: Path) -> None:
     """As a user runs it, in a process of its own whose logging the command sets up: the server
     is asked for its models first, yet stderr holds the one error line alone. /sys takes no new
