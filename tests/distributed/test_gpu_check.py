@@ -206,6 +206,7 @@ def test_an_unknown_step_names_the_steps(tmp_path):
     assert "unknown step sft, nope" in done.stderr and "deepspeed_zero2" in done.stderr
 
 
+@pytest.mark.slow  # a decoding step in its own process (7 s); make test-distributed runs it
 def test_cpu_smoke_runs_the_steps_own_code_and_prints_one_json(tmp_path):
     """The quick steps in --cpu-smoke (the tiny model on the CPU): decoding runs both decoders,
     the gpu tests and DDP say why they skip; one JSON object on stdout, also in --out."""

@@ -154,6 +154,7 @@ def test_use_vllm_without_vllm_is_one_line_and_writes_nothing(tiny, tmp_path, va
     assert not out.exists()
 
 
+@pytest.mark.slow  # a whole `train grpo` process (8 s); the in-process test above checks the same
 def test_train_grpo_with_use_vllm_prints_one_line_and_writes_nothing(tiny, tmp_path):
     out = tmp_path / "out"
     cmd = [sys.executable, "-m", "lean_dojo_v2", "train", "grpo", "--data"]
