@@ -20,9 +20,9 @@ from .test_retrieval_fixtures import build_tiny_encoder, quick, sample_dir  # no
 
 pytestmark = pytest.mark.gpu
 
-# Upstream LeanDojo-v2's learning rate for full fine-tuning: at 2e-5 most Adam steps are smaller than half a
-# bf16 rounding step of the weights, so weights held in bf16 lose them.
-SEED_LR = 2e-5
+# Upstream LeanDojo-v2's learning rate for full fine-tuning: at 2e-5 most Adam steps are smaller
+# than half a bf16 rounding step of the weights, so weights held in bf16 lose them.
+UPSTREAM_LR = 2e-5
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -89,7 +89,7 @@ def sft_changed_fraction(
         bf16=bf16,
         lora_config=lora or None,
         batch_size=2,
-        lr=SEED_LR,
+        lr=UPSTREAM_LR,
         max_steps=5,
         max_examples=16,
         seed=0,

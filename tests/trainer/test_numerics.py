@@ -14,9 +14,9 @@ from lean_dojo_v2.trainer.sft_trainer import SFTTrainer
 
 from .conftest import fast_settings
 
-# Upstream LeanDojo-v2's learning rate: at 2e-5 most Adam steps are smaller than half a bf16 rounding step of
-# the weights, so weights held in bf16 lose them.
-SEED_LR = 2e-5
+# Upstream LeanDojo-v2's learning rate: at 2e-5 most Adam steps are smaller than half a bf16
+# rounding step of the weights, so weights held in bf16 lose them.
+UPSTREAM_LR = 2e-5
 
 
 def _watch(seen: dict):
@@ -42,7 +42,7 @@ def _watch(seen: dict):
 
 def _run(model_dir, data, out, **values):
     seen: dict = {}
-    settings = fast_settings(lr=SEED_LR, max_steps=5, max_examples=16, seed=0)
+    settings = fast_settings(lr=UPSTREAM_LR, max_steps=5, max_examples=16, seed=0)
     settings.update(values)
     trainer = SFTTrainer(str(model_dir), output_dir=out, callbacks=[_watch(seen)], **settings)
     return trainer, trainer.train(data_path=data), seen

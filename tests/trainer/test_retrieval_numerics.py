@@ -13,7 +13,7 @@ from lean_dojo_v2.trainer.errors import NonFiniteLossError
 
 from .test_retrieval_fixtures import quick, sample_dir, tiny_encoder_dir  # noqa: F401
 
-SEED_LR = 2e-5
+UPSTREAM_LR = 2e-5
 
 
 def _config(encoder_dir, out, **extra):
@@ -41,7 +41,7 @@ def _changed(encoder_dir, data, out, precision):
     from lean_dojo_v2.trainer.retrieval_trainer import RetrievalTrainer
 
     trainer = RetrievalTrainer(
-        _config(encoder_dir, out, precision=precision, lr=SEED_LR, max_steps=3)
+        _config(encoder_dir, out, precision=precision, lr=UPSTREAM_LR, max_steps=3)
     )
     before = {n: p.detach().float().clone() for n, p in trainer.encoder.module.named_parameters()}
     loaded = {p.dtype for p in trainer.encoder.module.parameters()}
