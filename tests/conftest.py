@@ -74,12 +74,6 @@ def _has_lean() -> bool:
     return shutil.which("lean") is not None and shutil.which("lake") is not None
 
 
-def _has_chromium() -> bool:
-    # the names tests/evaluation/browser.py runs
-    names = ("chromium", "chromium-browser", "google-chrome")
-    return bool(os.environ.get("LEAN_DOJO_V2_CHROMIUM")) or any(map(shutil.which, names))
-
-
 def _has_cuda() -> bool:
     try:
         import torch
@@ -191,11 +185,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         reason="no Chromium on PATH: install Debian's chromium package (.ci/run does)"
     )
     cuda: bool | None = None
+    chromium: bool | None = None
     for item in items:
         if "lean" in item.keywords and not lean:
             item.add_marker(skip_lean)
-        if "browser" in item.keywords and not _has_chromium():
-            item.add_marker(skip_browser)
+        if "browser" in item.keywords:
+            if chromium is None:
+                from evaluation.browser import find_chromium
+
+                chromium = find_chromium() is not None
+            if not chromium:
+                item.add_marker(skip_browser)
         if "gpu" in item.keywords:
             if cuda is None:
                 cuda = _has_cuda()
