@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 import time
@@ -258,19 +259,25 @@ def test_cpu_smoke_trains_sft_grpo_and_deepspeed(tmp_path):
     assert ds["saved_dtypes"] == ["F32"]  # float32 on the CPU
 
 
-def test_make_targets_install_the_deepspeed_extra_and_the_gpu_wheels_offline():
-    install = subprocess.run(
-        ["make", "-n", "-B", "install"], cwd=REPO, capture_output=True, text=True, timeout=60
-    )
-    assert install.returncode == 0, install.stderr
-    assert '-c constraints.txt -e ".[dev,deepspeed]"' in install.stdout
-    check = subprocess.run(
-        ["make", "-n", "gpu-check", "GPU_CHECK_ARGS=--out x.json"],
+def _dry_make(*args: str) -> subprocess.CompletedProcess[str]:
+    # Under `make test` the parent make's MAKEFLAGS/MAKELEVEL reach this child, which then prints
+    # "make[1]: Entering directory …" lines; a dry run read as a user's own `make -n` needs neither.
+    env = {k: v for k, v in os.environ.items() if k not in {"MAKEFLAGS", "MAKELEVEL", "MFLAGS"}}
+    return subprocess.run(
+        ["make", "--no-print-directory", "-n", *args],
         cwd=REPO,
+        env=env,
         capture_output=True,
         text=True,
         timeout=60,
     )
+
+
+def test_make_targets_install_the_deepspeed_extra_and_the_gpu_wheels_offline():
+    install = _dry_make("-B", "install")
+    assert install.returncode == 0, install.stderr
+    assert '-c constraints.txt -e ".[dev,deepspeed]"' in install.stdout
+    check = _dry_make("gpu-check", "GPU_CHECK_ARGS=--out x.json")
     assert check.returncode == 0, check.stderr
     lines = check.stdout.replace("\\\n", " ").splitlines()
     assert lines[0] == "python3 -m venv --system-site-packages .venv-gpu"
