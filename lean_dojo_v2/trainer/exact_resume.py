@@ -105,8 +105,8 @@ def exact_possible(world_size: int) -> tuple[bool, str | None]:
     """Whether a resumed run can reproduce the uninterrupted one, and if not, why."""
     if world_size > 1:
         return False, (
-            "a multi-process (DDP) run resumed mid-epoch restarts that epoch's data; "
-            "resume from an epoch-end checkpoint to reproduce the uninterrupted run"
+            "a multi-process (DDP) run resumes with fresh random states (dropout) and restarts a "
+            "mid-epoch checkpoint's epoch; only an epoch-end one, without dropout, is exact"
         )
     return True, None
 

@@ -54,6 +54,21 @@ def _train(
 ) -> tuple[dict, list[str]]:
     """Run ``train retrieval`` in its own interpreter (on ``db``'s curriculum, or the bundled
     sample); returns (summary, the JSON lines it printed)."""
+    done = _launch(_command(out, encoder, devices, batch, extra, db))
+    assert done.returncode == 0, done.stderr[-4000:]
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    return json.loads(lines[-1]), lines
+
+
+def _command(
+    out: Path,
+    encoder: Path,
+    devices: int,
+    batch: int,
+    extra: dict[str, str] | None,
+    db: Path | None,
+) -> list[str]:
+    """``train retrieval``'s arguments (after ``python -m lean_dojo_v2``)."""
     values = {
         "model_name": str(encoder),
         "accelerator": "cpu",
@@ -69,18 +84,23 @@ def _train(
         "report_to": "none",
     }
     values.update(extra or {})
-    args = [sys.executable, "-m", "lean_dojo_v2", "train", "retrieval", "-o", str(out)]
+    args = ["train", "retrieval", "-o", str(out)]
     args += ["--db", str(db)] if db is not None else []
     for key, value in values.items():
         args += ["--set", f"{key}={value}"]
+    return args + ["--json", "--no-eval"]
+
+
+def _launch(args: list[str], script: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """``python -m lean_dojo_v2 ARGS`` (or ``python SCRIPT ARGS``) in its own interpreter;
+    Lightning's launcher starts the second process from the same command line."""
+    head = [str(script)] if script is not None else ["-m", "lean_dojo_v2"]
     env = dict(os.environ, OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     env.pop("LOCAL_RANK", None)
-    done = subprocess.run(
-        args + ["--json", "--no-eval"], capture_output=True, text=True, env=env, timeout=400
+    env["PYTHONPATH"] = str(REPO)
+    return subprocess.run(
+        [sys.executable, *head, *args], capture_output=True, text=True, env=env, timeout=400
     )
-    assert done.returncode == 0, done.stderr[-4000:]
-    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
-    return json.loads(lines[-1]), lines
 
 
 def _weights(out: Path) -> dict[str, torch.Tensor]:
@@ -174,6 +194,73 @@ def test_ewc_curriculum_under_ddp_gives_the_fisher_and_weights_of_one_process(
         scale = float(fisher[1][name].abs().max())
         torch.testing.assert_close(f, fisher[1][name], rtol=0, atol=1e-4 * scale + 1e-12, msg=name)
     assert all(float(f.abs().sum()) == 0 for n, f in fisher[1].items() if n not in fisher[2])
+
+
+# Both processes stop at the start of step STOP (a lost machine), after the checkpoints so far.
+_STOP_AT_STEP = """
+import os, sys
+import pytorch_lightning as pl
+
+STOP = int(os.environ["STOP_AT_STEP"])
+
+class StopAt(pl.Callback):
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
+        if trainer.global_step == STOP:
+            trainer.strategy.barrier()  # rank 0 has written its checkpoint
+            os._exit(3)
+
+from lean_dojo_v2.trainer.retrieval_trainer import RetrievalTrainer
+init = RetrievalTrainer.__init__
+
+def with_stop(self, *args, **kwargs):
+    init(self, *args, **kwargs)
+    self.callbacks.append(StopAt())
+
+RetrievalTrainer.__init__ = with_stop
+from lean_dojo_v2.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.slow
+def test_a_stopped_ddp_run_resumes_in_two_processes(encoder_dir: Path, tmp_path: Path):
+    """40 examples, 2 processes of batch 4: 5 steps an epoch, 2 epochs. Stopped after the
+    epoch-end checkpoint of step 5, the rerun resumes from it and ends with the weights of the
+    uninterrupted two-process run (the tiny encoder has no dropout). Stopped after the mid-epoch
+    checkpoint of step 2, it resumes and finishes too. Either way the summary says why a DDP
+    resume is not exact in general (fresh random states; a mid-epoch one restarts its epoch)."""
+    extra = {"max_steps": "-1", "max_epochs": "2", "max_examples": "40", "validate": "false"}
+    straight = tmp_path / "straight"
+    summary, _ = _train(straight, encoder_dir, devices=2, batch=4, extra=extra)
+    assert summary["steps"] == 10 and summary["resumed_from"] is None
+
+    child = tmp_path / "stop_at_step.py"
+    child.write_text(_STOP_AT_STEP)
+    for every, stop in ((5, 6), (2, 3)):
+        out = tmp_path / f"stopped{stop}"
+        args = _command(out, encoder_dir, 2, 4, {**extra, "save_every_n_steps": str(every)}, None)
+        os.environ["STOP_AT_STEP"] = str(stop)
+        try:
+            done = _launch(args, child)
+        finally:
+            del os.environ["STOP_AT_STEP"]
+        assert done.returncode != 0 and not (out / "summary.json").exists(), done.stderr[-4000:]
+        assert json.loads((out / "training_state.json").read_text())["finished"] is False
+
+        done = _launch(args)
+        assert done.returncode == 0, done.stderr[-4000:]
+        lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+        assert len(lines) == 1  # rank 0 reports
+        resumed = json.loads(lines[0])
+        print(f"stopped at {stop}: {resumed}")
+        # The newest checkpoint: the epoch's own at step 5, the step checkpoints' at step 2.
+        checkpoint = out / "checkpoints" / "pass-000" / ("last.ckpt" if stop == 6 else "steps")
+        assert resumed["resumed_from"] == str(checkpoint if stop == 6 else checkpoint / "last.ckpt")
+        assert resumed["resume_exact"] is False and "epoch-end" in resumed["resume_note"]
+        assert json.loads((out / "training_state.json").read_text())["finished"] is True
+        if stop == 6:  # from the end of epoch 0: the same data and weights as straight
+            assert resumed["steps"] == 10
+            _close(_weights(out), _weights(straight))
 
 
 def test_more_processes_than_examples_is_a_typed_error_before_any_process_starts(tmp_path: Path):
