@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 
-.PHONY: install quickstart test test-all test-distributed test-lean lint bench gpu-wheels gpu-check clean-venv
+.PHONY: install quickstart test test-all test-slow test-distributed test-lean lint bench gpu-wheels gpu-check clean-venv
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,11 @@ test: install
 
 test-all: install
 	$(PY) -m pytest -m "slow or not slow"
+
+# The slow tests that start no process group: real default models (SmolLM2, MiniLM), the
+# quickstart's own run, examples and notebooks end to end; CI runs them after `make test`.
+test-slow: install
+	$(PY) -m pytest -m "slow and not distributed"
 
 # The multi-process runs too slow for `make test` (torchrun/accelerate DDP, DeepSpeed, Lightning DDP,
 # a Ray cluster losing a node), all on the CPU; CI runs them after `make test`.

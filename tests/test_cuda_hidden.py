@@ -108,6 +108,7 @@ def test_not_marked_gpu_after_a_gpu_test():
 """
 
 
+@pytest.mark.slow  # a nested pytest run (9 s); make test-slow runs it
 def test_on_a_simulated_gpu_machine_only_gpu_tests_see_cuda(tmp_path):
     # A pytest session with the suite's conftest on a machine whose torch reports a GPU from
     # the start (collection included), as a real GPU machine does.

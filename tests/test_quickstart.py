@@ -265,6 +265,7 @@ def test_disk_full_during_training_is_one_line_and_a_rerun_recovers(
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1200)  # the whole quickstart: 5-6 minutes on 2 cores
 def test_default_run_trained_proves_more_training_theorems(capsys, tmp_path):
     """The quickstart's claim, measured: the SFT-trained default model proves more of the theorems
     it was trained on than the untrained one, through ReplayEnv at the same budget."""

@@ -128,6 +128,7 @@ def test_prover_config_num_workers_sets_workers_unless_given(tmp_path):
     assert HFAgent(trainer).workers == 1
 
 
+@pytest.mark.slow  # worker processes importing torch (12 s); make test-slow runs it
 def test_sft_agent_proves_with_worker_processes(tmp_path, sample, tiny_causal):
     """``workers=2``: each worker process loads the model the agent would (the base model before
     train(), the trained one after), and the results match proving in this process."""

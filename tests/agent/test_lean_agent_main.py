@@ -8,7 +8,10 @@ import json
 import pytest
 
 
-@pytest.mark.parametrize("workers", [1, 2])
+@pytest.mark.parametrize(
+    "workers",
+    [1, pytest.param(2, marks=pytest.mark.slow)],  # 2: worker processes (9 s), make test-slow
+)
 def test_lean_agent_main_also_proves(tmp_path, capsys, tiny_encoder, tiny_causal, sample, workers):
     """``--workers 2``: two prover processes, each loading the generator and the exported
     retriever, on two theorems."""

@@ -41,6 +41,7 @@ def _execute(tmp_path: Path, **env: str):
     return nb
 
 
+@pytest.mark.slow  # a notebook kernel (14 s); make test-slow runs it
 def test_notebook_runs_with_a_tiny_model(tmp_path, tiny_causal):
     nb = _execute(
         tmp_path, LEAN_DOJO_V2_NOTEBOOK_MODEL=str(tiny_causal), LEAN_DOJO_V2_NOTEBOOK_STEPS="1"

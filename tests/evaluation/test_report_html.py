@@ -458,6 +458,7 @@ def test_an_evaluation_run_end_to_end_shows_every_problem_in_chromium(tmp_path: 
 
 
 @pytest.mark.browser
+@pytest.mark.slow  # a 672-problem page in Chromium (8 s); make test-slow runs it
 def test_putnambench_size_loads_in_chromium(putnambench_sized: tuple[Path, float]) -> None:
     path, _ = putnambench_sized
     started = time.perf_counter()

@@ -33,6 +33,7 @@ def local_ray():  # noqa: ANN201
     ray.shutdown()
 
 
+@pytest.mark.slow  # a local Ray instance (13 s with its start); make test-slow runs it
 def test_ray_actors_prove_in_input_order_and_survive_a_killed_actor(
     local_ray: None, tmp_path: Path
 ) -> None:

@@ -50,6 +50,7 @@ def test_importing_deepspeed_after_it_prints_nothing_on_stdout() -> None:
     assert "Setting accelerator" not in done.stdout, done.stdout
 
 
+@pytest.mark.slow  # a training run in its own process (9 s); make test-slow runs it
 def test_a_training_run_prints_no_deepspeed_warning(tmp_path) -> None:
     """A model chosen and saved the way the trainers do (device resolved, save_pretrained): no
     DeepSpeed line on stdout, where the commands print their results."""

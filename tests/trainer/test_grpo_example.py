@@ -10,9 +10,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow  # the example end to end in its own process (20 s); make test-slow runs it
 def test_grpo_example_runs_sft_then_grpo_and_prints_the_reward(tiny_model_dir, tmp_path):
     proc = subprocess.run(
         [

@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from lean_dojo_v2.trainer.run_dir import STATE_FILE
 from lean_dojo_v2.trainer.sft_trainer import SFTTrainer
 
@@ -35,6 +37,7 @@ SFTTrainer(model, output_dir=out, callbacks=[KillAfterCheckpoint()], **settings)
 """
 
 
+@pytest.mark.slow  # two training processes (15 s); make test-slow runs it
 def test_sft_killed_with_sigkill_after_a_checkpoint_resumes_to_the_uninterrupted_weights(
     tiny_model_dir: Path, sample_path: Path, tmp_path: Path
 ) -> None:

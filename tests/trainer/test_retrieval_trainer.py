@@ -343,6 +343,7 @@ def test_cli_train_retrieval_json_summary_with_test_metrics(
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1200)  # real MiniLM training: about 5 minutes on 2 cores
 def test_minilm_briefly_trained_on_the_sample_beats_zero_shot_r10_on_held_out(
     sample_dir,
     tmp_path,  # noqa: F811

@@ -9,9 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow  # the example end to end in its own process (14 s); make test-slow runs it
 def test_sft_example_trains_through_the_agent_and_proves(tiny_model_dir, tmp_path):
     work, home = tmp_path / "work", tmp_path / "home"
     work.mkdir()

@@ -320,6 +320,7 @@ def test_cli_train_sft_json_summary(tiny_model_dir, sample_path, tmp_path, capsy
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1200)  # real SmolLM2 training: about 4 minutes on 2 cores
 def test_sft_loss_falls_on_the_real_sample_with_the_default_model(sample_path, tmp_path):
     result = SFTTrainer(
         None,
