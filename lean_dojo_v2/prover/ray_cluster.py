@@ -88,9 +88,38 @@ def _auto_address() -> str:
         ) from None
 
 
+# What every HTTP/2 client sends first (RFC 9113 §3.4), then an empty SETTINGS frame. A gRPC
+# server (a Ray head's GCS port, a Ray Client server) answers with a SETTINGS frame of its own.
+_HTTP2_GREETING = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
+_SETTINGS_FRAME = 4
+
+
+def _speaks_grpc(conn: socket.socket, timeout: float) -> str | None:
+    """None when the server on ``conn`` greets back as an HTTP/2 (gRPC) server within
+    ``timeout`` seconds; otherwise why not, in a few words."""
+    conn.settimeout(timeout)
+    try:
+        conn.sendall(_HTTP2_GREETING)
+        head = b""
+        while len(head) < 9:  # a frame header: length (3), type (1), flags (1), stream (4)
+            chunk = conn.recv(9 - len(head))
+            if not chunk:
+                return "it accepted the connection and closed it"
+            head += chunk
+    except TimeoutError:
+        return f"it accepted the connection but said nothing within {timeout:g} s"
+    except OSError as exc:
+        return (exc.strerror or str(exc)).lower()
+    if head[3] != _SETTINGS_FRAME:
+        return "what answers there is not a gRPC server"
+    return None
+
+
 def check_ray_address(address: str, timeout: float = CONNECT_TIMEOUT) -> None:
-    """Raise :class:`RayClusterUnreachableError` unless something accepts a connection at
-    ``address`` within ``timeout`` seconds (``auto`` resolved first)."""
+    """Raise :class:`RayClusterUnreachableError` unless a gRPC server (a Ray head's GCS port,
+    or a Ray Client server for ``ray://``) answers at ``address`` within ``timeout`` seconds
+    (``auto`` resolved first). A port that accepts and then says nothing (another program, a
+    firewall's tarpit) would otherwise leave ``ray.init`` waiting for minutes."""
     resolved = _auto_address() if address.strip() == "auto" else address
     endpoint = _endpoint(resolved)
     if endpoint is None:
@@ -101,14 +130,17 @@ def check_ray_address(address: str, timeout: float = CONNECT_TIMEOUT) -> None:
             )
         return
     host, port = endpoint
+    # Under RAY_USE_TLS the head speaks TLS first: a plain greeting proves nothing there.
+    tls = os.environ.get("RAY_USE_TLS", "").strip().lower() in {"1", "true"}
     try:
-        with socket.create_connection((host, port), timeout=timeout):
-            pass
+        with socket.create_connection((host, port), timeout=timeout) as conn:
+            why = None if tls else _speaks_grpc(conn, timeout)
     except OSError as exc:
         if isinstance(exc, TimeoutError):
             why = f"no answer within {timeout:g} s"
         else:
             why = (exc.strerror or str(exc)).lower()
+    if why is not None:
         raise RayClusterUnreachableError(
             f"no Ray cluster answers at {resolved} ({why}): start its head there (ray start "
             "--head --port=PORT), check the address (--ray-address, ray_address), or leave it "

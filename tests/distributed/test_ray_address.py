@@ -97,3 +97,72 @@ def test_where_the_reward_environments_live_is_not_in_the_fingerprint() -> None:
     on_ray = GRPOConfig(reward_workers_backend="ray", ray_address="10.0.0.1:6379")
     assert config_fingerprint(on_ray, plan) == local
     assert config_fingerprint(GRPOConfig(reward_envs=2, lr=1e-3), plan) != local
+
+
+class _Listener:
+    """A TCP server on a free local port that answers each connection with ``reply`` (None: it
+    accepts and says nothing) and keeps it open until closed."""
+
+    def __init__(self, reply: bytes | None) -> None:
+        import socket
+        import threading
+
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.address = f"127.0.0.1:{self.sock.getsockname()[1]}"
+        self.reply, self.conns = reply, []
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.conns.append(conn)
+            if self.reply is not None:
+                conn.recv(64)
+                conn.sendall(self.reply)
+
+    def close(self) -> None:
+        for conn in self.conns:
+            conn.close()
+        self.sock.close()
+
+
+# An HTTP/2 server's first frame: an empty SETTINGS frame (length 0, type 4, no flags, stream 0).
+_SETTINGS = bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
+
+
+@pytest.mark.parametrize(
+    ("reply", "why"),
+    [
+        (None, "it accepted the connection but said nothing within 0.5 s"),
+        (b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n", "not a gRPC server"),
+    ],
+)
+def test_a_port_that_accepts_but_is_no_ray_head_is_refused_in_the_timeout(
+    reply: bytes | None, why: str
+) -> None:
+    listener = _Listener(reply)
+    try:
+        started = time.monotonic()
+        with pytest.raises(RayClusterUnreachableError, match="no Ray cluster answers") as err:
+            check_ray_address(listener.address, timeout=0.5)
+        assert why in str(err.value) and time.monotonic() - started < 3
+    finally:
+        listener.close()
+
+
+def test_a_grpc_greeting_passes_the_check_and_tls_skips_it(monkeypatch) -> None:
+    listener = _Listener(_SETTINGS)
+    try:
+        check_ray_address(listener.address, timeout=2)
+        check_ray_address(f"ray://{listener.address}", timeout=2)
+    finally:
+        listener.close()
+    silent = _Listener(None)
+    try:  # a TLS head answers a plain greeting with nothing useful: only the port is checked
+        monkeypatch.setenv("RAY_USE_TLS", "1")
+        check_ray_address(silent.address, timeout=0.5)
+    finally:
+        silent.close()
