@@ -245,6 +245,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         if is_main_process():
             print(f"lean-dojo-v2: error: {exc}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        if debug:
+            raise
+        from .system.ranks import is_main_process
+
+        if is_main_process():
+            print(
+                "lean-dojo-v2: interrupted; what was written so far is kept (train: the same "
+                "command resumes from the last checkpoint; eval prove: add --resume)",
+                file=sys.stderr,
+            )
+        return 130  # 128 + SIGINT, as a shell reports a Ctrl-C
     except (OSError, UnicodeError, sqlite3.DatabaseError) as exc:
         # The last line of defence: input and system errors the library did not turn into a
         # typed error still end in one line (the traceback is there with --debug).

@@ -227,3 +227,54 @@ def test_a_killed_evaluation_resumes_to_the_totals_of_an_uninterrupted_one(
     attempts = [json.loads(x) for x in lines if '"index"' in x]
     assert len(attempts) == N * len(names)  # nothing counted twice
     assert len({(r["problem"], r["index"], r["round"]) for r in attempts}) == len(attempts)
+
+
+def test_ctrl_c_ends_in_one_line_and_resume_gives_the_uninterrupted_totals(
+    scenario: tuple[FakeOpenAI, list[str], dict[str, int]],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """SIGINT to the process group, as a terminal's Ctrl-C sends it to the command and its
+    workers: exit status 130, one line of ours and no traceback, the lock released; --resume
+    then ends with the totals of an uninterrupted run."""
+    server, names, _ = scenario
+    whole, stopped = tmp_path / "whole", tmp_path / "stopped"
+    assert main([*_argv(server, names, whole), "--parallel", "inline", "--no-progress"]) == 0
+    capsys.readouterr()
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    server.script.delay = 0.4
+    try:
+        argv = [sys.executable, "-m", "lean_dojo_v2", *_argv(server, names, stopped)]
+        proc = subprocess.Popen(
+            [*argv, "--workers", "2", "--no-progress"],
+            cwd=REPO,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+        deadline = time.monotonic() + 120
+        while _closed(stopped) < 2 and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert proc.poll() is None
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 130, err
+        lines = [line for line in err.splitlines() if line.strip()]
+        assert lines[-1].startswith("lean-dojo-v2: interrupted;") and "--resume" in lines[-1]
+        assert "Traceback" not in err, err
+        done_before = _closed(stopped)
+        assert 2 <= done_before < len(names) and not (stopped / "summary.json").exists()
+        resumed = [*_argv(server, names, stopped), "--resume", "--parallel", "inline"]
+        assert main([*resumed, "--no-progress"]) == 0
+        capsys.readouterr()
+    finally:
+        server.script.delay = 0.0
+    a = json.loads((whole / "summary.json").read_text("utf-8"))
+    b = json.loads((stopped / "summary.json").read_text("utf-8"))
+    assert _totals(b) == _totals(a)
+    lines = (stopped / "attempts.jsonl").read_text("utf-8").splitlines()
+    attempts = [json.loads(x) for x in lines if '"index"' in x]
+    assert len(attempts) == N * len(names)  # nothing counted twice
+    assert len({(r["problem"], r["index"], r["round"]) for r in attempts}) == len(attempts)
