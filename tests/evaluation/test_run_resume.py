@@ -253,6 +253,9 @@ def test_ctrl_c_ends_in_one_line_and_resume_gives_the_uninterrupted_totals(
             stderr=subprocess.PIPE,
             text=True,
             start_new_session=True,
+            # A command run in the background of a script (as CI or `nohup … &` may run this
+            # suite) inherits SIGINT ignored; a terminal's command has it at its default.
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         )
         deadline = time.monotonic() + 120
         while _closed(stopped) < 2 and proc.poll() is None and time.monotonic() < deadline:
