@@ -178,6 +178,35 @@ def _closed(out: Path) -> int:
     return text.count('"done": true')
 
 
+def _stop_midway(server: FakeOpenAI, names: list[str], out: Path, sig: int) -> tuple[int, str]:
+    """Start the evaluation into ``out`` with two workers in its own process group, send ``sig``
+    to the group once two problems are closed (its workers get it too, as under a job scheduler
+    or a terminal's Ctrl-C); its exit status and stderr."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    argv = [sys.executable, "-m", "lean_dojo_v2", *_argv(server, names, out)]
+    proc = subprocess.Popen(
+        [*argv, "--workers", "2", "--no-progress"],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        # A command run in the background of a script (as CI or `nohup … &` may run this
+        # suite) inherits SIGINT ignored; a terminal's command has it at its default.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    deadline = time.monotonic() + 120
+    while _closed(out) < 2 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if proc.poll() is not None:
+        _, err = proc.communicate()
+        raise AssertionError(err)
+    os.killpg(proc.pid, sig)
+    _, err = proc.communicate(timeout=60)
+    return proc.returncode, err
+
+
 def test_a_killed_evaluation_resumes_to_the_totals_of_an_uninterrupted_one(
     scenario: tuple[FakeOpenAI, list[str], dict[str, int]],
     tmp_path: Path,
@@ -187,25 +216,9 @@ def test_a_killed_evaluation_resumes_to_the_totals_of_an_uninterrupted_one(
     whole, killed = tmp_path / "whole", tmp_path / "killed"
     assert main([*_argv(server, names, whole), "--parallel", "inline", "--no-progress"]) == 0
     capsys.readouterr()
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     server.script.delay = 0.4  # slow answers: time to kill it half-way
     try:
-        argv = [sys.executable, "-m", "lean_dojo_v2", *_argv(server, names, killed)]
-        proc = subprocess.Popen(
-            [*argv, "--workers", "2", "--no-progress"],
-            cwd=REPO,
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            start_new_session=True,  # its workers die with it, as under a job scheduler
-        )
-        deadline = time.monotonic() + 120
-        while _closed(killed) < 2 and proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=30)
-        proc.stderr.close() if proc.stderr else None
+        _stop_midway(server, names, killed, signal.SIGKILL)
         done_before = _closed(killed)
         assert 2 <= done_before < len(names) and not (killed / "summary.json").exists()
         # The same command again is refused; --resume continues it (with other workers: they
@@ -241,29 +254,10 @@ def test_ctrl_c_ends_in_one_line_and_resume_gives_the_uninterrupted_totals(
     whole, stopped = tmp_path / "whole", tmp_path / "stopped"
     assert main([*_argv(server, names, whole), "--parallel", "inline", "--no-progress"]) == 0
     capsys.readouterr()
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     server.script.delay = 0.4
     try:
-        argv = [sys.executable, "-m", "lean_dojo_v2", *_argv(server, names, stopped)]
-        proc = subprocess.Popen(
-            [*argv, "--workers", "2", "--no-progress"],
-            cwd=REPO,
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-            start_new_session=True,
-            # A command run in the background of a script (as CI or `nohup … &` may run this
-            # suite) inherits SIGINT ignored; a terminal's command has it at its default.
-            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-        )
-        deadline = time.monotonic() + 120
-        while _closed(stopped) < 2 and proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert proc.poll() is None
-        os.killpg(proc.pid, signal.SIGINT)
-        _, err = proc.communicate(timeout=60)
-        assert proc.returncode == 130, err
+        status, err = _stop_midway(server, names, stopped, signal.SIGINT)
+        assert status == 130, err
         lines = [line for line in err.splitlines() if line.strip()]
         assert lines[-1].startswith("lean-dojo-v2: interrupted;") and "--resume" in lines[-1]
         assert "Traceback" not in err, err
