@@ -2,16 +2,18 @@
 backend (:mod:`.ray_backend`) and the Ray pool of GRPO's reward environments.
 
 :func:`connect_ray` is the one way in: it checks the address first (:func:`check_ray_address`),
-because ``ray.init(address=...)`` on an address where nothing answers retries for minutes
-without a word; here that is one :class:`RayClusterUnreachableError` in seconds, before anything
-is written. Addresses: ``"host:port"`` (the head's GCS port, ``ray start --head --port=6379``),
-``"ray://host:10001"`` (Ray Client, from outside the cluster), ``"auto"`` (the cluster this
+because ``ray.init(address=...)`` on an address where nothing answers, or where a gRPC server
+other than Ray's answers, retries for minutes without a word (and takes no time limit); here that
+is one :class:`RayClusterUnreachableError` in seconds, before anything is written. Addresses:
+``"host:port"`` (the head's GCS port, ``ray start --head --port=6379``), ``"ray://host:10001"``
+(Ray Client, from outside the cluster), ``"auto"`` (the cluster this
 machine belongs to: ``RAY_ADDRESS`` or the last ``ray start``), or None (a local instance that
 this call starts, unless Ray is running in this process already).
 """
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 import socket
@@ -34,7 +36,8 @@ __all__ = [
 ]
 
 CONNECT_TIMEOUT = 5.0
-"""Seconds the address check waits for the head to accept a connection."""
+"""Seconds each step of the address check waits: the connection, the HTTP/2 greeting, the
+call only Ray answers."""
 
 
 class RayNotInstalledError(LeanDojoError, ImportError):
@@ -115,11 +118,85 @@ def _speaks_grpc(conn: socket.socket, timeout: float) -> str | None:
     return None
 
 
+# What answers a gRPC call at a port: a Ray head's GCS (what ``host:port`` joins), a Ray Client
+# server (what ``ray://host:port`` joins), or neither.
+_GCS, _CLIENT = "gcs", "client"
+
+
+def _grpc_target(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def _ray_service(host: str, port: int, first: str, timeout: float) -> str | None:
+    """Which Ray service answers at ``host:port`` (:data:`_GCS` or :data:`_CLIENT`, ``first``
+    asked first), asked with the cheap call Ray itself makes first (the GCS's ``GetClusterId``,
+    Ray Client's ``PING``); None when the gRPC server there serves neither. Ray's GCS retries
+    any other answer for minutes inside ``ray.init``, which is why it is asked here."""
+    try:  # by name: grpcio and Ray's generated modules carry no type information
+        grpc = importlib.import_module("grpc")
+        gcs = importlib.import_module("ray.core.generated.gcs_service_pb2")
+        gcs_grpc = importlib.import_module("ray.core.generated.gcs_service_pb2_grpc")
+        client = importlib.import_module("ray.core.generated.ray_client_pb2")
+        client_grpc = importlib.import_module("ray.core.generated.ray_client_pb2_grpc")
+    except ImportError:  # plain `ray` without grpcio, or Ray's layout changed: greeting only
+        return first
+
+    def ask(service: str, channel: Any) -> object:
+        if service == _GCS:
+            stub = gcs_grpc.NodeInfoGcsServiceStub(channel)
+            return stub.GetClusterId(gcs.GetClusterIdRequest(), timeout=timeout)
+        ping = client.ClusterInfoRequest(type=client.ClusterInfoType.PING)
+        return client_grpc.RayletDriverStub(channel).ClusterInfo(ping, timeout=timeout)
+
+    order = (first, _CLIENT if first == _GCS else _GCS)
+    with grpc.insecure_channel(_grpc_target(host, port)) as channel:
+        for service in order:
+            try:
+                ask(service, channel)
+            except grpc.RpcError as exc:
+                code = exc.code()
+                if code == grpc.StatusCode.UNIMPLEMENTED:
+                    continue  # another gRPC service: try the other Ray service
+                if code in (grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.UNAVAILABLE):
+                    return None
+                # Any other refusal (a token-authenticated cluster's UNAUTHENTICATED) is still
+                # the service's own answer: ray.init says the rest.
+            return service
+    return None
+
+
+def _wrong_service(
+    resolved: str, host: str, port: int, expected: str, timeout: float
+) -> str | None:
+    """Why ``resolved`` does not serve the ``expected`` Ray service; None when it does."""
+    found = _ray_service(host, port, expected, timeout)
+    if found == expected:
+        return None
+    where = _grpc_target(host, port)
+    if found == _CLIENT:
+        return (
+            f"{resolved} is a Ray Client server, which is joined through ray://: give "
+            f"ray://{where} (--ray-address, ray_address), or the head's GCS port as HOST:PORT"
+        )
+    if found == _GCS:
+        return (
+            f"{resolved} is a Ray head's GCS port, not a Ray Client server: give it without "
+            f"ray:// ({where}), or the head's Ray Client port as ray://HOST:PORT (10001 by default)"
+        )
+    return (
+        f"no Ray cluster answers at {resolved} (a gRPC server answers there, but neither Ray's "
+        f"GCS nor Ray Client within {timeout:g} s: another program on that port?): check the "
+        "address (--ray-address, ray_address): a head's GCS port (ray start --head "
+        "--port=PORT) as HOST:PORT, its Ray Client port as ray://HOST:PORT"
+    )
+
+
 def check_ray_address(address: str, timeout: float = CONNECT_TIMEOUT) -> None:
-    """Raise :class:`RayClusterUnreachableError` unless a gRPC server (a Ray head's GCS port,
-    or a Ray Client server for ``ray://``) answers at ``address`` within ``timeout`` seconds
-    (``auto`` resolved first). A port that accepts and then says nothing (another program, a
-    firewall's tarpit) would otherwise leave ``ray.init`` waiting for minutes."""
+    """Raise :class:`RayClusterUnreachableError` unless a Ray head's GCS (``host:port``) or a
+    Ray Client server (``ray://host:port``) answers at ``address`` within ``timeout`` seconds a
+    step (``auto`` resolved first). A port that accepts and then says nothing (another program,
+    a firewall's tarpit), or another gRPC service, would otherwise leave ``ray.init`` waiting
+    for minutes; a Ray Client port given without ``ray://`` (or a GCS port with it) is named."""
     resolved = _auto_address() if address.strip() == "auto" else address
     endpoint = _endpoint(resolved)
     if endpoint is None:
@@ -146,11 +223,17 @@ def check_ray_address(address: str, timeout: float = CONNECT_TIMEOUT) -> None:
             "--head --port=PORT), check the address (--ray-address, ray_address), or leave it "
             "out to start a local Ray instance"
         ) from None
+    if not tls:
+        expected = _CLIENT if resolved.strip().startswith("ray://") else _GCS
+        wrong = _wrong_service(resolved, host, port, expected, timeout)
+        if wrong is not None:
+            raise RayClusterUnreachableError(wrong)
 
 
 def check_ray(address: str | None) -> None:
     """Every check that asking for Ray can fail before work starts: Ray installed, and the
-    address (when one is given and Ray is not already running in this process) answering."""
+    address (when one is given and Ray is not already running in this process) answering as
+    the Ray service its scheme names."""
     ray = import_ray()
     if address is not None and not ray.is_initialized():
         check_ray_address(address)

@@ -1,7 +1,9 @@
 """A Ray address where nothing answers (``127.0.0.1:1``): ``prove``, ``eval prove`` and ``train
 grpo`` (``reward_workers_backend: ray``) end in one line on stderr with exit status 1, in
 seconds (``ray.init`` alone would retry for minutes), and write nothing: no database record, no
-output or working directory. The Python calls raise the same typed error. No Ray starts here."""
+output or working directory. So does an address where a gRPC server other than Ray's answers
+(fake local gRPC servers; a Ray Client port given without ``ray://`` is named). The Python calls
+raise the same typed error. No Ray starts here."""
 
 from __future__ import annotations
 
@@ -153,16 +155,92 @@ def test_a_port_that_accepts_but_is_no_ray_head_is_refused_in_the_timeout(
         listener.close()
 
 
-def test_a_grpc_greeting_passes_the_check_and_tls_skips_it(monkeypatch) -> None:
-    listener = _Listener(_SETTINGS)
-    try:
-        check_ray_address(listener.address, timeout=2)
-        check_ray_address(f"ray://{listener.address}", timeout=2)
-    finally:
-        listener.close()
+class _GrpcServer:
+    """A local gRPC server whose ``methods`` (``"/package.Service/Method"``) answer with an empty
+    message: Ray's GCS (``GetClusterId``), a Ray Client server (``ClusterInfo``) or any other
+    service (``grpc.health.v1.Health/Check``), as ``ray.init`` would meet them."""
+
+    def __init__(self, *methods: str) -> None:
+        from concurrent import futures
+
+        import grpc
+
+        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+        by_service: dict[str, dict[str, object]] = {}
+        for path in methods:
+            service, method = path.strip("/").split("/")
+            by_service.setdefault(service, {})[method] = grpc.unary_unary_rpc_method_handler(
+                lambda request, context: b""
+            )
+        self.server.add_generic_rpc_handlers(
+            [grpc.method_handlers_generic_handler(s, h) for s, h in by_service.items()]
+        )
+        self.address = f"127.0.0.1:{self.server.add_insecure_port('127.0.0.1:0')}"
+        self.server.start()
+
+    def __enter__(self) -> _GrpcServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.stop(grace=None)
+
+
+GCS = "/ray.rpc.NodeInfoGcsService/GetClusterId"
+RAY_CLIENT = "/ray.rpc.RayletDriver/ClusterInfo"
+HEALTH = "/grpc.health.v1.Health/Check"
+
+
+def test_ray_services_pass_the_check_at_their_own_scheme(monkeypatch) -> None:
+    with _GrpcServer(GCS) as gcs, _GrpcServer(RAY_CLIENT) as client:
+        check_ray_address(gcs.address, timeout=2)
+        check_ray_address(f"ray://{client.address}", timeout=2)
     silent = _Listener(None)
     try:  # a TLS head answers a plain greeting with nothing useful: only the port is checked
         monkeypatch.setenv("RAY_USE_TLS", "1")
         check_ray_address(silent.address, timeout=0.5)
     finally:
         silent.close()
+
+
+@pytest.mark.parametrize("scheme", ["", "ray://"])
+def test_another_grpc_service_is_refused_in_seconds(scheme: str) -> None:
+    with _GrpcServer(HEALTH) as other:
+        started = time.monotonic()
+        with pytest.raises(RayClusterUnreachableError, match="no Ray cluster answers") as err:
+            check_ray_address(scheme + other.address, timeout=2)
+    assert "neither Ray's GCS nor Ray Client" in str(err.value)
+    assert time.monotonic() - started < 2
+
+
+def test_a_ray_client_port_without_ray_scheme_and_a_gcs_port_with_it_are_named() -> None:
+    with _GrpcServer(RAY_CLIENT) as client, _GrpcServer(GCS) as gcs:
+        with pytest.raises(RayClusterUnreachableError, match="is a Ray Client server") as err:
+            check_ray_address(client.address, timeout=2)
+        assert f"give ray://{client.address}" in str(err.value)
+        with pytest.raises(RayClusterUnreachableError, match="is a Ray head's GCS port") as err:
+            check_ray_address(f"ray://{gcs.address}", timeout=2)
+        assert f"without ray:// ({gcs.address})" in str(err.value)
+
+
+def test_eval_prove_and_train_grpo_at_another_grpc_service_end_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without the check, ``ray.init`` retries a server that is not Ray's GCS for minutes."""
+    out, grpo = tmp_path / "eval", tmp_path / "grpo"
+    with _GrpcServer(HEALTH) as other, _GrpcServer(RAY_CLIENT) as client:
+        t = time.monotonic()
+        line = one_line_error(
+            ["eval", "prove", "--benchmark", "minif2f-test", "--limit", "1"]
+            + ["--verifier", "recorded", "--parallel", "ray", "--ray-address", other.address]
+            + ["--out", str(out), "--no-progress"],
+            capsys,
+        )
+        assert f"no Ray cluster answers at {other.address}" in line
+        line = one_line_error(
+            ["train", "grpo", "--data", SAMPLE, "--set", "reward_workers_backend=ray"]
+            + ["--set", f"ray_address={client.address}", "--set", f"output_dir={grpo}"],
+            capsys,
+        )
+        assert "is a Ray Client server" in line and f"ray://{client.address}" in line
+        assert time.monotonic() - t < SECONDS
+    assert not out.exists() and not grpo.exists()
