@@ -12,7 +12,8 @@ A killed run leaves finished problems closed and at most one half-written group 
 :meth:`AttemptLog.resume` keeps the closed problems (they are not proved again), drops every
 line of a problem that was not closed or whose search ended in an error (it is proved again
 from its first sample, so nothing is counted twice) and rewrites the file with only what it
-keeps, atomically.
+keeps, atomically. A line of a problem the evaluation does not hold is refused (the summary
+counts only the benchmark's problems, the report would show it): the file is left as it is.
 """
 
 from __future__ import annotations
@@ -20,11 +21,12 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..data.jsonio import loads
 from ..errors import DataFormatError
 from .budget import Budget
 
@@ -35,7 +37,14 @@ log = logging.getLogger(__name__)
 
 ATTEMPTS_FILE = "attempts.jsonl"
 
-__all__ = ["ATTEMPTS_FILE", "AttemptLog", "ProblemOutcome", "attempt_records", "read_attempt_lines"]
+__all__ = [
+    "ATTEMPTS_FILE",
+    "AttemptLog",
+    "Kept",
+    "ProblemOutcome",
+    "attempt_records",
+    "read_attempt_lines",
+]
 
 
 @dataclass
@@ -134,28 +143,49 @@ def attempt_records(result: SearchResult) -> list[dict[str, Any]]:
     return records
 
 
+@dataclass
+class Kept:
+    """What resuming keeps of ``attempts.jsonl``: the closed problems by name, and their lines."""
+
+    finished: dict[str, ProblemOutcome] = field(default_factory=dict)
+    lines: list[str] = field(default_factory=list)
+
+
 class AttemptLog:
     """``attempts.jsonl`` of one output directory (see the module docstring)."""
 
     def __init__(self, out_dir: Path) -> None:
         self.path = out_dir / ATTEMPTS_FILE
 
-    def resume(self) -> dict[str, ProblemOutcome]:
-        """The problems closed in the file, by name; the file rewritten with only their lines.
+    def resume(self, known: Collection[str] | None = None) -> dict[str, ProblemOutcome]:
+        """The problems closed in the file, by name; the file rewritten with only their lines
+        (:meth:`read`, then :meth:`keep`)."""
+        kept = self.read(known)
+        self.keep(kept)
+        return kept.finished
 
-        A problem whose search ended in an ``error`` (the generator's server went away, Lean
-        crashed: nothing about the problem itself) is not kept: it is proved again, like a
-        problem the kill interrupted."""
+    def read(self, known: Collection[str] | None = None) -> Kept:
+        """What a resumption keeps of the file, nothing written: the problems closed in it and
+        their lines. A problem whose search ended in an ``error`` (the generator's server went
+        away, Lean crashed: nothing about the problem itself) is not kept: it is proved again,
+        like a problem the kill interrupted. ``known``: the evaluation's problems; a line of
+        another is a :class:`DataFormatError` (the summary would count it nowhere)."""
+        kept = Kept()
         if not self.path.is_file():
-            return {}
-        kept: list[str] = []
-        finished: dict[str, ProblemOutcome] = {}
+            return kept
         pending: dict[str, list[str]] = {}
         errors = 0
         for number, line, record in read_attempt_lines(self.path):
             name = str(record.get("problem"))
+            if known is not None and name not in known:
+                raise DataFormatError(
+                    f"line {number} is of problem {name!r}, which is not in this evaluation's "
+                    "benchmark (the file was edited, or holds another evaluation's lines); "
+                    "take those lines out, or start again with --force",
+                    file=self.path,
+                )
             if record.get("done") is not True:
-                if name not in finished:
+                if name not in kept.finished:
                     pending.setdefault(name, []).append(line)
                 continue
             try:
@@ -170,8 +200,8 @@ class AttemptLog:
             if outcome.status == "error":
                 errors += 1
                 continue
-            finished[name] = outcome
-            kept.extend([*lines, line])
+            kept.finished[name] = outcome
+            kept.lines.extend([*lines, line])
         if pending or errors:
             log.info(
                 "%s: %d problem(s) were not finished and %d ended in an error; they are proved "
@@ -180,13 +210,18 @@ class AttemptLog:
                 len(pending),
                 errors,
             )
+        return kept
+
+    def keep(self, kept: Kept) -> None:
+        """Rewrite the file with ``kept``'s lines alone, atomically."""
+        if not self.path.is_file():
+            return
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
         with tmp.open("w", encoding="utf-8") as f:
-            f.writelines(line + "\n" for line in kept)
+            f.writelines(line + "\n" for line in kept.lines)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, self.path)
-        return finished
 
     def write_problem(
         self, outcome: ProblemOutcome, attempts: Iterable[Mapping[str, Any]], mode: str
@@ -220,8 +255,8 @@ def read_attempt_lines(path: Path) -> Iterable[tuple[int, str, dict[str, Any]]]:
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
+            record = loads(line)
+        except DataFormatError as exc:
             if i == last:
                 log.info("%s: the last line was cut off (a killed run); dropped", path)
                 break

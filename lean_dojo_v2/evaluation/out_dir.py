@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from ..data.jsonio import loads
 from ..data.output_dir import check_output_dir, is_ours, mark_ours
 from ..errors import OutputExistsError
 from ..version import __version__
@@ -168,7 +169,7 @@ def _check_writable(path: Path) -> None:
 
 def _read_json(path: Path) -> dict[str, Any] | None:
     try:
-        data = json.loads(path.read_text("utf-8"))
+        data = loads(path.read_text("utf-8"))
     except (OSError, UnicodeDecodeError, ValueError):
         return None
     return data if isinstance(data, dict) else None
