@@ -1,10 +1,13 @@
 """Layer 4 (evaluation): the recorded verifier — proofs that a real Lean run accepted, and an
 environment that accepts exactly those.
 
-Where no Lean is installed, ``--verifier recorded`` counts a proof only when it is, up to white
-space (:func:`~.statements.normalise_proof`: comments, blank lines, trailing and repeated spaces;
-indentation relative to the block is kept), a proof that Lean accepted for the same header and
-statement. The bundled records (:meth:`RecordedProofs.bundled`):
+Where no Lean is installed, ``--verifier recorded`` counts a proof only when it is, up to what
+cannot change Lean's verdict (:func:`~.statements.normalise_proof`: a leading ``by``, ``--``
+comments, blank lines, spaces at line ends, ``\r\n``, the indentation all lines share), a proof
+that Lean accepted for the same header and statement. Anything else is another proof: a tab
+(Lean refuses tabs), a Unicode space (no white space to Lean), an unterminated comment, spaces
+inside a line or another relative indentation. The bundled records
+(:meth:`RecordedProofs.bundled`):
 
 - Kimina-Prover Preview's miniF2F-test proofs (217, Lean v4.15.0 with Mathlib; Apache-2.0);
 - DeepSeek-Prover-V1.5's few-shot proofs of 67 miniF2F-valid problems (Lean v4.9; MIT).
@@ -18,12 +21,12 @@ says ``checked_by="recorded"``.
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..data.goals import goal_texts
+from ..data.jsonio import loads
 from ..data.lean_lexer import find_top_level_assign, iter_commands, proof_span
 from ..data.model import Theorem
 from ..interaction.base import ProofEnv
@@ -74,7 +77,7 @@ def split_lean_file(text: str) -> tuple[str, str, str] | None:
 
 
 class RecordedProofs:
-    """Accepted proofs by (header, statement), compared up to white space
+    """Accepted proofs by (header, statement), compared in their comparison forms
     (:mod:`.statements`)."""
 
     def __init__(self, proofs: Iterable[RecordedProof]) -> None:
@@ -117,7 +120,7 @@ def _kimina(directory: Path) -> list[RecordedProof]:
     for line in (directory / "minif2f_test_proofs.jsonl").read_text("utf-8").splitlines():
         if not line.strip():
             continue
-        row = json.loads(line)
+        row = loads(line)
         parts = split_lean_file(row["lean"])
         if parts is not None:
             out.append(RecordedProof(row["name"], *parts, version, "Kimina-Prover Preview"))
@@ -131,13 +134,13 @@ def _few_shot(root: Path) -> list[RecordedProof]:
     headers = {}
     for line in (folder / "minif2f.jsonl").read_text("utf-8").splitlines():
         if line.strip():
-            row = json.loads(line)
+            row = loads(line)
             headers[row["name"]] = row["header"]
     out = []
     for line in (folder / "minif2f_valid_few_shot.jsonl").read_text("utf-8").splitlines():
         if not line.strip():
             continue
-        row = json.loads(line)
+        row = loads(line)
         header = headers.get(row["name"])
         if header is not None:
             source = "DeepSeek-Prover-V1.5 few-shot examples"

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-from ..data.lean_lexer import COMMENT_KINDS, find_top_level_assign, tactic_block_lines, tokenize
+from ..data.lean_lexer import COMMENT_KINDS, Token, find_top_level_assign, tokenize
 from .errors import StatementError
 
 __all__ = [
@@ -36,9 +36,10 @@ _DECLARATION = re.compile(
 _PAIRS = {"(": ")", "[": "]", "{": "}", "⟨": "⟩", "⦃": "⦄", "⟦": "⟧"}
 
 
-def remove_comments(text: str) -> str:
+def remove_comments(text: str, *, spaces: str | None = None) -> str:
     """``text`` without its Lean comments (``--``, ``/- -/``, doc comments): each comment taken
-    out, lines left blank by it dropped, trailing white space removed."""
+    out, lines left blank by it dropped, trailing white space removed (``spaces``: the
+    characters removed there; None: any Unicode white space)."""
     parts: list[str] = []
     last = 0
     for token in tokenize(text):
@@ -48,7 +49,7 @@ def remove_comments(text: str) -> str:
     parts.append(text[last:])
     lines: list[str] = []
     for line in "".join(parts).split("\n"):
-        stripped = line.rstrip()
+        stripped = line.rstrip(spaces)
         # runs of blank lines (a comment's lines among them) become one: it separates commands
         if not stripped and lines and not lines[-1]:
             continue
@@ -104,31 +105,69 @@ def _short(text: str, limit: int = 80) -> str:
     return repr(one_line if len(one_line) <= limit else one_line[: limit - 1] + "…")
 
 
+def _words(text: str) -> str:
+    """``text`` with each run of Lean's white space (ASCII space, line breaks) made one space.
+    Only these: a tab, a no-break or ideographic space is no white space to Lean (a tab is an
+    error, the others are not separators), so a text holding one is another text."""
+    return " ".join(w for w in re.split(r"[ \n]+", text.replace("\r\n", "\n")) if w)
+
+
 def normalise_statement(statement: str) -> str:
-    """A statement's comparison form: comments out, everything up to its top-level ``:=``, white
-    space runs made one space (white space between a statement's tokens never changes it)."""
-    text = remove_comments(statement)
+    """A statement's comparison form: comments out, everything up to its top-level ``:=``, runs
+    of Lean's white space made one space (white space between a statement's tokens never changes
+    it)."""
+    text = remove_comments(statement, spaces=" \r")
     cut = find_top_level_assign(text)
-    return " ".join((text[:cut] if cut >= 0 else text).split())
+    return _words(text[:cut] if cut >= 0 else text)
 
 
 def normalise_header(header: str) -> str:
-    """A header's comparison form: comments out, each line's white space runs made one space,
-    blank lines dropped (commands of a header are one a line)."""
-    lines = (" ".join(line.split()) for line in remove_comments(header).split("\n"))
+    """A header's comparison form: comments out, each line's runs of Lean's white space made one
+    space, blank lines dropped (commands of a header are one a line)."""
+    lines = (_words(line) for line in remove_comments(header, spaces=" \r").split("\n"))
     return "\n".join(line for line in lines if line)
 
 
+# A leading `by` (blank lines and spaces before it, a space or line break after it).
+_LEADING_BY = re.compile(r"(?:[ ]*\n)*[ ]*by(?=[ \n]|\Z)")
+
+
 def normalise_proof(proof: str) -> str:
-    """A tactic proof's comparison form: the block without a leading ``by``, dedented, comments
-    out, blank lines dropped, trailing white space and runs of spaces inside a line removed.
-    Indentation relative to the block is kept: in Lean it decides which tactic belongs to which
-    goal, so two proofs that differ in it are different proofs."""
-    lines = tactic_block_lines(remove_comments(proof))
-    out = []
-    for line in lines:
-        body = line.strip()
-        if body:
-            indent = len(line) - len(line.lstrip())
-            out.append(" " * indent + " ".join(body.split()))
-    return "\n".join(out)
+    """A tactic proof's comparison form, keeping everything that can change Lean's verdict.
+
+    Removed: a leading ``by``; ``--`` comments that follow a space or start a line (white space
+    to Lean up to the line's end); spaces at line ends and blank lines; the indentation every
+    line shares (a proof is re-indented under its ``by`` when it is checked). ``\r\n`` is read
+    as ``\n`` (Lean reads files so). Kept exactly: indentation relative to the block (it decides
+    which tactic belongs to which goal), spaces inside a line (``·  simp`` puts ``simp`` at
+    another column than ``· simp``, and the tactics under it must line up with it), tabs (an
+    error to Lean), any other character, Unicode spaces included (no white space to Lean), and
+    block comments (an unterminated one is an error; removing one can move a token). A proof
+    holding a string literal across lines is compared as written: its spaces and blank lines
+    are the string's value."""
+    text = proof.replace("\r\n", "\n")
+    by = _LEADING_BY.match(text)
+    body = text[by.end() :] if by else text
+    tokens = tokenize(body)
+    if any(t.kind == "string" and "\n" in t.text for t in tokens):
+        return text
+    lines = [line.rstrip(" ") for line in _without_line_comments(body, tokens).split("\n")]
+    # A tactic on the `by` line stands first, at the block's indentation (as it is checked).
+    head = [lines.pop(0).lstrip(" ")] if by and lines[0] else []
+    kept = [line for line in lines if line]
+    margin = min((len(line) - len(line.lstrip(" ")) for line in kept), default=0)
+    return "\n".join(head + [line[margin:] for line in kept])
+
+
+def _without_line_comments(text: str, tokens: list[Token]) -> str:
+    """``text`` without the ``--`` comments that follow a space or start a line: Lean reads
+    those as comments whatever came before (after other characters, ``--`` may be part of a
+    token, so those are kept)."""
+    parts: list[str] = []
+    last = 0
+    for t in tokens:
+        if t.kind == "line" and (t.start == 0 or text[t.start - 1] in " \n"):
+            parts.append(text[last : t.start])
+            last = t.end
+    parts.append(text[last:])
+    return "".join(parts)

@@ -10,8 +10,18 @@ so that a repeated sample or a re-run costs no call to Lean.
 hash of the verifier's identity (``lean:4.15.0``, ``recorded``: a verdict of one verifier never
 answers for another), the header and statement (a LeanDojo theorem: its repository, commit, file
 and name) and the proof, each in its comparison form (:mod:`.statements`: two proofs that differ
-only in white space are one proof). A verdict that says Lean ran out of time is not kept: on a
-re-run, with more time or a quieter machine, it may go the other way.
+only in what cannot change Lean's verdict are one proof; a tab or a Unicode space is another).
+A verdict that says Lean ran out of time is not kept: on a re-run, with more time or a quieter
+machine, it may go the other way.
+
+The file is checked when the cache is made (:func:`check_verdict_cache`): a directory, a file
+that is not SQLite, a damaged one, another program's tables, or a newer schema is a one-line
+:class:`VerdictCacheError` naming the file, before an evaluation writes anything. A file of
+schema 1 (an older lean-dojo-v2, whose keys compared proofs up to any Unicode white space, so a
+variant Lean rejects could take a clean proof's verdict) is emptied when first opened, with a
+warning: its verdicts are checked again. A row that does not read back as a verdict is a miss
+(logged once): the verdict is checked again and the row replaced, so a damaged entry costs one
+Lean call instead of the run.
 
 :func:`cached` wraps an environment factory: each environment it makes answers ``verify`` from
 the cache where it can (the verdict says ``cached=True``) and asks the environment below (and
@@ -34,6 +44,7 @@ from ..interaction.base import AsyncProofEnv, ProofEnv
 from ..interaction.standalone import standalone_header
 from ..interaction.types import Verdict
 from ..interaction.wrapped import WrappedEnv, wrap_each
+from .errors import EvaluationError
 from .statements import normalise_header, normalise_proof, normalise_statement
 
 if TYPE_CHECKING:
@@ -41,7 +52,102 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-__all__ = ["CachedEnv", "CachedEnvFactory", "VerdictCache", "cached", "verifier_id"]
+__all__ = [
+    "SCHEMA_VERSION",
+    "CachedEnv",
+    "CachedEnvFactory",
+    "VerdictCache",
+    "VerdictCacheError",
+    "cached",
+    "check_verdict_cache",
+    "verifier_id",
+]
+
+SCHEMA_VERSION = 2
+"""The cache file's schema (SQLite's ``user_version``; 0 in files of schema 1). 2: proofs keyed
+in :func:`~.statements.normalise_proof`'s exact form (schema 1 compared them up to any Unicode
+white space)."""
+
+_COLUMNS = ["key", "verifier", "verdict"]
+_WHAT_TO_DO = (
+    "delete it (it only keeps verdicts, which are then checked again) or give another "
+    "--verdict-cache (none: no cache)"
+)
+
+
+class VerdictCacheError(EvaluationError, ValueError):
+    """A verdict cache file that cannot be used: a directory, not a regular file, not SQLite,
+    damaged, another program's tables, or a schema newer than this library's. The message names
+    the file and what to do."""
+
+
+def check_verdict_cache(path: str | Path) -> None:
+    """Raise :class:`VerdictCacheError` unless ``path`` can be a verdict cache: a SQLite file
+    of a known schema with the cache's table, an empty file, or a file that can be made. Reads
+    only (SQLite's ``quick_check`` too, so that a damaged file is found here)."""
+    p = Path(path).expanduser()
+    if p.is_dir():
+        raise VerdictCacheError(
+            f"verdict cache {p} is a directory: give the path of a file (made if missing), or "
+            "--verdict-cache none"
+        )
+    if not p.exists():
+        _check_creatable(p)
+    elif not p.is_file():
+        raise VerdictCacheError(
+            f"verdict cache {p} is not a regular file (a device or a pipe): give the path of a "
+            "file, or --verdict-cache none"
+        )
+    elif p.stat().st_size:  # an empty file is an empty database
+        _check_database(p)
+
+
+def _check_creatable(p: Path) -> None:
+    above = p.parent
+    while not above.exists() and above != above.parent:
+        above = above.parent
+    if not above.is_dir():
+        raise VerdictCacheError(
+            f"verdict cache {p} cannot be made: {above} is a file, not a directory; give another "
+            "--verdict-cache (none: no cache)"
+        )
+
+
+def _check_database(p: Path) -> None:
+    try:
+        conn = sqlite3.connect(f"{p.resolve().as_uri()}?mode=ro", uri=True, timeout=60)
+    except sqlite3.Error as exc:
+        raise VerdictCacheError(
+            f"verdict cache {p} cannot be opened ({exc}): {_WHAT_TO_DO}"
+        ) from None
+    try:
+        version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+        columns = [r[1] for r in conn.execute("PRAGMA table_info(verdicts)")]
+        damage = [str(r[0]) for r in conn.execute("PRAGMA quick_check")]
+    except sqlite3.DatabaseError as exc:
+        raise VerdictCacheError(
+            f"verdict cache {p} is not a SQLite file that can be read ({exc}): {_WHAT_TO_DO}"
+        ) from None
+    finally:
+        conn.close()
+    if damage != ["ok"]:
+        raise VerdictCacheError(
+            f"verdict cache {p} is damaged (SQLite: {damage[0]}): {_WHAT_TO_DO}"
+        )
+    if tables and columns != _COLUMNS:
+        held = (
+            f"a verdicts table of columns {', '.join(columns)}" if columns else "no verdicts table"
+        )
+        raise VerdictCacheError(
+            f"verdict cache {p} is not a verdict cache: it holds {held} (tables: "
+            f"{', '.join(tables)}): {_WHAT_TO_DO}"
+        )
+    if version not in (0, SCHEMA_VERSION):
+        raise VerdictCacheError(
+            f"verdict cache {p} has schema {version}, which this lean-dojo-v2 does not read (it "
+            f"reads {SCHEMA_VERSION}; a newer one wrote it?): upgrade, or {_WHAT_TO_DO}"
+        )
 
 
 def verifier_id(thing: object) -> str:
@@ -97,9 +203,12 @@ def _timed_out(verdict: Verdict) -> bool:
 class VerdictCache:
     """Verdicts by (verifier, header, statement, proof): a SQLite file at ``path`` (created with
     its parent directories), or in memory when ``path`` is None. ``hits``/``misses`` count this
-    process's lookups. Picklable: a worker process opens the file again."""
+    process's lookups. Picklable: a worker process opens the file again. A file that cannot be
+    a verdict cache is refused here (:func:`check_verdict_cache`)."""
 
     def __init__(self, path: str | Path | None = None) -> None:
+        if path is not None:
+            check_verdict_cache(path)
         self._open(Path(path).expanduser() if path is not None else None)
 
     def _open(self, path: Path | None) -> None:
@@ -109,6 +218,7 @@ class VerdictCache:
         self._memory: dict[str, str] = {}
         self._conn: sqlite3.Connection | None = None
         self._lock = threading.Lock()
+        self._warned = False
 
     def __getstate__(self) -> dict[str, object]:
         # A connection and a lock do not travel: a worker process opens the file again. An
@@ -127,7 +237,8 @@ class VerdictCache:
         """The key of ``proof`` of ``theorem`` checked by ``verifier`` (see the module
         docstring)."""
         header, statement = _statement_of(theorem)
-        parts = [verifier, header, statement, normalise_proof(proof)]
+        # The schema in the key: a row an older library writes into this file never answers.
+        parts = [f"schema {SCHEMA_VERSION}", verifier, header, statement, normalise_proof(proof)]
         return hashlib.sha256(json.dumps(parts, ensure_ascii=False).encode("utf-8")).hexdigest()
 
     def _db(self) -> sqlite3.Connection:
@@ -142,34 +253,52 @@ class VerdictCache:
                 conn.execute("PRAGMA synchronous=NORMAL")
             except sqlite3.DatabaseError as exc:
                 log.debug("verdict cache %s without WAL: %s", self.path, exc)
-            conn.execute(
-                "CREATE TABLE IF NOT EXISTS verdicts "
-                "(key TEXT PRIMARY KEY, verifier TEXT NOT NULL, verdict TEXT NOT NULL)"
-            )
-            conn.commit()
+            _upgrade(conn, self.path)
             self._conn = conn
         return self._conn
 
+    def _read(self, key: str) -> str | None:
+        """The kept text of ``key``; None when there is none or the file fails (logged once:
+        a verdict the cache cannot give is checked again)."""
+        text = self._memory.get(key)
+        if text is not None or self.path is None:
+            return text
+        try:
+            row = self._db().execute("SELECT verdict FROM verdicts WHERE key = ?", (key,))
+            found = row.fetchone()
+        except (sqlite3.DatabaseError, VerdictCacheError) as exc:
+            self._warn(f"cannot be read ({exc})")
+            return None
+        return found[0] if found else None
+
+    def _warn(self, what: str) -> None:
+        if not self._warned:
+            self._warned = True
+            log.warning(
+                "verdict cache %s: %s; such verdicts are checked again (delete the file if "
+                "this repeats)",
+                self.path,
+                what,
+            )
+
     def get(self, verifier: str, theorem: Theorem, proof: str) -> Verdict | None:
-        """The kept verdict (``cached=True``), or None (counted as a miss)."""
+        """The kept verdict (``cached=True``), or None (counted as a miss). A row that does not
+        read back as a verdict is a miss too (see the module docstring)."""
         key = self.key(verifier, theorem, proof)
         with self._lock:
-            text = self._memory.get(key)
-            if text is None and self.path is not None:
-                row = (
-                    self._db()
-                    .execute("SELECT verdict FROM verdicts WHERE key = ?", (key,))
-                    .fetchone()
-                )
-                text = row[0] if row else None
-            if text is None:
+            text = self._read(key)
+            verdict = _verdict(text) if text is not None else None
+            if text is not None and verdict is None:
+                self._warn("a row holds no verdict (damaged)")
+            if verdict is None:
                 self.misses += 1
                 return None
             self.hits += 1
-        return replace(Verdict.from_dict(json.loads(text)), cached=True)
+        return replace(verdict, cached=True)
 
     def put(self, verifier: str, theorem: Theorem, proof: str, verdict: Verdict) -> bool:
-        """Keep ``verdict``; False (nothing kept) for a verdict that Lean ran out of time."""
+        """Keep ``verdict``; False (nothing kept) for a verdict that Lean ran out of time, or
+        when the file cannot be written (logged once)."""
         if _timed_out(verdict):
             return False
         key = self.key(verifier, theorem, proof)
@@ -177,13 +306,17 @@ class VerdictCache:
         with self._lock:
             if self.path is None:
                 self._memory[key] = text
-            else:
+                return True
+            try:
                 db = self._db()
                 db.execute(
                     "INSERT OR REPLACE INTO verdicts (key, verifier, verdict) VALUES (?, ?, ?)",
                     (key, verifier, text),
                 )
                 db.commit()
+            except (sqlite3.DatabaseError, VerdictCacheError) as exc:
+                self._warn(f"cannot be written ({exc})")
+                return False
         return True
 
     def __len__(self) -> int:
@@ -197,6 +330,59 @@ class VerdictCache:
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
+
+
+def _upgrade(conn: sqlite3.Connection, path: Path) -> None:
+    """Make the table; empty a file of schema 1 (its keys let a variant Lean rejects take a
+    clean proof's verdict) and mark the file as of :data:`SCHEMA_VERSION`. One transaction, so
+    two processes opening the file together upgrade it once."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS verdicts "
+            "(key TEXT PRIMARY KEY, verifier TEXT NOT NULL, verdict TEXT NOT NULL)"
+        )
+        version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+        if version not in (0, SCHEMA_VERSION):
+            raise VerdictCacheError(
+                f"verdict cache {path} has schema {version}, which this lean-dojo-v2 does not "
+                f"read (it reads {SCHEMA_VERSION}): upgrade, or {_WHAT_TO_DO}"
+            )
+        if version == 0:
+            dropped = conn.execute("DELETE FROM verdicts").rowcount
+            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            if dropped > 0:
+                log.warning(
+                    "verdict cache %s: dropped %d verdicts of an older lean-dojo-v2 (schema 1 "
+                    "compared proofs up to any Unicode white space); they are checked again",
+                    path,
+                    dropped,
+                )
+        conn.commit()
+    except BaseException:
+        conn.rollback()
+        raise
+
+
+def _verdict(text: str) -> Verdict | None:
+    """The verdict a row holds, or None when it holds none (not JSON, not a verdict's dict)."""
+    from ..data.jsonio import loads
+
+    try:
+        data = loads(text)
+    except ValueError:
+        return None
+    if not (
+        isinstance(data, dict)
+        and isinstance(data.get("ok"), bool)
+        and isinstance(data.get("backend"), str)
+        and isinstance(data.get("checked_by"), str)
+    ):
+        return None
+    try:
+        return Verdict.from_dict(data)
+    except (TypeError, ValueError):
+        return None
 
 
 class CachedEnv(WrappedEnv):

@@ -27,6 +27,8 @@ from lean_dojo_v2.interaction import ProofEnv, ReplayEnv, Verdict
 from lean_dojo_v2.interaction.types import UnknownTheoremError
 from lean_dojo_v2.prover.verify import verify_proof
 
+from .proof_variants import other_proofs
+
 MINIF2F_TEST = load_benchmark("minif2f-test")
 RECORDS = RecordedProofs.bundled()
 
@@ -85,6 +87,42 @@ def test_white_space_and_comments_do_not_matter():
     # indented further, blank lines between, trailing spaces, a leading `by`, a comment
     variant = "by\n" + "\n\n".join("    " + line + "   " for line in lines) + "\n  -- done\n"
     assert RecordedEnv().verify(problem.to_theorem(), variant).ok
+
+
+def test_line_ends_and_line_comments_do_not_matter():
+    problem, proof = _recorded("mathd_algebra_478")
+    env = RecordedEnv()
+    for variant in (
+        proof.replace("\n", "\r\n"),  # Lean reads CRLF as LF
+        proof.replace("\n", "  \n") + "  \n\n",
+        proof.replace("at h₁", "at h₁  -- substitute") + "\n-- done",
+        "by " + proof.strip(),
+    ):
+        assert env.verify(problem.to_theorem(), variant).ok, repr(variant)
+
+
+def test_what_lean_reads_otherwise_is_another_proof():
+    """A tab, a Unicode space, an unterminated comment: Lean rejects each, and so must the
+    records of the clean proof."""
+    problem, proof = _recorded("mathd_algebra_478")
+    env = RecordedEnv()
+    assert env.verify(problem.to_theorem(), proof).ok
+    accepted = [
+        what
+        for what, variant in other_proofs(proof).items()
+        if env.verify(problem.to_theorem(), variant).ok
+    ]
+    assert accepted == []
+
+
+def test_spaces_inside_a_line_are_kept():
+    """`·  intro x` puts `intro` a column further than `· intro x`: the next line, aligned with
+    it before, no longer belongs to the bullet."""
+    problem, proof = _recorded("imo_1968_p5_1")
+    widened = proof.replace("· intro x", "·  intro x", 1)
+    assert widened != proof
+    assert RecordedEnv().verify(problem.to_theorem(), proof).ok
+    assert not RecordedEnv().verify(problem.to_theorem(), widened).ok
 
 
 def test_anything_else_is_rejected():
