@@ -8,7 +8,6 @@ a traceback; here each is one :class:`~lean_dojo_v2.errors.ConfigValueError` nam
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 from pathlib import Path
 
@@ -32,7 +31,9 @@ def read_deepspeed_config(path: str | Path) -> dict[str, object]:
     arguments."""
     where = f"deepspeed config {path}"
     try:
-        data = json.loads(Path(path).read_text("utf-8"))
+        from ..data.jsonio import loads  # the one JSON reader: too deep is a ValueError too
+
+        data = loads(Path(path).read_text("utf-8"))
     except FileNotFoundError:
         raise ConfigValueError(
             f"{where} does not exist; pass the path of a DeepSpeed JSON config "

@@ -70,7 +70,6 @@ Rules (documented in ``docs/premise_selector.md``, each tested):
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from collections.abc import Iterator, Sequence
@@ -80,6 +79,7 @@ from typing import Any, Literal, TypeVar
 
 from ..errors import DataFormatError, LeanDojoError
 from .corpus import Corpus
+from .jsonio import loads
 from .model import Pos, Premise, PremiseFile
 
 logger = logging.getLogger(__name__)
@@ -351,7 +351,7 @@ def iter_ntp_jsonl(path: Path, report: NtpReadReport | None = None) -> Iterator[
             if not text:
                 continue
             try:
-                value = json.loads(text)
+                value = loads(text)
             except ValueError:
                 skipped.append(lineno)
                 continue

@@ -22,7 +22,6 @@ time the same output is written (:func:`recover_left_behind`), and nothing finis
 from __future__ import annotations
 
 import errno
-import json
 import logging
 import os
 import re
@@ -33,6 +32,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import LeanDojoError, OutputExistsError
+from .jsonio import loads
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +50,7 @@ def is_ours(path: str | Path) -> bool:
     if (path / MARKER).is_file():
         return True
     try:
-        meta = json.loads((path / _METADATA).read_text("utf-8"))
+        meta = loads((path / _METADATA).read_text("utf-8"))
     except (OSError, ValueError):
         return False
     return isinstance(meta, dict) and any(k in meta for k in _OUR_METADATA_KEYS)

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DataFormatError, DatasetNotFoundError
-from .jsonio import atomic_write
+from .jsonio import atomic_write, loads
 
 FIELDS = ("goal", "prefix", "tactic", "steps_remaining")
 """The fields of a LeanProgress row, in the order they are written."""
@@ -147,11 +147,9 @@ def iter_progress_jsonl(path: str | Path) -> Iterator[ProgressExample]:
                     file=path,
                 ) from None
             try:
-                obj = json.loads(text)
-            except json.JSONDecodeError as exc:
-                raise DataFormatError(
-                    f"line {i}: invalid JSON at column {exc.colno}: {exc.msg}", file=path
-                ) from None
+                obj = loads(text, record=i)
+            except DataFormatError as exc:
+                raise DataFormatError(f"line {i}: {exc.reason}", file=path) from None
             try:
                 yield ProgressExample.from_dict(obj)
             except DataFormatError as exc:

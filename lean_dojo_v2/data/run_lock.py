@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import OutputExistsError
+from .jsonio import loads
 
 
 class RunLockedError(OutputExistsError):
@@ -38,7 +39,7 @@ def lock_path(dst: str | Path) -> Path:
 
 def _holder(path: Path) -> str:
     try:
-        info = json.loads(path.read_text("utf-8"))
+        info = loads(path.read_text("utf-8"))
         return f"pid {info['pid']} on {info['host']} (since {info.get('since', '?')})"
     except (OSError, ValueError, KeyError, TypeError):
         return "another process"

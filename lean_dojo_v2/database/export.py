@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from ..data import Annotation, Corpus, Pos, PremiseFile, SplitSpec, Theorem, TracedTactic
 from ..data.dataset import CORPUS_FILE
-from ..data.jsonio import gc_paused, write_jsonl
+from ..data.jsonio import gc_paused, loads, write_jsonl
 from ..data.output_dir import check_output_dir, staged_output_dir
 from .common import RepositoriesArg, chunks, marks, parse_date
 from .proofs import ProofsAndRuns
@@ -115,7 +114,7 @@ class DatasetExport(ProofsAndRuns):
             for info in newest_first:
                 for row in corpus_rows(self._conn, info.id):
                     if row["path"] not in corpus:
-                        corpus[row["path"]] = (row["file_id"], json.loads(row["imports"]))
+                        corpus[row["path"]] = (row["file_id"], loads(row["imports"]))
             # Dependency order (and a check of the import graph) from the foundation's Corpus.
             order = [
                 f.path

@@ -24,7 +24,7 @@ import orjson
 
 from ..data import DatasetDir, PremiseFile, Theorem, find_sorry_tokens, read_theorems
 from ..data.dataset import CORPUS_FILE, TRACED_FILES_FILE, missing_dataset_parts
-from ..data.jsonio import gc_paused, read_json
+from ..data.jsonio import gc_paused, loads, read_json
 from ..data.model import THEOREM_KEYS
 from ..data.splits import SPLIT_NAMES
 from ..errors import (
@@ -760,10 +760,7 @@ def _parse_json_line(line: bytes, path: str | Path, record: int) -> object:
             file=path,
             record=record,
         ) from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise DataFormatError(f"invalid JSON: {exc}", file=path, record=record) from None
+    return loads(text, file=path, record=record)
 
 
 def _corpus_entry_of(pf: PremiseFile) -> tuple[str, list[str], list[CorpusRow]]:

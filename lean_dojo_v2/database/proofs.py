@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ..data import Theorem, TracedTactic
+from ..data.jsonio import loads
 from .common import RepositoryRef, named, now
 from .errors import RecordNotFoundError
 from .ingest import encode_json
@@ -111,7 +111,7 @@ class ProofsAndRuns(TheoremQueries):
             ProofRecord(
                 id=r["id"],
                 theorem_id=r["theorem_id"],
-                tactics=json.loads(r["tactics"]),
+                tactics=loads(r["tactics"]),
                 proof_text=r["proof_text"],
                 backend=r["backend"],
                 verified=bool(r["verified"]),
@@ -203,8 +203,8 @@ class ProofsAndRuns(TheoremQueries):
                         status=row["status"],
                         started_at=row["started_at"],
                         finished_at=row["finished_at"],
-                        config=json.loads(row["config"]),
-                        metrics=json.loads(row["metrics"]),
+                        config=loads(row["config"]),
+                        metrics=loads(row["metrics"]),
                         checkpoint=row["checkpoint"],
                         repository_ids=repo_ids,
                     )

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, TypedDict, Unpack
 
 from ..data import Annotation, Pos, Theorem, TracedTactic
+from ..data.jsonio import loads
 from .common import RepositoriesArg, StatusFilter, chunks, marks
 from .curriculum import CurriculumQueries, difficulty_sql
 from .difficulty import CATEGORIES
@@ -212,7 +212,7 @@ class TheoremQueries(CurriculumQueries):
                 traced_tactics=tactics.get(tid, []),
                 theorem_statement=statement,
                 has_statement_field=bool(has_statement),
-                extra=json.loads(extra) if extra is not None else {},
+                extra=loads(extra) if extra is not None else {},
             )
             out.append(
                 StoredTheorem(

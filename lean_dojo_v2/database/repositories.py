@@ -8,12 +8,12 @@ or snapshot; they are the package's internal API, used by :class:`RepositoryQuer
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from ..data import PremiseFile, Repository
+from ..data.jsonio import loads
 from ..data.model import repo_name_from_url
 from ..errors import DataFormatError
 from .common import RepositoriesArg, RepositoryRef, chunks, marks, named, now, parse_date
@@ -187,7 +187,7 @@ class RepositoryQueries(DatabaseConnection):
                         lean_version=row["lean_version"],
                         lean_dojo_version=row["lean_dojo_version"],
                         date_processed=row["date_processed"],
-                        metadata=json.loads(row["metadata"]),
+                        metadata=loads(row["metadata"]),
                         pr_url=row["pr_url"],
                         num_proven_theorems=c.get("proven", 0),
                         num_sorry_theorems_unproved=c.get("sorry_unproved", 0),
@@ -248,7 +248,7 @@ class RepositoryQueries(DatabaseConnection):
                 PremiseFile.from_dict(
                     {
                         "path": row["path"],
-                        "imports": json.loads(row["imports"]),
+                        "imports": loads(row["imports"]),
                         "premises": premise_dicts(conn, row["file_id"]),
                     }
                 )

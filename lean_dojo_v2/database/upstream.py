@@ -21,7 +21,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ..data import PremiseFile, Theorem
-from ..data.jsonio import atomic_write, gc_paused, read_json
+from ..data.jsonio import atomic_write, gc_paused, loads, read_json
 from ..errors import DataFormatError, OutputExistsError
 from .common import RepositoriesArg
 from .ingest import Executor, Ingest
@@ -215,7 +215,7 @@ def theorem_to_upstream(st: StoredTheorem) -> dict[str, Any]:
     imported from an upstream file, else LeanAgent's difficulty of the theorem."""
     t = st.theorem
     if st.upstream_difficulty is not None:
-        difficulty = json.loads(st.upstream_difficulty)
+        difficulty = loads(st.upstream_difficulty)
     else:
         difficulty = st.difficulty
     return {
@@ -306,7 +306,7 @@ def _premise_file_dicts(conn: sqlite3.Connection, info: RepositoryInfo) -> Itera
     for row in corpus_rows(conn, info.id):
         yield {
             "path": _path(row["path"]),
-            "imports": json.loads(row["imports"]),
+            "imports": loads(row["imports"]),
             "premises": [
                 {
                     "full_name": p["full_name"],

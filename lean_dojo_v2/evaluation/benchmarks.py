@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import difflib
 import functools
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from ..data.jsonio import loads
 from ..errors import ConfigError, DataFormatError
 from .errors import UnknownBenchmarkError
 from .problems import Benchmark, Problem
@@ -171,9 +171,9 @@ def _read_problems(path: Path, *, unique: bool = True) -> list[Problem]:
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DataFormatError(f"line {number} is not JSON ({exc.msg})", file=path) from None
+            row = loads(line, record=number)
+        except DataFormatError as exc:
+            raise DataFormatError(f"line {number} is not JSON ({exc.reason})", file=path) from None
         problem = _problem(row, path, number)
         if unique and problem.name in seen:
             raise DataFormatError(

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..data.jsonio import loads
 from ..interaction.base import AsyncProofEnv, ProofEnv
 from ..interaction.wrapped import WrappedEnv, wrap_each
 from ..system.processes import ChildCpuMeter
@@ -161,7 +162,7 @@ class UsageLedger:
             self.offsets[path] = start + end
             for line in data[:end].splitlines():
                 try:
-                    record = json.loads(line)
+                    record = loads(line)
                     problem, cpu = str(record["problem"]), float(record["cpu"])
                 except (ValueError, KeyError, TypeError):
                     continue

@@ -14,9 +14,9 @@ refuses.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
+from ..data.jsonio import loads
 from ..data.lean_lexer import iter_commands
 from ..errors import DataFormatError
 from .problems import Benchmark, Problem
@@ -54,7 +54,7 @@ def load_putnambench(directory: Path) -> Benchmark:
     """The bundled PutnamBench (``putnambench.jsonl``: one ``{"name", "lean"}`` line per
     file, the file's text unchanged; ``lean-toolchain`` beside it)."""
     rows = [
-        json.loads(line)
+        loads(line)
         for line in (directory / "putnambench.jsonl").read_text("utf-8").splitlines()
         if line.strip()
     ]

@@ -17,12 +17,12 @@ structured messages; a message not in Lean's format is the verifier's or the sea
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from ..data.jsonio import loads
 from ..errors import DataFormatError
 from ..interaction.messages import LeanMessage, parse_lean_messages
 from ..prover.attempt import Attempt, TreeNode
@@ -165,8 +165,8 @@ def _status(entry: Mapping[str, object], attempts: list[AttemptRecord]) -> str:
 
 def _read_summary(path: Path) -> dict[str, object]:
     try:
-        data = json.loads(path.read_text("utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        data = loads(path.read_text("utf-8"))
+    except (OSError, UnicodeDecodeError, DataFormatError) as exc:
         raise DataFormatError(
             f"cannot read it as JSON ({exc}); re-run the evaluation with --resume to write it again",
             file=path,

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 import logging
 import os
 import posixpath
@@ -30,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from ..config import get_settings
+from ..data.jsonio import loads
 from ..errors import CommandError, CommandNotFoundError, CommandTimeoutError, DataFormatError
 from ..system.commands import CommandResult, run_command
 from ..system.commands import tail as _output_tail
@@ -642,8 +642,8 @@ class LeanGitRepo:
         text = data.decode("utf-8", errors="replace")
         if filename.endswith(".json"):
             try:
-                value = json.loads(text)
-            except json.JSONDecodeError as exc:
+                value = loads(text)
+            except DataFormatError as exc:
                 raise DataFormatError(
                     f"not valid JSON at commit {self.commit} of {self.url} ({exc}); fix the file "
                     "and commit it",

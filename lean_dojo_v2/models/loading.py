@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..data.jsonio import loads
 from ..errors import ModelError, ModelNotFoundError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -187,7 +188,7 @@ def is_complete(folder: str | Path) -> bool:
     lists has the recorded size."""
     folder = Path(folder)
     try:
-        manifest = json.loads((folder / MANIFEST).read_text("utf-8"))
+        manifest = loads((folder / MANIFEST).read_text("utf-8"))
         files = manifest["files"]
         return bool(files) and all(
             (folder / name).is_file() and (folder / name).stat().st_size == size
@@ -326,7 +327,7 @@ def _read_adapter_config(adapter: Path) -> dict[str, object]:
             "written by PeftModel.save_pretrained"
         )
     try:
-        return json.loads(config.read_text("utf-8"))
+        return loads(config.read_text("utf-8"))
     except ValueError as exc:
         raise ModelError(f"{config} is not valid JSON ({exc}); save the adapter again") from exc
 

@@ -30,6 +30,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from ..data.corpus import Corpus
+from ..data.jsonio import loads
 from ..data.model import Pos, Premise, PremiseFile
 from ..errors import CorpusError, DataFormatError, ModelError, ModelNotFoundError
 from .retrieval import AccessibleAt, PremiseEncoder, Retriever, check_retrieve_args, premise_text
@@ -603,7 +604,7 @@ def _read_format_json(path: Path, fmt: str, what: str) -> dict[str, Any]:
     """The JSON object in ``path`` whose ``"format"`` is ``fmt`` (a typed error naming the file
     otherwise; ``what`` says what the file is)."""
     try:
-        data = json.loads(path.read_text("utf-8"))
+        data = loads(path.read_text("utf-8"))
     except ValueError as exc:
         raise DataFormatError(f"not valid JSON ({exc})", file=path) from None
     if not isinstance(data, dict) or data.get("format") != fmt:

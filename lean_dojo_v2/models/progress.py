@@ -32,7 +32,6 @@ torch and transformers are imported inside the functions that use them.
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import os
@@ -41,6 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..data.goals import clean_state, is_no_goals
+from ..data.jsonio import loads
 from ..errors import ModelError, ModelNotFoundError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -162,7 +162,7 @@ def effective_max_length(
 
 def _read_metadata(path: Path) -> dict[str, Any]:
     try:
-        data = json.loads((path / METADATA_FILE).read_text("utf-8"))
+        data = loads((path / METADATA_FILE).read_text("utf-8"))
     except FileNotFoundError:
         return {}
     except (OSError, ValueError) as exc:
@@ -195,7 +195,7 @@ def check_progress_model(path: str | os.PathLike[str]) -> Path:
             f"progress model {folder} is a file, not a model directory; {hint}"
         )
     try:
-        config = json.loads((folder / "config.json").read_text("utf-8"))
+        config = loads((folder / "config.json").read_text("utf-8"))
     except FileNotFoundError:
         raise ModelNotFoundError(f"progress model {folder} has no config.json; {hint}") from None
     except (OSError, ValueError) as exc:

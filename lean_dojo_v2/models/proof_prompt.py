@@ -26,13 +26,13 @@ trains on. ``docs/evaluation.md`` shows both, with a refinement round.
 
 from __future__ import annotations
 
-import json
 import string
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..data.jsonio import loads
 from ..errors import ConfigError
 from .prompts import PROOF_SYSTEM_PROMPT, user_content
 
@@ -355,7 +355,7 @@ def _parse_template_file(path: Path, text: str) -> dict[str, object]:
     suffix = path.suffix.lower()
     try:
         if suffix == ".json":
-            data: object = json.loads(text)
+            data: object = loads(text)
         elif suffix in (".yaml", ".yml"):
             import yaml
 

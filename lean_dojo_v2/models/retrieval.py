@@ -26,6 +26,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..data.jsonio import loads
 from ..data.model import Pos, Premise
 from ..errors import ModelError, ModelNotFoundError
 
@@ -157,7 +158,7 @@ def default_encoder_path() -> Path:
 
 def _read_json(path: Path) -> object:
     try:
-        return json.loads(path.read_text("utf-8"))
+        return loads(path.read_text("utf-8"))
     except (OSError, ValueError):
         return None
 

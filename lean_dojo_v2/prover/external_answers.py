@@ -32,6 +32,7 @@ import os
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Protocol
 
+from ..data.jsonio import loads
 from ..errors import ModelError
 
 if TYPE_CHECKING:
@@ -193,8 +194,8 @@ def preview(data: bytes | str) -> str:
 def parse_json(data: bytes, where: str, what: str) -> object:
     """``data`` as JSON, or an :class:`ExternalAnswerError` quoting its start."""
     try:
-        return json.loads(data)
-    except (ValueError, RecursionError):  # JSONDecodeError and undecodable bytes are ValueErrors
+        return loads(data)
+    except ValueError:  # every failure of the one JSON reader is a DataFormatError
         raise ExternalAnswerError(
             f"{where} answered {what} with a body that is not JSON ({preview(data)}); check "
             "that base_url is an OpenAI-compatible API root (it usually ends in /v1) and not a "

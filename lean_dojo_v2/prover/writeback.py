@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..data.jsonio import loads
 from ..data.lean_lexer import Positions, declaration_context, index_of, proof_span, tokenize
 from ..data.model import Pos, Theorem
 from ..data.sorry import find_declarations
@@ -558,7 +559,7 @@ def working_copy_changes(path: str | os.PathLike[str]) -> str | None:
     if not path.is_dir() or next(path.iterdir(), None) is None:
         return None
     try:
-        then = json.loads((path / RECORD).read_text("utf-8"))
+        then = loads((path / RECORD).read_text("utf-8"))
     except (OSError, ValueError):
         return f"it has no record ({RECORD}) of what lean-dojo-v2 wrote there"
     now = _snapshot(path)

@@ -27,6 +27,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..data.jsonio import loads
 from ..data.model import Theorem
 from .config import QuickstartConfig, auto_threads
 from .focused import focused_theorems
@@ -65,8 +66,8 @@ def _check_inputs(config: QuickstartConfig) -> tuple[Path, Path]:
 def _reusable_adapter(adapter: Path, config: QuickstartConfig) -> dict[str, Any] | None:
     """The stored training summary when ``adapter`` was trained with ``config``'s settings."""
     try:
-        stored = json.loads((adapter / SETTINGS).read_text("utf-8"))
-        summary = json.loads((adapter / "summary.json").read_text("utf-8"))
+        stored = loads((adapter / SETTINGS).read_text("utf-8"))
+        summary = loads((adapter / "summary.json").read_text("utf-8"))
     except (OSError, ValueError):
         return None
     if not (adapter / "adapter_config.json").is_file():
@@ -197,7 +198,7 @@ def _earlier_untrained(
     theorems with the same model and search settings (the base model has not changed, and
     sampling is seeded): a second run then only searches with the trained adapter."""
     try:
-        earlier = json.loads((out / REPORT).read_text("utf-8"))
+        earlier = loads((out / REPORT).read_text("utf-8"))
         same = {k: v for k, v in earlier["settings"].items() if k != "threads"} == settings
         names = {k: [t.full_name for t in v] for k, v in searched.items()}
         if same and earlier["searched"] == names:

@@ -89,6 +89,7 @@ def _one_line_error(capsys: pytest.CaptureFixture[str]) -> str:
         ("sft", '{"zero_optimization": 3}', "zero_optimization is 3, not an object"),
         ("sft", "[1, 2]", "is a JSON list, not an object"),
         ("sft", "\udcff", "is not valid JSON text"),
+        ("sft", "[" * 100_000 + "]" * 100_000, "nested more than 1024 levels deep"),
     ],
 )
 def test_a_deepspeed_config_that_does_not_parse_is_one_line_and_nothing_is_written(
