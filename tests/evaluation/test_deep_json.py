@@ -12,7 +12,7 @@ from prover._oracle_server import one_line_error
 from lean_dojo_v2.config.deepspeed import read_deepspeed_config
 from lean_dojo_v2.data.jsonio import MAX_DEPTH, iter_jsonl_records, loads, read_json
 from lean_dojo_v2.errors import ConfigValueError, DataFormatError
-from lean_dojo_v2.models.proof_prompt import ProofPrompt, PromptTemplateError
+from lean_dojo_v2.models.proof_prompt import PromptTemplateError, ProofPrompt
 
 from .report_fixtures import attempt, write_out
 
