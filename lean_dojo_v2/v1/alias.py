@@ -82,7 +82,9 @@ def make_alias(fullname: str) -> types.ModuleType:
     public = getattr(real, "__all__", None)
     if public is not None:
         module.__dict__["__all__"] = list(public)
-    for key in ("__version__",):
+    # __file__: the module of ours it stands for, so that code locating v1's files
+    # (os.path.dirname(lean_dojo.__file__)) gets a real directory: ours.
+    for key in ("__version__", "__file__"):
         if hasattr(real, key):
             setattr(module, key, getattr(real, key))
     module.__path__ = []  # a package: v1's submodules are found below it

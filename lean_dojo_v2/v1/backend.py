@@ -23,8 +23,14 @@ from typing import TYPE_CHECKING
 
 from ..data.model import Pos as _Pos
 from ..data.model import Theorem as DataTheorem
-from ..errors import ConfigError, DatasetNotFoundError, LeanDojoError
-from .errors import DojoInitError
+from ..errors import (
+    ConfigError,
+    DataFormatError,
+    DatasetNotFoundError,
+    IncompleteDatasetError,
+    LeanDojoError,
+)
+from .errors import DojoInitError, V1ArgumentError
 from .repo import LeanGitRepo, Theorem, _normalize_url
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -51,8 +57,13 @@ def use_dataset(path: str | os.PathLike[str] | None) -> None:
     """Replay tactics from the traced dataset at ``path`` (a LeanDojo dataset directory or a split
     file) where no Lean project is found; ``None`` forgets it (``LEAN_DOJO_V2_V1_DATASET`` then
     applies). Raises :class:`~lean_dojo_v2.errors.DatasetNotFoundError` when nothing is there."""
+    choose_dataset(path, "use_dataset")
+
+
+def choose_dataset(path: object, source: str) -> None:
+    """:func:`use_dataset`, its errors naming ``source`` (``--dataset`` for a run's option)."""
     with _lock:
-        _chosen["dataset"] = None if path is None else _dataset_path(path, "use_dataset")
+        _chosen["dataset"] = None if path is None else _dataset_path(path, source)
 
 
 def use_project(path: str | os.PathLike[str] | None) -> None:
@@ -60,8 +71,13 @@ def use_project(path: str | os.PathLike[str] | None) -> None:
     repository at their commit, with ``lake build`` done) when a Pantograph REPL is found;
     ``None`` forgets it (``LEAN_DOJO_V2_V1_PROJECT`` then applies). Raises
     :class:`~lean_dojo_v2.errors.ConfigError` when ``path`` is not a built Lake project."""
+    choose_project(path, "use_project")
+
+
+def choose_project(path: object, source: str) -> None:
+    """:func:`use_project`, its errors naming ``source`` (``--project`` for a run's option)."""
     with _lock:
-        _chosen["project"] = None if path is None else _project_path(path, "use_project")
+        _chosen["project"] = None if path is None else _project_path(path, source)
 
 
 def chosen_paths() -> dict[str, Path | None]:
@@ -76,18 +92,61 @@ def restore_paths(saved: dict[str, Path | None]) -> None:
         _chosen.update(saved)
 
 
-def _dataset_path(path: str | os.PathLike[str], source: str) -> Path:
-    p = Path(os.fspath(path)).expanduser()
-    if not (p.is_file() or p.is_dir()):
-        raise DatasetNotFoundError(
-            f"{source}: no traced dataset at {p}; pass a LeanDojo dataset directory (with "
-            "random/ and corpus.jsonl) or a split file such as random/test.json"
+DATASET_HINT = (
+    "pass a LeanDojo dataset directory (with random/ and corpus.jsonl) or a split file such as "
+    "random/test.json"
+)
+
+
+def _as_path(path: object, source: str, what: str) -> Path:
+    if not isinstance(path, (str, os.PathLike)):
+        raise V1ArgumentError(
+            f"{source} takes the path of {what} (a str or os.PathLike) or None, not {path!r}"
         )
+    return Path(os.fspath(path)).expanduser()
+
+
+def _dataset_path(path: object, source: str) -> Path:
+    p = _as_path(path, source, "a traced dataset")
+    if p.is_dir():
+        from ..data.dataset import DatasetDir
+
+        # The checks a replay's reading would make, done now (stat calls only), so that a run
+        # names a wrong directory before its script starts rather than at its first Dojo.
+        try:
+            DatasetDir(p).require_complete()
+        except IncompleteDatasetError as exc:
+            # A replay reads every split of the dataset, so a partial one cannot serve.
+            raise DatasetNotFoundError(
+                f"{source}: {p} is not a complete traced dataset (missing "
+                f"{', '.join(exc.missing)}); {DATASET_HINT}"
+            ) from None
+        except DatasetNotFoundError as exc:
+            raise DatasetNotFoundError(f"{source}: {exc}; {DATASET_HINT}") from None
+    elif p.is_file():
+        _check_split_file(p, source)
+    else:
+        raise DatasetNotFoundError(f"{source}: no traced dataset at {p}; {DATASET_HINT}")
     return p.resolve()
 
 
-def _project_path(path: str | os.PathLike[str], source: str) -> Path:
-    p = Path(os.fspath(path)).expanduser()
+def _check_split_file(path: Path, source: str) -> None:
+    """A split file is a JSON list of theorem records: its first character (after blanks) says
+    whether it can be one, without reading the whole file (a LeanDojo split is tens of MB)."""
+    try:
+        with path.open("rb") as f:
+            head = f.read(4096).lstrip(b" \t\r\n\xef\xbb\xbf")
+    except OSError as exc:
+        raise DatasetNotFoundError(f"{source}: cannot read {path}: {exc.strerror}") from None
+    if not head.startswith(b"["):
+        raise DataFormatError(
+            f"{source}: {path} is not a traced dataset (a split file is a JSON list of LeanDojo "
+            f"theorem records); {DATASET_HINT}"
+        )
+
+
+def _project_path(path: object, source: str) -> Path:
+    p = _as_path(path, source, "a built Lake project")
     if not is_built_project(p):
         raise ConfigError(
             f"{source}: {p} is not a built Lake project (a lakefile and a .lake/build folder); "
@@ -154,7 +213,7 @@ class ReplayData:
                 f"not for {url}: use the repository URL of the dataset's records"
             )
         commit = theorem.repo.commit
-        if commit is not None and _is_full_sha(commit):
+        if _is_full_sha(commit):
             same_commit = [t for t in same_repo if t.commit == commit]
             if not same_commit:
                 raise DojoInitError(
@@ -285,7 +344,7 @@ def open_env(theorem: Theorem, timeout: float, imports: tuple[str, ...]) -> Open
             f"cannot start {theorem.full_name}: {why}, and no traced dataset is named to replay "
             f"tactics from; call lean_dojo_v2.v1.use_dataset(PATH) or set {ENV_DATASET}=PATH, "
             f"or build the project (`lean-dojo-v2 trace {theorem.repo.url} "
-            f"{theorem.repo.commit or ''}`) and install Pantograph"
+            f"{theorem.repo.commit}`) and install Pantograph"
         )
     data = replay_data(dataset)
     target = data.find(theorem)
@@ -327,7 +386,7 @@ def _open_pantograph(
         if start is not None:
             target = DataTheorem(
                 url=theorem.repo.url,
-                commit=theorem.repo.commit or "",
+                commit=theorem.repo.commit,
                 file_path=relative,
                 full_name=theorem.full_name,
                 start=start,
@@ -354,7 +413,12 @@ def is_available_in_cache(repo: LeanGitRepo) -> bool:
     project of it is found (with a Pantograph REPL), or the replay dataset holds its theorems.
     v1's meaning was "traced into the cache", which v1 code checks before proving."""
     if not isinstance(repo, LeanGitRepo):
-        repo = LeanGitRepo(getattr(repo, "url", repo), getattr(repo, "commit", None))
+        if not (hasattr(repo, "url") and hasattr(repo, "commit")):
+            raise V1ArgumentError(
+                f"is_available_in_cache takes a LeanGitRepo(url, commit), not {repo!r}"
+            )
+        # The library's own repository (or v1's) names the same thing.
+        repo = LeanGitRepo(repo.url, repo.commit)
     from ..errors import LeanNotFoundError
     from ..interaction.pantograph.locate import locate_repl
 
@@ -373,6 +437,8 @@ __all__ = [
     "ENV_PROJECT",
     "Opened",
     "ReplayData",
+    "choose_dataset",
+    "choose_project",
     "dataset_path",
     "find_declaration",
     "find_project",

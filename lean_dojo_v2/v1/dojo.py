@@ -88,7 +88,9 @@ def _check_imports(imports: object) -> tuple[str, ...]:
             f"additional_imports must be a list of module names such as ['Mathlib.Tactic'], "
             f"not {imports!r}"
         )
-    names = tuple(imports)
+    # ReProver passes [module], None without --module; v1 wrote every entry into an `import`
+    # line unchecked. None names no module, so it is dropped rather than refused.
+    names = tuple(m for m in imports if m is not None)
     bad = [
         m for m in names if not isinstance(m, str) or not m.strip() or any(c.isspace() for c in m)
     ]
@@ -112,7 +114,8 @@ class Dojo:
     ``Dojo(theorem, timeout=600, additional_imports=[], build_deps=True, *, hard_timeout=None)``:
     ``timeout`` limits each tactic (seconds; 600 unless only ``hard_timeout`` is given),
     ``hard_timeout`` the whole session (v1 2.0's argument; None: no limit),
-    ``additional_imports`` are modules the Lean process imports besides the theorem's own.
+    ``additional_imports`` are modules the Lean process imports besides the theorem's own
+    (``None`` entries are ignored).
     ``build_deps`` is accepted for v1's signature; nothing is built here (a project is used only
     when it is built already). See the module docstring for the semantics; ``backend`` says
     which environment runs the theorem (``"pantograph"`` or ``"replay"``) once the Dojo is open.
@@ -122,7 +125,7 @@ class Dojo:
         self,
         entry: Theorem | tuple[LeanGitRepo, Any, int],
         timeout: int | float | None = None,
-        additional_imports: Sequence[str] = (),
+        additional_imports: Sequence[str | None] = (),
         build_deps: bool = True,
         *,
         hard_timeout: float | None = None,

@@ -52,11 +52,13 @@ class LeanGitRepo:
     """A git repository at a commit, as v1 code names one: ``LeanGitRepo(url, commit)``.
 
     ``url`` loses a trailing ``/`` and ``.git``; an existing local path becomes absolute.
-    ``commit`` is kept as given (v1 turned tags into SHAs through GitHub; the library's own
-    repository, see :meth:`resolved`, does that through git)."""
+    ``commit`` is required, as in v1, and kept as given (v1 turned tags into SHAs through GitHub;
+    the library's own repository, see :meth:`resolved`, does that through git). A missing or
+    ``None`` commit is a :class:`V1ArgumentError` (v1 failed on it with a bare ``TypeError``)."""
 
     url: str
-    commit: str | None = None
+    # The default only lets a missing commit reach the typed error below.
+    commit: str = ""
     _resolved: ResolvedRepo | None = field(default=None, init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -64,15 +66,15 @@ class LeanGitRepo:
             raise V1ArgumentError(
                 f"LeanGitRepo's url must be a git URL or a local path, not {self.url!r}"
             )
-        if self.commit is not None and (
-            not isinstance(self.commit, str) or not self.commit.strip()
-        ):
+        if not isinstance(self.commit, str) or not self.commit.strip():
             raise V1ArgumentError(
-                f"LeanGitRepo's commit must be a commit SHA, tag or branch name, not {self.commit!r}"
+                f"LeanGitRepo's commit must be a commit SHA, tag or branch name, not "
+                f"{self.commit!r}; name the commit the theorems were traced at (a dataset "
+                "record's 'commit'), or lean_dojo_v2.lean_dojo.LeanGitRepo(url).commit for the "
+                "default branch's latest"
             )
         object.__setattr__(self, "url", _normalize_url(os.fspath(self.url)))
-        if self.commit is not None:
-            object.__setattr__(self, "commit", self.commit.strip())
+        object.__setattr__(self, "commit", self.commit.strip())
 
     def __getstate__(self) -> dict[str, Any]:
         # The resolved repository is a cache (and holds locks and paths of this machine).

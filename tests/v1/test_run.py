@@ -5,6 +5,8 @@ equivalent; a real ``lean_dojo`` beside us is not shadowed otherwise."""
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -12,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from lean_dojo_v2.data import sample_dataset_path
 from lean_dojo_v2.v1 import alias, run
 
-from .conftest import TESTS_DIR
+from .conftest import SCRIPTS, TESTS_DIR
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -125,31 +128,52 @@ def test_names_we_do_not_provide_fail_with_one_line(tmp_path: Path) -> None:
         alias.uninstall()
 
 
-SPAWN = """
-    import multiprocessing, subprocess, sys
-    from lean_dojo import TacticState, LeanError
+def run_workers(tmp_path: Path, proofs, *flags: str) -> list[str]:
+    """``scripts/v1_workers.py`` through ``python -m lean_dojo_v2.v1 --dataset SAMPLE``, with no
+    dataset in the environment: what it printed, a line per place the theorem was proved."""
+    thm = next(t for t in proofs.values() if len(t.traced_tactics) == 1)
+    record = {**thm.to_dict(), "tactic": thm.traced_tactics[0].tactic}
+    path = tmp_path / "theorem.json"
+    path.write_text(json.dumps(record), encoding="utf-8")
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("LEAN_DOJO_V2_V1_", "LEAN_DOJO_V2_PANTOGRAPH"))
+    }
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "lean_dojo_v2.v1",
+            "--dataset",
+            str(sample_dataset_path()),
+            str(SCRIPTS / "v1_workers.py"),
+            str(path),
+            *flags,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=150,
+        cwd=tmp_path,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc.stdout.splitlines()
 
-    def child(state):
-        import lean_dojo
-        return isinstance(state, lean_dojo.TacticState), state.num_goals, state.id
 
-    if __name__ == "__main__":
-        state = TacticState("h : p\\n⊢ q\\n\\n⊢ r", 4, "")
-        with multiprocessing.get_context("spawn").Pool(1) as pool:
-            print("spawn", pool.map(child, [state]))
-        out = subprocess.run(
-            [sys.executable, "-c", "import lean_dojo; print(lean_dojo.LeanError('x'))"],
-            capture_output=True, text=True, check=True,
-        )
-        print("child", out.stdout.strip())
-"""
+def test_processes_the_script_starts_see_lean_dojo_and_the_dataset(tmp_path: Path, proofs) -> None:
+    lines = run_workers(tmp_path, proofs)
+    # Told nothing, a spawned worker and a subprocess import lean_dojo and replay from --dataset.
+    assert [line for line in lines if line.endswith("replay")] == [
+        f"{where} ProofFinished replay" for where in ("main", "spawn", "subprocess")
+    ], lines
 
 
-def test_processes_the_script_starts_see_lean_dojo_too(tmp_path: Path) -> None:
-    proc = python_m(str(script(tmp_path, SPAWN)), cwd=tmp_path)
-    assert proc.returncode == 0, proc.stderr
-    assert "spawn [(True, 2, 4)]" in proc.stdout
-    assert "child LeanError(error='x')" in proc.stdout
+@pytest.mark.slow  # a local Ray instance takes 10-20 s to start on two cores
+def test_ray_workers_see_lean_dojo_and_the_dataset(tmp_path: Path, proofs) -> None:
+    pytest.importorskip("ray")
+    lines = run_workers(tmp_path, proofs, "--ray")
+    assert "ray ProofFinished replay" in lines, lines
 
 
 def test_module_mode(tmp_path: Path, monkeypatch) -> None:
