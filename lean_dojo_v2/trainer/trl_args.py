@@ -3,7 +3,9 @@ config is built (before anything loads or is written): keys that would write out
 directory or report elsewhere than the config says (:data:`FORBIDDEN_TRL_ARGS`, each refused with
 the config field to use instead), and numbers TRL and transformers take without a range check of
 their own, or check only once training has started (:data:`TRL_ARG_RANGES`). A name TRL's config
-does not have is refused when a pass's TRL config is made (``trl_config.apply_trl_args``).
+does not have, or a value of a type its field does not take (``fsdp: 5``), is refused when a
+pass's TRL config is made (``trl_config.apply_trl_args``), which the trainers first do before
+the model loads or the run directory is touched.
 """
 
 from __future__ import annotations
@@ -64,10 +66,21 @@ def _whole(low: int, high: int | None = None) -> Callable[[object], bool]:
     return lambda v: _is_int(v) and v >= low and (high is None or v <= high)
 
 
+def _text_number(v: object) -> object:
+    """YAML 1.1 reads ``1e-3`` as text; the number it is (``trl_config`` passes it on as one)."""
+    if not isinstance(v, str):
+        return v
+    try:
+        return float(v.strip())
+    except ValueError:
+        return v
+
+
 def _number(
     low: float, *, strict: bool = False, high: float | None = None, high_strict: bool = False
 ) -> Callable[[object], bool]:
     def ok(v: object) -> bool:
+        v = _text_number(v)
         if not _is_number(v) or (v <= low if strict else v < low):
             return False
         return high is None or (v < high if high_strict else v <= high)

@@ -468,3 +468,33 @@ def test_an_infinite_reward_stops_training_naming_the_function(
     with pytest.raises(RewardFunctionError) as exc:
         trainer.train(data_path=sample_path)
     assert "'jackpot' returned inf" in str(exc.value) and "\n" not in str(exc.value)
+
+
+# ---------------------------------------------------------------------- trl_args' value types
+
+
+@pytest.mark.parametrize("command", ["sft", "grpo"])
+@pytest.mark.parametrize(
+    ("trl_args", "words"),
+    [
+        ("{fsdp: 5}", "trl_args fsdp expects str | None | bool, got 5"),
+        ("{ddp_timeout: soon}", "trl_args ddp_timeout expects int, got 'soon'"),
+    ],
+)
+def test_a_trl_args_value_of_the_wrong_type_is_one_line_before_the_model_loads(
+    command, trl_args, words, sample_path, tiny_model_dir, tmp_path, capsys, monkeypatch
+):
+    """TRL's config takes both without a word; ``fsdp: 5`` then failed with a traceback once
+    the model was loaded and the run directory written, ``ddp_timeout: soon`` never."""
+
+    def no_loading(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the model was loaded before trl_args were checked")
+
+    monkeypatch.setattr("lean_dojo_v2.trainer.causal_lm_trainer.load_causal_lm", no_loading)
+    out = tmp_path / "run"
+    sets = [f"model_name={tiny_model_dir}", f"trl_args={trl_args}"]
+    sets += QUICK_GRPO if command == "grpo" else ["max_steps=1", "use_cpu=true"]
+    assert _run_cli(command, sample_path, out, sets) == 1
+    line = _one_error_line(capsys)
+    assert words in line and "fix or remove it in trl_args" in line
+    _nothing_written(out)
