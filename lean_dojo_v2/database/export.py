@@ -28,6 +28,16 @@ _P0 = Pos(0, 0)
 _STUB_SORRY = "sorry"
 
 
+def _source_version(infos: Sequence[RepositoryInfo]) -> dict[str, str]:
+    """``{"leandojo_version": V}`` where every repository's source dataset said ``V``; ``{}``
+    (this library's version, :func:`default_metadata`'s) where one said none or they differ."""
+    versions = {info.lean_dojo_version for info in infos}
+    if len(versions) != 1:
+        return {}
+    (version,) = versions
+    return {"leandojo_version": version} if version else {}
+
+
 class DatasetExport(ProofsAndRuns):
     """``export_merged_data``."""
 
@@ -61,6 +71,9 @@ class DatasetExport(ProofsAndRuns):
         - ``metadata.json`` holds LeanDojo v1's keys (``dataset_name``, ``creation_time``,
           ``leandojo_version``; ``from_repo`` when one repository is exported), upstream
           LeanDojo-v2's (``repositories`` and the counts) and ``lean_dojo_v2_version``.
+          ``leandojo_version`` is the one the repositories' source datasets said, where they
+          all said the same (a dataset keeps its version through the database); else, and
+          for a repository stored without one, this library's version.
 
         Returns the sizes written and the metadata.
         """
@@ -132,6 +145,7 @@ class DatasetExport(ProofsAndRuns):
 
             total = sum(counts.values())
             metadata = default_metadata(
+                **_source_version(infos),
                 repositories=[
                     {
                         "url": i.url,

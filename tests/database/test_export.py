@@ -297,5 +297,54 @@ def test_export_metadata_has_what_leandojo_v1_writes_and_its_readers_read(
     got = _v1_reader(meta)
     assert got["url"] == "https://github.com/leanprover-community/mathlib4"
     assert got["commit"] == real["from_repo"]["commit"]
-    assert got["leandojo_version"] == lean_dojo_v2.__version__  # the writer's version, as in v1
+    # the source dataset's version, kept through the database (this library's: without one)
+    assert got["leandojo_version"] == real["leandojo_version"] != lean_dojo_v2.__version__
     assert _v1_reader(real)["leandojo_version"] == "2.0.0"  # the reader reads the real file too
+
+
+def test_the_source_datasets_leandojo_version_survives_add_and_export_twice(
+    tmp_path: Path, capsys
+) -> None:
+    """The bundled sample says ``leandojo_version: 2.0.0``: ``db add`` then ``db export`` writes
+    it back (not this library's version), and so does a second round from the export."""
+    from .test_cli import run
+
+    source = json.loads((sample_dataset_path() / "metadata.json").read_text())
+    assert source["leandojo_version"] == "2.0.0"
+    dataset = sample_dataset_path()
+    for k in range(2):
+        db, out = str(tmp_path / f"db{k}.sqlite"), tmp_path / f"out{k}"
+        assert run("add", str(dataset), "--db", db) == 0
+        assert run("export", str(out), "--db", db) == 0
+        meta = json.loads((out / "metadata.json").read_text())
+        assert meta["leandojo_version"] == "2.0.0", k
+        assert meta["repositories"][0]["lean_dojo_version"] == "2.0.0"
+        dataset = out
+    capsys.readouterr()
+
+
+def test_a_repository_stored_without_a_version_or_mixed_versions_export_the_librarys(
+    db: DynamicDatabase, records: list[dict], make_dataset, tmp_path: Path
+) -> None:
+    """A database written before the version was kept (the column empty) still exports, with
+    this library's version; so do repositories whose sources said different versions."""
+    import sqlite3
+
+    from lean_dojo_v2.version import __version__
+
+    sample = db.add_repository(sample_dataset_path())
+    other = replicate(records[:10], "https://x/other", "3" * 40, tag="o")
+    meta = {"from_repo": {"url": "https://x/other", "commit": "3" * 40}}
+    newer = db.add_repository(make_dataset(other, metadata={**meta, "leandojo_version": "4.0.0"}))
+    db.export_merged_data([sample, newer], tmp_path / "mixed")
+    mixed = json.loads((tmp_path / "mixed" / "metadata.json").read_text())
+    assert mixed["leandojo_version"] == __version__
+    assert [r["lean_dojo_version"] for r in mixed["repositories"]] == ["2.0.0", "4.0.0"]
+    db.close()
+    with sqlite3.connect(tmp_path / "db.sqlite") as conn:  # as an older database holds it
+        conn.execute("UPDATE repositories SET lean_dojo_version = NULL")
+    with DynamicDatabase(tmp_path / "db.sqlite") as old:
+        old.export_merged_data([sample], tmp_path / "old")
+    assert json.loads((tmp_path / "old" / "metadata.json").read_text())["leandojo_version"] == (
+        __version__
+    )
