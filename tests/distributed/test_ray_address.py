@@ -244,3 +244,34 @@ def test_eval_prove_and_train_grpo_at_another_grpc_service_end_in_one_line(
         assert "is a Ray Client server" in line and f"ray://{client.address}" in line
         assert time.monotonic() - t < SECONDS
     assert not out.exists() and not grpo.exists()
+
+
+@pytest.mark.slow
+def test_a_real_ray_head_passes_at_its_gcs_port_and_names_its_client_port() -> None:
+    """The calls the check makes are the ones a real Ray head answers (about 10 s: one head)."""
+    import socket
+
+    from ray.cluster_utils import Cluster
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        client_port = s.getsockname()[1]
+    head = {"num_cpus": 1, "ray_client_server_port": client_port, "include_dashboard": False}
+    cluster = Cluster(initialize_head=True, head_node_args=head)
+    try:
+        check_ray_address(cluster.address)
+        client = f"127.0.0.1:{client_port}"
+        deadline = time.monotonic() + 30  # the head starts its Ray Client server after itself
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", client_port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.2)
+        check_ray_address(f"ray://{client}")
+        with pytest.raises(RayClusterUnreachableError, match=f"give ray://{client}"):
+            check_ray_address(client)
+        with pytest.raises(RayClusterUnreachableError, match="is a Ray head's GCS port"):
+            check_ray_address(f"ray://{cluster.address}")
+    finally:
+        cluster.shutdown()
