@@ -14,10 +14,17 @@ first ``k``: what a run that stopped after ``k`` samples would have reported.
 
 from __future__ import annotations
 
+import bisect
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..errors import ConfigError
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
 
 __all__ = ["ProblemSamples", "pass_at_k", "pass_at_table", "solved_within"]
 
@@ -63,20 +70,48 @@ class ProblemSamples:
 
 def pass_at_table(problems: Sequence[ProblemSamples], n: int) -> dict[str, float]:
     """``{"1": pass@1, ..., str(n): pass@n}``, each averaged over ``problems`` (a fraction in
-    [0, 1]; an empty benchmark gives 0)."""
+    [0, 1]; an empty benchmark gives 0). Linear in ``n``: each distinct number of correct
+    samples costs one pass over k (:func:`_pass_at_every_k`), so ``n = 20,000`` takes
+    milliseconds where :func:`pass_at_k` for each k and problem took minutes."""
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ConfigError(f"pass@k needs n >= 1 samples per problem, got {n!r}")
-    out: dict[str, float] = {}
-    for k in range(1, n + 1):
-        if not problems:
-            out[str(k)] = 0.0
-            continue
-        total = sum(pass_at_k(n, sum(i < n for i in p.correct), k) for p in problems)
-        out[str(k)] = total / len(problems)
-    return out
+    if not problems:
+        return {str(k): 0.0 for k in range(1, n + 1)}
+    import numpy as np
+
+    total = np.zeros(n)
+    for c, count in Counter(_correct_within(p, n) for p in problems).items():
+        total += count * _pass_at_every_k(n, c)
+    return {str(k): float(v) for k, v in enumerate(total / len(problems), 1)}
+
+
+def _correct_within(problem: ProblemSamples, n: int) -> int:
+    """The correct samples among the first ``n`` (``max`` first: counting is needed only when
+    a sample beyond n was kept)."""
+    correct = problem.correct
+    if not correct or max(correct) < n:
+        return len(correct)
+    return sum(i < n for i in correct)
+
+
+def _pass_at_every_k(n: int, c: int) -> NDArray[np.float64]:
+    """pass@k of one problem with ``c`` correct of ``n`` samples, for k = 1..n (index k - 1).
+
+    ``C(n-c, k) / C(n, k)`` (the chance that k samples miss every correct one) is the running
+    product of ``(n-c-j) / (n-j)`` over j < k: one pass. Each factor lies in [0, 1], so the
+    product neither overflows nor loses more than about ``k`` roundings (it agrees with
+    :func:`pass_at_k` to about 1e-15); it is 0 once ``k > n - c``, giving 1.0 as there."""
+    import numpy as np
+
+    if c == 0:
+        return np.zeros(n)
+    j = np.arange(n, dtype=np.float64)
+    missing = np.cumprod(np.maximum(n - c - j, 0.0) / (n - j))
+    return np.asarray(1.0 - missing, dtype=np.float64)
 
 
 def solved_within(problems: Iterable[ProblemSamples], ks: Iterable[int]) -> dict[str, int]:
-    """``{str(k): problems with an accepted sample among their first k}`` for each ``k``."""
-    firsts = [p.first_correct() for p in problems]
-    return {str(k): sum(f is not None and f < k for f in firsts) for k in ks}
+    """``{str(k): problems with an accepted sample among their first k}`` for each ``k`` (a
+    binary search per k in the sorted first successes: no pass over the problems per k)."""
+    firsts = sorted(f for p in problems if (f := p.first_correct()) is not None)
+    return {str(k): bisect.bisect_left(firsts, k) for k in ks}

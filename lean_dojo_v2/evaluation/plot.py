@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
     from .summary import EvalResult
 
 log = logging.getLogger(__name__)
@@ -44,45 +46,62 @@ def budget_curve(result: EvalResult) -> tuple[str, list[tuple[float, int]]]:
 
 
 def write_plot(result: EvalResult, out_dir: Path) -> Path | None:
-    """Write ``out_dir/solved.png``; None (and a log line) when matplotlib is not installed."""
+    """Write ``out_dir/solved.png``; None (and a log line) when matplotlib is not installed.
+    Linear in ``n``: pass@k and the counts are computed once for every k."""
     try:
         import matplotlib
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
-        from matplotlib.ticker import MaxNLocator
     except ImportError:
         log.warning("matplotlib is not installed: no %s (pip install matplotlib)", PLOT_FILE)
         return None
-    ks = list(range(1, result.n + 1))
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
-    try:
-        title = f"{result.benchmark}, {result.mode} mode, {result.model}"
-        fig.suptitle(title, fontsize=10)
-        counts = result.solved_at
-        left.step(ks, [counts[str(k)] for k in ks], where="post", label="solved in first k")
-        if result.pass_at is not None:
-            expected = [result.pass_at[str(k)] * result.attempted for k in ks]
-            left.plot(ks, expected, marker="o", markersize=3, label="pass@k x problems")
-        if result.n > 8:
-            left.set_xscale("log", base=2)
-        left.set_xlabel("samples per problem (k)")
-        left.set_ylabel("problems solved")
-        left.set_ylim(0, max(result.attempted, 1))
-        left.grid(alpha=0.3)
-        left.legend(fontsize=8)
-        left.xaxis.set_major_locator(MaxNLocator(integer=True))
-        unit, curve = budget_curve(result)
-        right.step([x for x, _ in curve], [y for _, y in curve], where="post")
-        if unit == "tokens" and curve[-1][0] > 1000:
-            right.set_xscale("symlog", linthresh=100)
-        right.set_xlabel(f"budget per problem ({unit} up to the first accepted proof)")
-        right.set_ylabel("problems solved")
-        right.set_ylim(0, max(result.attempted, 1))
-        right.grid(alpha=0.3)
-        fig.tight_layout()
-        path = out_dir / PLOT_FILE
-        fig.savefig(path, dpi=100)
-    finally:
-        plt.close(fig)
+    # A matplotlibrc with text.usetex would hand every text to LaTeX (the names below included).
+    with matplotlib.rc_context({"text.usetex": False}):
+        fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
+        try:
+            # Names are the user's (a benchmark file, a model): shown as written, never parsed
+            # as mathtext (`$…$`); only the axes' own tick labels use it.
+            title = f"{result.benchmark}, {result.mode} mode, {result.model}"
+            fig.suptitle(title, fontsize=10, parse_math=False)
+            _samples_panel(left, result)
+            _budget_panel(right, result)
+            fig.tight_layout()
+            path = out_dir / PLOT_FILE
+            fig.savefig(path, dpi=100)
+        finally:
+            plt.close(fig)
     return path
+
+
+def _samples_panel(ax: Axes, result: EvalResult) -> None:
+    from matplotlib.ticker import MaxNLocator
+
+    ks = list(range(1, result.n + 1))
+    # Each property computes its whole table: read once, not once per k (that was O(n^2)).
+    counts, pass_at = result.solved_at, result.pass_at
+    ax.step(ks, [counts[str(k)] for k in ks], where="post", label="solved in first k")
+    if pass_at is not None:
+        expected = [pass_at[str(k)] * result.attempted for k in ks]
+        marker = "o" if result.n <= 64 else None  # thousands of dots only blot the line
+        ax.plot(ks, expected, marker=marker, markersize=3, label="pass@k x problems")
+    if result.n > 8:
+        ax.set_xscale("log", base=2)  # its ticks are powers of 2: whole numbers already
+    else:
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel("samples per problem (k)")
+    ax.set_ylabel("problems solved")
+    ax.set_ylim(0, max(result.attempted, 1))
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+
+
+def _budget_panel(ax: Axes, result: EvalResult) -> None:
+    unit, curve = budget_curve(result)
+    ax.step([x for x, _ in curve], [y for _, y in curve], where="post")
+    if unit == "tokens" and curve[-1][0] > 1000:
+        ax.set_xscale("symlog", linthresh=100)
+    ax.set_xlabel(f"budget per problem ({unit} up to the first accepted proof)")
+    ax.set_ylabel("problems solved")
+    ax.set_ylim(0, max(result.attempted, 1))
+    ax.grid(alpha=0.3)
