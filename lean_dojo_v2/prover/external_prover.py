@@ -88,6 +88,7 @@ from .external_answers import (
 from .external_answers import (
     max_answer_bytes as answer_cap,
 )
+from .threads import CallAbandoned, abandoned
 
 if TYPE_CHECKING:
     import openai
@@ -367,10 +368,12 @@ class ExternalProver(BaseProver):
         ``max_proof_tokens`` each. Requests run concurrently (``max_concurrency``)."""
         check_requests(requests, num_samples)
         chats = [(prompt or default_proof_prompt(r.task)).messages(r) for r in requests]
+        stop = abandoned()  # the search gave up waiting: no further request
 
         def answers(messages: list[dict[str, str]]) -> list[Completion]:
             got: list[tuple[str | None, float | None]] = []
             while len(got) < num_samples:  # a server that ignores n answers one per request
+                _check_stop(stop)
                 got.extend(self._request(messages, num_samples - len(got), self.max_proof_tokens))
             return [Completion(text or "", lp) for text, lp in got[:num_samples]]
 
@@ -412,10 +415,13 @@ class ExternalProver(BaseProver):
         if not states:
             return []
         jobs = [(s, premises[i] if premises is not None else ()) for i, s in enumerate(states)]
+        stop = abandoned()  # read here: the pool's threads are not the timed call's
         if len(jobs) == 1 or self.max_concurrency == 1:
-            return [self._candidates(s, p, n, prefix, whole_proof) for s, p in jobs]
+            return [self._candidates(s, p, n, prefix, whole_proof, stop) for s, p in jobs]
         with ThreadPoolExecutor(min(self.max_concurrency, len(jobs))) as pool:
-            futures = [pool.submit(self._candidates, s, p, n, prefix, whole_proof) for s, p in jobs]
+            futures = [
+                pool.submit(self._candidates, s, p, n, prefix, whole_proof, stop) for s, p in jobs
+            ]
             return [f.result() for f in futures]
 
     def _candidates(
@@ -425,6 +431,7 @@ class ExternalProver(BaseProver):
         n: int,
         prefix: str | None,
         whole_proof: bool,
+        stop: threading.Event,
     ) -> list[Candidate]:
         messages = chat_messages(state, premises, whole_proof=whole_proof)
         if prefix:
@@ -432,6 +439,7 @@ class ExternalProver(BaseProver):
         max_tokens = self.max_proof_tokens if whole_proof else self.max_tokens
         samples: list[tuple[str | None, float | None]] = []
         for _ in range(n):  # a server that ignores n answers one choice per request
+            _check_stop(stop)
             samples.extend(self._request(messages, n - len(samples), max_tokens))
             if len(samples) >= n:
                 break
@@ -520,6 +528,13 @@ class ExternalProver(BaseProver):
         if empty:
             log.warning("%s sent %d of %d choices without text; dropped", where, empty, len(out))
         return out
+
+
+def _check_stop(stop: threading.Event) -> None:
+    """A search that ran out of time abandoned this call (:func:`~.threads.abandoned`): its
+    further requests would be spent for nothing and counted nowhere."""
+    if stop.is_set():
+        raise CallAbandoned("the search stopped waiting for these samples; none more asked")
 
 
 def _served_models(client: openai.OpenAI, base_url: str, cap: int) -> list[str]:

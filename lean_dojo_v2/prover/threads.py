@@ -3,7 +3,9 @@
 - :func:`run_sync`: run a coroutine from blocking code, also inside a running event loop;
 - :class:`DaemonPool` and :func:`in_daemon_thread`: daemon worker threads for blocking model
   calls (generator, progress model), so an abandoned call never holds a search past its limit;
-- :func:`timed_call`: a blocking call, timed, optionally in such a thread with a time limit.
+- :func:`timed_call`: a blocking call, timed, optionally in such a thread with a time limit;
+  :func:`abandoned`: inside such a call, whether its caller stopped waiting (a call that sends
+  request after request, such as a server's samples, stops there instead of going on unseen).
 """
 
 from __future__ import annotations
@@ -95,19 +97,43 @@ async def timed_call(
     """``func(*args)`` (blocking) and its own run time; in a worker thread when ``in_thread``,
     then abandoned (TimeoutError) after ``timeout`` seconds."""
 
+    gave_up = threading.Event()
+
     def call() -> tuple[T, float]:
-        t = time.perf_counter()
-        value = func(*args)
-        return value, time.perf_counter() - t
+        _current.abandoned = gave_up
+        try:
+            t = time.perf_counter()
+            value = func(*args)
+            return value, time.perf_counter() - t
+        finally:
+            _current.abandoned = None  # the pool's thread goes on to other calls
 
     if not in_thread:
         return call()
     future = in_daemon_thread(call)
     done, _ = await asyncio.wait({future}, timeout=max(timeout, 0.0))
     if not done:
+        gave_up.set()
         future.add_done_callback(_discard_result)
         raise TimeoutError
     return future.result()
+
+
+class CallAbandoned(TimeoutError):
+    """Raised by a call that stopped because its caller had stopped waiting for it
+    (:func:`abandoned`); nobody reads it."""
+
+
+_current = threading.local()
+
+
+def abandoned() -> threading.Event:
+    """The signal of the :func:`timed_call` this thread is running: set once the caller gave up
+    waiting for it (its time limit passed). A call that loops over requests checks it before
+    each one and stops (:class:`CallAbandoned`): a search that ran out of time sends nothing
+    more. Outside such a call, an event that is never set."""
+    event = getattr(_current, "abandoned", None)
+    return event if isinstance(event, threading.Event) else threading.Event()
 
 
 def _discard_result(future: asyncio.Future[Any]) -> None:
@@ -115,4 +141,11 @@ def _discard_result(future: asyncio.Future[Any]) -> None:
         future.exception()  # retrieve it so asyncio does not log "never retrieved"
 
 
-__all__ = ["DaemonPool", "in_daemon_thread", "run_sync", "timed_call"]
+__all__ = [
+    "CallAbandoned",
+    "DaemonPool",
+    "abandoned",
+    "in_daemon_thread",
+    "run_sync",
+    "timed_call",
+]
