@@ -20,8 +20,10 @@ if TYPE_CHECKING:
     from .budget import Budget, PriceTable, load_price_table
     from .config import EvalConfig
     from .errors import (
+        EvalFactoryError,
         EvalOutputError,
         EvalOutputExistsError,
+        EvalReportError,
         EvaluationError,
         PriceTableError,
         ReportInputError,
@@ -51,8 +53,10 @@ _EXPORTS = {
     "PriceTable": ".budget",
     "load_price_table": ".budget",
     "EvalConfig": ".config",
+    "EvalFactoryError": ".errors",
     "EvalOutputError": ".errors",
     "EvalOutputExistsError": ".errors",
+    "EvalReportError": ".errors",
     "EvaluationError": ".errors",
     "PriceTableError": ".errors",
     "ReportInputError": ".errors",
@@ -90,8 +94,10 @@ __all__ = [
     "CachedEnv",
     "DataFormatError",
     "EvalConfig",
+    "EvalFactoryError",
     "EvalOutputError",
     "EvalOutputExistsError",
+    "EvalReportError",
     "EvalResult",
     "EvaluationError",
     "PriceTable",

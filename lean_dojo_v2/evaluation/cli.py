@@ -81,14 +81,21 @@ def add_eval_prove_parser(sub: argparse._SubParsersAction[ParserT]) -> ParserT:
         "JSONL file of {name, header, formal_statement[, informal_statement]}",
     )
     what.add_argument("--data", default=None, metavar="DIR", help="a LeanDojo dataset instead")
-    what.add_argument("--split", default=None, help="--data: train, val or test (default test)")
+    what.add_argument(
+        "--split",
+        default=None,
+        help="--data: train, val, test or all (default test); novel_premises/test for the other "
+        "strategy",
+    )
     what.add_argument(
         "--problems", nargs="+", default=None, metavar="NAME", help="only these problems"
     )
     what.add_argument("--limit", type=int, default=None, help="at most N problems (the first)")
     mode = p.add_argument_group("mode and budget")
     mode.add_argument("--mode", default=None, choices=MODES, help="default whole")
-    mode.add_argument("--n", type=int, default=None, help="samples per problem (default 8)")
+    mode.add_argument(
+        "--n", type=int, default=None, help="samples per problem (default 8, at most 32768)"
+    )
     mode.add_argument(
         "--refine-rounds", type=int, default=None, help="refine: rounds of feedback (default 2)"
     )
@@ -155,7 +162,8 @@ def cmd_eval_prove(args: argparse.Namespace) -> int:
     if args.no_progress:
         flags["progress"] = False
     config = config_from_args(args, EvalConfig, **flags)
-    result = evaluate(config)
+    # the config file is an input: --out may not hold it (--force would delete it)
+    result = evaluate(config, inputs=[args.config] if args.config else [])
     if args.json:
         sys.stdout.write(json.dumps(result.line(), default=str) + "\n")
     else:

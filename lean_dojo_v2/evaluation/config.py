@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import re
 from dataclasses import dataclass
 from typing import Literal
 
@@ -20,8 +22,24 @@ MODES = ("tactic", "whole", "refine")
 VERIFIERS = ("lean", "recorded", "replay")
 GENERATORS = ("hf", "openai")
 PARALLEL = ("process", "ray", "inline")
+MAX_N = 32768
+"""The most samples per problem (``n``): above the largest published budgets (pass@25600), and
+a bound on what one problem may ask of a server (which answers at most so many choices a
+request, then is asked again for the rest)."""
+PATH_KEYS = (
+    "benchmark",
+    "data",
+    "prompt",
+    "project",
+    "repl",
+    "verdict_cache",
+    "out",
+    "price_table",
+)
+"""The keys whose value is a path (a benchmark may be a name): text, or a path object."""
+_SPLIT = re.compile(r"(?:(?:random|novel_premises)/)?(?:train|val|test|all)")
 
-__all__ = ["EvalConfig", "GENERATORS", "MODES", "PARALLEL", "VERIFIERS"]
+__all__ = ["EvalConfig", "GENERATORS", "MAX_N", "MODES", "PARALLEL", "PATH_KEYS", "VERIFIERS"]
 
 
 @dataclass
@@ -41,8 +59,10 @@ class EvalConfig:
             split of a LeanDojo dataset.
         data (`str` or `None`, *optional*, defaults to `None`):
             A LeanDojo-layout dataset directory; its `split` is the benchmark.
-        split (`str`, *optional*, defaults to `"test"`):
-            The split of `data` (`train`, `val`, `test`).
+        split (`str` or `None`, *optional*, defaults to `None`):
+            The split of `data`: `train`, `val`, `test` or `all`, `novel_premises/test` for the
+            other split strategy; `None`: `test`. Only with `data`: a benchmark names its split
+            (`minif2f-test`, `minif2f-valid`).
         problems (`list[str]` or `None`, *optional*, defaults to `None`):
             Only these problems, by name (a name not in the benchmark is an error naming the
             closest one).
@@ -57,8 +77,8 @@ class EvalConfig:
             `refine`: `n` whole proofs, each failed one sent back with Lean's first error for up to
             `refine_rounds` more tries.
         n (`int`, *optional*, defaults to `8`):
-            Samples per problem in `whole` and `refine` mode; pass@k is reported for every
-            k <= n.
+            Samples per problem in `whole` and `refine` mode, at most 32768; pass@k is reported
+            for every k <= n.
         refine_rounds (`int`, *optional*, defaults to `2`):
             `refine` mode: rounds of Lean's feedback per sample (R).
         early_stop (`bool`, *optional*, defaults to `False`):
@@ -82,7 +102,8 @@ class EvalConfig:
             `hf`: a model directory, a cached hub id or a `.gguf` file (default: the bundled
             SmolLM2); `openai`: the model name the server serves (required).
         base_url (`str` or `None`, *optional*, defaults to `None`):
-            `openai`: the API root, e.g. `http://localhost:8000/v1`.
+            `openai`: the API root, e.g. `http://localhost:8000/v1`. Where the model is served,
+            not what it is: an evaluation resumes with another one (`eval.json` notes it).
         api_key_env (`str`, *optional*, defaults to `"OPENAI_API_KEY"`):
             `openai`: the environment variable holding the API key (the key is never written).
         lora (`bool`, *optional*, defaults to `False`):
@@ -141,7 +162,7 @@ class EvalConfig:
 
     benchmark: str | None = None
     data: str | None = None
-    split: str = "test"
+    split: str | None = None
     problems: list[str] | None = None
     limit: int | None = None
     mode: Literal["tactic", "whole", "refine"] = "whole"
@@ -154,7 +175,7 @@ class EvalConfig:
     tactic_timeout: float = 30.0
     generator: Literal["hf", "openai"] = "hf"
     model: str | None = None
-    base_url: str | None = None
+    base_url: str | None = config_field(None, fingerprint=False)
     api_key_env: str = config_field("OPENAI_API_KEY", fingerprint=False)
     lora: bool = False
     device: str = config_field("auto", fingerprint=False)
@@ -175,8 +196,10 @@ class EvalConfig:
     progress: bool = config_field(True, fingerprint=False)
 
     def __post_init__(self) -> None:
+        self._check_paths()
         check_finite_floats(self)
         require_at_least(self, 1, "n", "num_samples", "max_expansions", "workers")
+        require(self, self.n <= MAX_N, "n", f"at most {MAX_N} (samples per problem)")
         require_at_least(self, 0, "refine_rounds")
         require_at_least(self, 1, "limit", "max_tokens", or_none=True)
         require_positive(self, "timeout", "tactic_timeout")
@@ -197,11 +220,40 @@ class EvalConfig:
             "problems",
             "None or a list of problem names",
         )
+        self._check_split()
         if self.resume and self.force:
             raise ConfigError(
                 "resume and force contradict each other: --resume continues the evaluation in "
                 "--out, --force replaces it; give one"
             )
+
+    def _check_paths(self) -> None:
+        """A path is text (a path object becomes its text): ``out=123`` from Python is a
+        mistake, not a directory called ``123``."""
+        for key in PATH_KEYS:
+            value = getattr(self, key)
+            if isinstance(value, os.PathLike):
+                setattr(self, key, os.fspath(value))
+            else:
+                require(self, value is None or isinstance(value, str), key, "a path (text)")
+
+    def _check_split(self) -> None:
+        split = self.split
+        if split is None:
+            return
+        if self.data is None:
+            raise ConfigError(
+                f"--split chooses a split of a LeanDojo dataset (--data DIR), not of "
+                f"{self.benchmark or 'a benchmark'}: a bundled benchmark names its split "
+                "(minif2f-test, minif2f-valid), a JSONL file is evaluated whole (choose with "
+                "--problems); drop --split"
+            )
+        require(
+            self,
+            isinstance(split, str) and _SPLIT.fullmatch(split) is not None,
+            "split",
+            "train, val, test or all, optionally after random/ or novel_premises/",
+        )
 
     @property
     def samples(self) -> int:

@@ -11,8 +11,10 @@ from ..errors import DataFormatError, LeanDojoError, OutputExistsError
 
 __all__ = [
     "DataFormatError",
+    "EvalFactoryError",
     "EvalOutputError",
     "EvalOutputExistsError",
+    "EvalReportError",
     "EvaluationError",
     "PriceTableError",
     "ReportInputError",
@@ -68,3 +70,21 @@ class EvalOutputExistsError(EvaluationError, OutputExistsError):
     """``--out`` holds another evaluation (other settings), the same one without ``--resume``, or
     files this library did not write; ``--resume`` continues an evaluation with the same
     settings, ``--force`` replaces what is there."""
+
+
+class EvalFactoryError(EvaluationError, TypeError):
+    """``evaluate(make_env=..., make_generator=...)`` was given a factory it cannot use: not a
+    callable, one that worker processes cannot receive (a lambda or a local function, with
+    ``parallel="process"``), or one that raised, returned None or made a generator that cannot
+    do what the mode asks when called once to check it. Raised before anything is written."""
+
+
+class EvalReportError(EvaluationError):
+    """The evaluation finished and its results are written (``summary.json``,
+    ``attempts.jsonl``), but ``report.html`` could not be: no page is left, not even an earlier
+    one. ``result`` is the :class:`~.summary.EvalResult`; ``eval report OUT`` makes the page
+    again once the cause is fixed."""
+
+    def __init__(self, message: str, result: object = None) -> None:
+        super().__init__(message)
+        self.result = result

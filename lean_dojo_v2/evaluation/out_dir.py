@@ -25,10 +25,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from ..config.loading import unfingerprinted_fields
 from ..data.jsonio import loads
 from ..data.output_dir import check_output_dir, is_ours, mark_ours
 from ..errors import OutputExistsError
 from ..version import __version__
+from .config import EvalConfig
 from .errors import EvalOutputError, EvalOutputExistsError
 
 log = logging.getLogger(__name__)
@@ -113,10 +115,20 @@ def plan_out_dir(
     )
 
 
-def open_out_dir(plan: OutPlan, settings: Mapping[str, Any]) -> None:
+def open_out_dir(
+    plan: OutPlan, settings: Mapping[str, Any], where: Mapping[str, Any] | None = None
+) -> None:
     """Carry out ``plan``: the directory made (or emptied), marked as ours, its ``eval.json``
-    written; on ``resume`` only the note of the resumption is added."""
+    written; on ``resume`` only the note of the resumption is added. Hold the directory's lock
+    (:func:`~lean_dojo_v2.data.run_lock.lock_output_dir`) and plan under it: this is the first
+    write of an evaluation.
+
+    ``where``: settings that say where things are, not what is evaluated (``base_url``: a
+    model served at another address is the same model). They are kept in ``eval.json``, and a
+    resumption whose values differ notes the change: ``{"at": TIME, "changed": {"base_url":
+    [THERE, HERE]}}``."""
     path = plan.path
+    where = dict(where or {})
     if plan.action == "replace" and path.exists():
         log.info("--force: replacing what %s holds", path)
         for child in path.iterdir():
@@ -128,13 +140,37 @@ def open_out_dir(plan: OutPlan, settings: Mapping[str, Any]) -> None:
     now = time.strftime("%Y-%m-%dT%H:%M:%S")
     if plan.action == "resume":
         record = _read_json(path / EVAL_FILE) or {}
-        record.setdefault("resumed", []).append(now)
+        record.setdefault("resumed", []).append(_resumption(record, where, now))
+        record["where"] = {**_where_there(record, where), **where}
     else:
         mark_ours(path)
-        record = {"lean_dojo_v2_version": __version__, "started": now, "settings": dict(settings)}
+        record = {
+            "lean_dojo_v2_version": __version__,
+            "started": now,
+            "settings": dict(settings),
+            "where": where,
+        }
     tmp = path / f".{EVAL_FILE}.tmp"
     tmp.write_text(json.dumps(record, indent=2, default=str) + "\n", "utf-8")
     os.replace(tmp, path / EVAL_FILE)
+
+
+def _where_there(record: Mapping[str, Any], where: Mapping[str, Any]) -> dict[str, Any]:
+    """``where`` as the directory's run had it (an ``eval.json`` written before ``where`` was
+    kept apart has those keys among its settings)."""
+    settings = record.get("settings")
+    settings = settings if isinstance(settings, dict) else {}
+    there = record.get("where")
+    there = there if isinstance(there, dict) else {}
+    return {**{k: settings[k] for k in where if k in settings}, **there}
+
+
+def _resumption(record: Mapping[str, Any], where: Mapping[str, Any], now: str) -> dict[str, Any]:
+    there = _where_there(record, where)
+    changed = {k: [there.get(k), v] for k, v in where.items() if k in there and there[k] != v}
+    for key, (was, is_now) in changed.items():
+        log.info("resuming with %s %s (it was %s)", key, is_now, was)
+    return {"at": now, "changed": changed} if changed else {"at": now}
 
 
 def _check_writable(path: Path) -> None:
@@ -185,10 +221,13 @@ def _read_settings(path: Path) -> dict[str, Any] | None:
 
 
 def _differences(theirs: Mapping[str, Any], ours: Mapping[str, Any]) -> list[str]:
-    """``"key: A there, B here"`` for each setting that differs."""
+    """``"key: A there, B here"`` for each setting that differs. A key that is no longer part
+    of an evaluation's identity (``base_url``, in an ``eval.json`` written when it was) is not
+    compared."""
     mine = json.loads(json.dumps(ours, default=str))
+    free = unfingerprinted_fields(EvalConfig)
     out = []
-    for key in sorted(set(theirs) | set(mine)):
+    for key in sorted((set(theirs) | set(mine)) - set(free)):
         if theirs.get(key) != mine.get(key):
             out.append(f"{key}: {theirs.get(key)!r} there, {mine.get(key)!r} here")
     return out

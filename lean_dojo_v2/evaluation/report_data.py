@@ -116,9 +116,12 @@ def read_report_data(out_dir: str | Path) -> ReportData:
             "of an evaluation"
         )
     summary = _read_summary(summary_path) if summary_path.is_file() else {}
-    log = _read_attempts(attempts_path) if attempts_path.is_file() else _AttemptLines()
     listed = summary.get("problems")
     listed = listed if isinstance(listed, Mapping) else {}
+    # A finished run's summary counts its problems alone: a line of another is refused, as
+    # resuming refuses it, rather than shown beside numbers that do not count it.
+    known = set(map(str, listed)) if listed else None
+    log = _read_attempts(attempts_path, known) if attempts_path.is_file() else _AttemptLines()
     names = [*map(str, listed), *(n for n in log.attempts if n not in listed)]
     names += [n for n in log.done if n not in names]
     problems: list[ProblemRecord] = []
@@ -185,13 +188,20 @@ class _AttemptLines:
     done: dict[str, Mapping[str, object]] = field(default_factory=dict)
 
 
-def _read_attempts(path: Path) -> _AttemptLines:
+def _read_attempts(path: Path, known: set[str] | None = None) -> _AttemptLines:
     """Every attempt and done line (a half line at the end, left by a killed run, is dropped); a
     line repeated for the same attempt counts once (the last one written), so nothing is shown
-    twice."""
+    twice. ``known``: the problems the summary counts; a line of another is an error."""
     out = _AttemptLines()
     for number, _, record in attempt_lines(path):
         name = str(record["problem"])
+        if known is not None and name not in known:
+            raise DataFormatError(
+                f"line {number} is of problem {name!r}, which {SUMMARY_FILE} does not count "
+                "(the file was edited, or holds another evaluation's lines); take those lines "
+                "out, or re-run the evaluation with --force",
+                file=path,
+            )
         if record.get("done") is True:
             out.done[name] = record
         elif "index" in record:

@@ -18,7 +18,9 @@ searches and re-checks run in. What is evaluation's own:
 1. **prepare** (:func:`prepare`): every check that can fail — the config, the price table, the
    benchmark and its problems, the verifier, the generator (a model that does not exist, a server
    that does not answer), the output directory — before anything is written;
-2. **run**: the output directory opened (:mod:`.out_dir`), ``attempts.jsonl`` resumed
+2. **run**: the output directory's lock taken before anything there is touched
+   (:func:`~lean_dojo_v2.data.run_lock.lock_output_dir`), then the directory opened
+   (:mod:`.out_dir`), ``attempts.jsonl`` resumed
    (:mod:`.attempts`: finished problems are not proved again), the rest proved; as each
    problem's result arrives its attempts, what it cost (:mod:`.budget`, :mod:`.lean_usage`) and
    its outcome are appended to ``attempts.jsonl``, and the progress bar shows the running pass@1
@@ -33,20 +35,20 @@ import hashlib
 import logging
 import os
 import shutil
-import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..config.loading import config_to_dict, replace_config, unfingerprinted_fields
-from ..errors import ConfigError
-from .attempts import AttemptLog, ProblemOutcome, attempt_records
-from .budget import Budget, Price
-from .config import EvalConfig
-from .errors import VerifierError
+from ..errors import ConfigError, ConfigValueError
+from .attempts import AttemptLog, Kept, ProblemOutcome, attempt_records
+from .budget import Price
+from .config import PATH_KEYS, EvalConfig
+from .errors import EvalReportError, VerifierError
 from .lean_usage import MeteredEnvFactory, UsageLedger, problem_key
 from .out_dir import OutPlan, default_out_dir, open_out_dir, plan_out_dir
+from .outcomes import Progress, lean_calls, problem_outcome
 from .recorded_start import RecordedStartFactory
 from .summary import PUTNAMBENCH_FILE, SUMMARY_FILE, EvalResult, putnambench_entry, write_json
 
@@ -61,6 +63,7 @@ log = logging.getLogger(__name__)
 
 LEDGER_DIR = ".lean_usage"
 """Where the environments of a run write their calls (removed when the run ends)."""
+REPORT_FILE = "report.html"
 
 __all__ = ["PreparedEvaluation", "evaluate", "prepare"]
 
@@ -80,14 +83,33 @@ class PreparedEvaluation:
     model: str
     settings: dict[str, Any]
     plan: OutPlan
+    sources: list[Path]
+    """The inputs, which ``--out`` may neither be nor hold (:func:`_inputs`)."""
+    where: dict[str, Any]
+    """Where the model is served (``base_url``): kept in ``eval.json``, not in its identity."""
 
     def run(self) -> EvalResult:
-        """Open the output directory and prove what is left (see the module docstring)."""
+        """Take the output directory's lock, open it and prove what is left (see the module
+        docstring). Nothing in ``--out`` is touched before the lock is held: a second run into
+        a running evaluation's ``--out`` (``--force`` or ``--resume`` included) is refused with
+        :class:`~lean_dojo_v2.data.run_lock.RunLockedError` and changes nothing of it."""
         from ..data.run_lock import lock_output_dir
 
-        open_out_dir(self.plan, self.settings)
         with lock_output_dir(self.plan.path):
-            return _Run(self).execute()
+            # Planned again under the lock: another run may have written there since prepare().
+            cfg = self.config
+            self.plan = plan_out_dir(
+                self.plan.path,
+                self.settings,
+                resume=cfg.resume,
+                force=cfg.force,
+                sources=self.sources,
+            )
+            kept = None
+            if self.plan.action == "resume":  # read (and refused) before anything is written
+                kept = AttemptLog(self.plan.path).read(known=self.theorems)
+            open_out_dir(self.plan, self.settings, self.where)
+            return _Run(self, kept).execute()
 
 
 def evaluate(
@@ -95,6 +117,7 @@ def evaluate(
     *,
     make_env: EnvFactory | None = None,
     make_generator: GeneratorFactory | None = None,
+    inputs: Sequence[str | os.PathLike[str]] = (),
     **changes: object,
 ) -> EvalResult:
     """Evaluate a model on a benchmark (see the module docstring): ``config``, with ``changes``
@@ -104,8 +127,16 @@ def evaluate(
     ``make_env`` / ``make_generator``: your own environment or generator factory (picklable
     callables without arguments, as :class:`~lean_dojo_v2.prover.pipeline.ProveRun` takes them)
     instead of the ones ``verifier`` and ``generator`` name; the verdict cache and the budget
-    apply to them as to the library's."""
-    return prepare(config, make_env=make_env, make_generator=make_generator, **changes).run()
+    apply to them as to the library's. Each is called once here first, to check it
+    (:mod:`.factories`). ``inputs``: other files the evaluation was made from (the config file
+    of ``eval prove --config``), which ``out`` may neither be nor hold.
+
+    A ``report.html`` that cannot be written ends it with :class:`~.errors.EvalReportError`
+    (the results are written; ``.result`` holds them)."""
+    prepared = prepare(
+        config, make_env=make_env, make_generator=make_generator, inputs=inputs, **changes
+    )
+    return prepared.run()
 
 
 def prepare(
@@ -113,15 +144,15 @@ def prepare(
     *,
     make_env: EnvFactory | None = None,
     make_generator: GeneratorFactory | None = None,
+    inputs: Sequence[str | os.PathLike[str]] = (),
     **changes: object,
 ) -> PreparedEvaluation:
     """Every check of an evaluation, nothing written: see the module docstring (and
     :func:`evaluate` for the arguments)."""
-    cfg = config if config is not None else EvalConfig()
-    if not isinstance(cfg, EvalConfig):
-        raise ConfigError(f"evaluate takes an EvalConfig, not a {type(cfg).__name__}")
-    if changes:
-        cfg = replace_config(cfg, **changes)
+    from .factories import check_factories, try_factories
+
+    cfg = _config(config, changes)
+    check_factories(make_env, make_generator, cfg.parallel)
     if cfg.benchmark is None and cfg.data is None:
         raise ConfigError(
             "name a benchmark (benchmark='minif2f-test', --benchmark minif2f-test; a JSONL file "
@@ -136,6 +167,8 @@ def prepare(
     price = _price(cfg, model)
     benchmark = _load_benchmark(cfg)
     theorems = _theorems(benchmark)
+    if make_env is None:
+        _check_recorded_goals(cfg, benchmark)
     verifier_env = _verifier_env(cfg, benchmark, make_env)
     generator = make_generator if make_generator is not None else _generator_factory(cfg)
     search = search_config(cfg)
@@ -148,10 +181,9 @@ def prepare(
         if cfg.out
         else default_out_dir(benchmark.name, cfg.mode, model, settings)
     )
-    sources = [Path(p) for p in (cfg.data, cfg.price_table, cfg.prompt, cfg.project) if p]
-    if cfg.benchmark and Path(cfg.benchmark).exists():
-        sources.append(Path(cfg.benchmark))
+    sources = _inputs(cfg, inputs)
     plan = plan_out_dir(out, settings, resume=cfg.resume, force=cfg.force, sources=sources)
+    try_factories(make_env, make_generator, cfg.mode)  # the costliest check, last
     return PreparedEvaluation(
         cfg,
         benchmark,
@@ -163,10 +195,69 @@ def prepare(
         model,
         settings,
         plan,
+        sources,
+        _where(cfg, make_generator),
     )
 
 
 # -- preparing ------------------------------------------------------------------------------------
+
+
+def _config(config: EvalConfig | None, changes: dict[str, object]) -> EvalConfig:
+    """``config`` with ``changes``; a path key given something that is not a path is refused
+    before the config's loader would make text of it (``out=123``)."""
+    cfg = config if config is not None else EvalConfig()
+    if not isinstance(cfg, EvalConfig):
+        raise ConfigError(f"evaluate takes an EvalConfig, not a {type(cfg).__name__}")
+    for key in PATH_KEYS:
+        value = changes.get(key)
+        if isinstance(value, os.PathLike):
+            changes[key] = os.fspath(value)
+        elif value is not None and not isinstance(value, str):
+            raise ConfigValueError(
+                f"config key {key!r} must be a path (text), got {value!r} ({type(value).__name__})"
+            )
+    return replace_config(cfg, **changes) if changes else cfg
+
+
+def _inputs(cfg: EvalConfig, given: Sequence[str | os.PathLike[str]]) -> list[Path]:
+    """Every file or directory the evaluation reads and may not lose: the dataset, the
+    benchmark, price and prompt files, the project, a local model or REPL, the verdict cache
+    and ``given`` (the config file)."""
+    paths: list[str | os.PathLike[str]] = [
+        p for p in (cfg.data, cfg.price_table, cfg.prompt, cfg.project, *given) if p
+    ]
+    for maybe in (cfg.benchmark, cfg.model, cfg.repl):  # a name or a command, or a path
+        if maybe and Path(maybe).expanduser().exists():
+            paths.append(maybe)
+    cache = _verdict_cache_path(cfg.verdict_cache)
+    if cache is not None:
+        paths.append(cache)
+    return [Path(p).expanduser() for p in paths]
+
+
+def _where(cfg: EvalConfig, own: GeneratorFactory | None) -> dict[str, Any]:
+    """Where the model is served (``eval.json`` keeps it; a resumption notes a change)."""
+    if own is not None or cfg.generator != "openai":
+        return {}
+    from ..prover.external_prover import DEFAULT_BASE_URL
+
+    return {"base_url": cfg.base_url or DEFAULT_BASE_URL}
+
+
+def _check_recorded_goals(cfg: EvalConfig, benchmark: Benchmark) -> None:
+    """The recorded verifier starts a problem from the goal its benchmark records: a problem
+    without one would end as an ``error``, so the evaluation is refused instead."""
+    if cfg.verifier != "recorded":
+        return
+    missing = [p.name for p in benchmark.problems if not (p.goal or "").strip()]
+    if missing:
+        raise VerifierError(
+            f"--verifier recorded starts each problem from the initial goal its benchmark "
+            f"records, and {benchmark.name} records no initial goal for {len(missing)} of its "
+            f"{len(benchmark.problems)} problem(s) (first: {missing[0]!r}): give each line a "
+            '"goal" (the goal as Lean prints it), or use --verifier lean'
+        )
 
 
 def _check_mode(cfg: EvalConfig) -> None:
@@ -366,6 +457,9 @@ def _settings(cfg: EvalConfig, benchmark: Benchmark, model: str) -> dict[str, An
     and the problems themselves (a benchmark file edited since is another evaluation)."""
     skip = unfingerprinted_fields(EvalConfig)
     settings = {k: v for k, v in config_to_dict(cfg).items() if k not in skip}
+    # "test" where no split was given, as every eval.json written when that was the default
+    # says: an evaluation started then resumes now.
+    settings["split"] = cfg.split or "test"
     digest = hashlib.sha256()
     for p in benchmark.problems:
         digest.update(f"{p.name}\0{p.header}\0{p.formal_statement}\0".encode())
@@ -385,11 +479,12 @@ def _settings(cfg: EvalConfig, benchmark: Benchmark, model: str) -> dict[str, An
 class _Run:
     """One run of a prepared evaluation: resume, prove, write as it goes, report."""
 
-    def __init__(self, prepared: PreparedEvaluation) -> None:
+    def __init__(self, prepared: PreparedEvaluation, kept: Kept | None) -> None:
         self.p = prepared
         self.cfg = prepared.config
         self.out = prepared.plan.path
         self.log = AttemptLog(self.out)
+        self.kept = kept
         ledger_dir = self.out / LEDGER_DIR
         shutil.rmtree(ledger_dir, ignore_errors=True)  # a killed run's calls are not this run's
         ledger_dir.mkdir()
@@ -398,14 +493,14 @@ class _Run:
             problem_key(t.full_name, t.file_path): name for name, t in prepared.theorems.items()
         }
         self.done: dict[str, ProblemOutcome] = {}
-        self.bar: _Progress | None = None
+        self.bar: Progress | None = None
 
     def execute(self) -> EvalResult:
         from ..prover.pipeline import ProofJob, ProveRun
 
-        if self.p.plan.action == "resume":
-            finished = self.log.resume()
-            self.done = {k: v for k, v in finished.items() if k in self.p.theorems}
+        if self.kept is not None:
+            self.log.keep(self.kept)
+            self.done = dict(self.kept.finished)
         todo = [t for name, t in self.p.theorems.items() if name not in self.done]
         if self.done:
             log.info(
@@ -414,7 +509,8 @@ class _Run:
                 len(self.done),
                 len(self.p.theorems),
             )
-        self.bar = _Progress(self.p, self.done.values())
+        name, total = self.p.benchmark.name, len(self.p.theorems)
+        self.bar = Progress(name, total, self.cfg.samples, self.done.values(), on=self.cfg.progress)
         try:
             if todo:
                 job = ProofJob(todo, self.p.make_env, label=self.p.benchmark.name, desc="eval")
@@ -443,7 +539,7 @@ class _Run:
         outcome = problem_outcome(name, result, records, self.cfg.samples)
         if self.cfg.parallel == "ray" and not usage.calls:
             # an actor on another machine writes its ledger there: the searches' own count
-            usage.calls = sum(_int(r.get("lean_calls")) for r in records if not r.get("cached"))
+            usage.calls = lean_calls(records)
         outcome.budget.lean_calls = usage.calls
         outcome.budget.lean_cpu_seconds = usage.cpu_seconds
         outcome.budget.priced(self.p.price)
@@ -475,121 +571,24 @@ class _Run:
         write_json(self.out / SUMMARY_FILE, result.to_dict())
         write_json(self.out / PUTNAMBENCH_FILE, putnambench_entry(result))
         write_plot(result, self.out)
-        _write_report(self.out)
+        _write_report(self.out, result)
         return result
 
 
-def problem_outcome(
-    name: str, result: SearchResult, records: Sequence[Mapping[str, Any]], samples: int
-) -> ProblemOutcome:
-    """One problem's outcome from its search result and attempt records (Lean usage and dollars
-    are filled in by the caller). A sample counts as correct when any of its rounds was
-    accepted; in tactic mode the one search is sample 0."""
-    correct = sorted({_int(r.get("index")) for r in records if r.get("ok") is True})
-    correct = [i for i in correct if 0 <= i < samples]
-    if samples == 1 and result.proved:
-        correct = [0]
-    accepted = [r for r in records if r.get("ok") is True]
-    budget = Budget(
-        attempts=len(records),
-        tokens_in=sum(_int(r.get("tokens_in")) for r in records),
-        tokens_out=sum(_int(r.get("tokens_out")) for r in records),
-        generator_seconds=sum(_float(r.get("generator_seconds")) for r in records),
-        gpu_seconds=sum(_float(r.get("gpu_seconds")) for r in records),
-        wall_seconds=float(result.seconds),
-    )
-    stats = result.stats or {}
-    if not budget.generator_seconds:
-        budget.generator_seconds = _float(stats.get("generator_seconds"))
-    proof = result.proof_text if result.proved else None
-    if proof is None and accepted:
-        proof = str(accepted[0].get("proof") or "")
-    checked_by = result.checked_by or (str(accepted[0].get("checked_by")) if accepted else None)
-    return ProblemOutcome(
-        name=name,
-        status=result.status,
-        attempts=len(records),
-        correct_samples=correct,
-        proof=proof,
-        checked_by=checked_by if correct else None,
-        error=result.error,
-        budget=budget,
-        to_solve=_to_solve(records) if correct else None,
-    )
-
-
-def _to_solve(records: Sequence[Mapping[str, Any]]) -> dict[str, float] | None:
-    """What the attempts up to the first accepted one cost, in sample and round order."""
-    ordered = sorted(records, key=lambda r: (_int(r.get("index")), _int(r.get("round"))))
-    spent = {"attempts": 0.0, "tokens": 0.0, "lean_calls": 0.0}
-    for r in ordered:
-        spent["attempts"] += 1
-        spent["tokens"] += _int(r.get("tokens_in")) + _int(r.get("tokens_out"))
-        spent["lean_calls"] += 0 if r.get("cached") else _int(r.get("lean_calls"))
-        if r.get("ok") is True:
-            return spent
-    return None
-
-
-def _int(value: object) -> int:
-    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
-
-
-def _float(value: object) -> float:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
-
-
-def _write_report(out: Path) -> None:
-    """``report.html`` (:mod:`.report_html`); a failure there is logged, the evaluation stands."""
+def _write_report(out: Path, result: EvalResult) -> None:
+    """``report.html`` (:mod:`.report_html`). When it cannot be written, no page is left (an
+    earlier run's would show other numbers) and the evaluation ends in an
+    :class:`~.errors.EvalReportError` saying that its results are written."""
     try:
-        from .report_html import write_report_html
-    except ImportError as exc:  # pragma: no cover - the report module ships with the package
-        log.warning("no report.html: %s", exc)
-        return
-    try:
-        write_report_html(out)
-    except Exception as exc:  # noqa: BLE001 - the numbers are written; the page is extra
-        log.warning("report.html could not be written: %s: %s", type(exc).__name__, exc)
+        from . import report_html
 
-
-class _Progress:
-    """The bar on stderr: problems done, the running pass@1 (mean of correct/n over the problems
-    done), problems solved, tokens, Lean calls and dollars so far."""
-
-    def __init__(self, prepared: PreparedEvaluation, done: Iterable[ProblemOutcome]) -> None:
-        from tqdm.auto import tqdm
-
-        self.n = prepared.config.samples
-        self.outcomes: list[ProblemOutcome] = list(done)
-        self.bar = tqdm(
-            total=len(prepared.theorems),
-            initial=len(self.outcomes),
-            desc=f"eval {prepared.benchmark.name}",
-            unit="problem",
-            disable=not prepared.config.progress,
-            dynamic_ncols=True,
-        )
-        self.t0 = time.perf_counter()
-        self._postfix()
-
-    def _postfix(self) -> None:
-        done = self.outcomes
-        budget = Budget.total(o.budget for o in done)
-        pass1 = sum(min(o.correct, self.n) / self.n for o in done) / len(done) if done else 0.0
-        postfix = {
-            "pass@1": f"{pass1:.3f}",
-            "solved": sum(o.solved for o in done),
-            "tokens": budget.tokens_in + budget.tokens_out,
-            "lean_calls": budget.lean_calls,
-        }
-        if budget.dollars is not None:
-            postfix["$"] = f"{budget.dollars:.2f}"
-        self.bar.set_postfix(postfix, refresh=False)
-
-    def update(self, outcome: ProblemOutcome) -> None:
-        self.outcomes.append(outcome)
-        self._postfix()
-        self.bar.update(1)
-
-    def close(self) -> None:
-        self.bar.close()
+        report_html.write_report_html(out)
+    except Exception as exc:  # noqa: BLE001 - whatever failed, the same one line
+        (out / REPORT_FILE).unlink(missing_ok=True)
+        why = " ".join(f"{type(exc).__name__}: {exc}".split())
+        raise EvalReportError(
+            f"the evaluation is done and its results are in {out / SUMMARY_FILE}, but "
+            f"{REPORT_FILE} could not be written ({why}); make it with `lean-dojo-v2 eval "
+            f"report {out}` once that is fixed",
+            result,
+        ) from exc

@@ -214,3 +214,121 @@ def test_early_stop_reports_counts_not_pass_at_k(
     text = [a for a in _eval(server, tmp_path / "text", "--early-stop") if a != "--json"]
     assert main(text) == 0
     assert "solved within the first k samples (early stop: no pass@k)" in capsys.readouterr().out
+
+
+# -- inputs kept in --out; what is refused before anything is written ----------------------------
+
+
+def test_an_input_inside_out_is_refused_even_with_force(
+    server: FakeOpenAI, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--force replaces what eval prove wrote, never the command's own inputs: a config file or a
+    verdict cache kept in --out is an overlapping input, as a prompt or benchmark file is."""
+    out = tmp_path / "out"
+    assert main(_eval(server, out)) == 0
+    capsys.readouterr()
+    config = out / "cfg.yaml"
+    config.write_text("n: 2\n", "utf-8")
+    before = sorted(p.name for p in out.iterdir())
+    line = one_line_error(_eval(server, out, "--force", "--config", str(config)), capsys)
+    assert "overlaps the input" in line and "cfg.yaml" in line, line
+    cache = out / "verdicts.sqlite"
+    line = one_line_error(_eval(server, out, "--force", "--verdict-cache", str(cache)), capsys)
+    assert "overlaps the input" in line and "verdicts.sqlite" in line, line
+    assert sorted(p.name for p in out.iterdir()) == before
+    assert config.read_text("utf-8") == "n: 2\n"
+
+
+def test_what_cannot_be_evaluated_is_refused_up_front(
+    server: FakeOpenAI, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An n past the documented maximum, --split where it chooses nothing (a bundled benchmark)
+    or names no split (../../x), and problems without a recorded goal for --verifier recorded:
+    one line each, nothing written."""
+    from lean_dojo_v2.evaluation.config import MAX_N
+
+    out = tmp_path / "out"
+    p = load_benchmark("minif2f-test", limit=1).problems[0]
+    no_goal = tmp_path / "no_goal.jsonl"
+    line = {"name": p.name, "header": p.header, "formal_statement": p.formal_statement}
+    no_goal.write_text(json.dumps(line) + "\n", "utf-8")
+    cases = {
+        f"must be at most {MAX_N}": ["--n", str(MAX_N + 1)],
+        "--split chooses a split of a LeanDojo dataset": ["--split", "valid"],
+        "records no initial goal": ["--benchmark", str(no_goal)],
+    }
+    for says, extra in cases.items():
+        got = one_line_error(_eval(server, out, *extra), capsys)
+        assert says in got, got
+    got = one_line_error(_eval(server, out, "--data", SAMPLE, "--split", "../../x"), capsys)
+    assert "config key 'split'" in got, got
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["no_goal.jsonl"]
+
+
+# -- resuming ------------------------------------------------------------------------------------
+
+
+def test_a_server_at_another_address_resumes_the_same_evaluation(
+    server: FakeOpenAI, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Where a model is served is not what it is: the same model at another base_url resumes,
+    and eval.json's note of the resumption says where it moved."""
+    out = tmp_path / "out"
+    assert main(_eval(server, out)) == 0
+    first = _json(capsys)
+    assert "base_url" not in first["settings"]
+    with FakeOpenAI(completions=server.script.completions, models=("prover",)) as moved:
+        argv = [*_eval(server, out, "--resume"), "--base-url", moved.base_url]
+        assert main(argv) == 0
+    assert _json(capsys)["pass_at"] == first["pass_at"]
+    record = json.loads((out / "eval.json").read_text("utf-8"))
+    (note,) = record["resumed"]
+    assert note["changed"] == {"base_url": [server.base_url, moved.base_url]}
+
+
+def test_attempt_lines_of_a_problem_not_in_the_benchmark_are_refused(
+    server: FakeOpenAI, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The summary counts the benchmark's problems; a line of another problem (an edited or
+    concatenated attempts.jsonl) would be shown by the report and counted by nothing: resume
+    and the report refuse it alike, naming the line, and nothing is written."""
+    out = tmp_path / "out"
+    assert main(_eval(server, out)) == 0
+    capsys.readouterr()
+    attempts = out / "attempts.jsonl"
+    ghost = [
+        {"problem": "ghost", "mode": "whole", "index": 0, "round": 0, "proof": "rfl", "ok": True},
+        {"problem": "ghost", "done": True, "status": "proved", "correct_samples": [0]},
+    ]
+    with attempts.open("a", encoding="utf-8") as f:
+        f.writelines(json.dumps(r) + "\n" for r in ghost)
+    files = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+    lines = len(attempts.read_text("utf-8").splitlines())
+    line = one_line_error(_eval(server, out, "--resume"), capsys)
+    assert f"line {lines - 1}" in line and "'ghost'" in line and "not in" in line, line
+    line = one_line_error(["eval", "report", str(out)], capsys)
+    assert f"line {lines - 1}" in line and "'ghost'" in line, line
+    assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == files
+
+
+def test_a_report_that_cannot_be_written_is_an_error_and_leaves_no_stale_page(
+    server: FakeOpenAI,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from lean_dojo_v2.evaluation import report_html
+
+    out = tmp_path / "out"
+    assert main(_eval(server, out)) == 0
+    capsys.readouterr()
+    assert (out / "report.html").is_file()
+
+    def broken(out_dir: object) -> Path:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(report_html, "write_report_html", broken)
+    line = one_line_error(_eval(server, out, "--resume"), capsys)
+    assert "report.html" in line and "eval report" in line, line
+    assert not (out / "report.html").exists()
+    assert (out / "summary.json").is_file()

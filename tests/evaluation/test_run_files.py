@@ -149,3 +149,19 @@ def test_an_out_that_cannot_be_written_or_overlaps_an_input_is_one_line(tmp_path
     with pytest.raises(EvalOutputExistsError, match="overlaps the input"):
         plan_out_dir(data / "out", SETTINGS, resume=False, force=True, sources=[data])
     assert sorted(p.name for p in tmp_path.iterdir()) == ["data", "file.txt"]
+
+
+def test_where_the_model_is_served_is_not_what_the_evaluation_is(tmp_path: Path) -> None:
+    """An eval.json written when base_url was among the settings resumes at another address;
+    the resumption notes the move, and eval.json keeps where the model is now."""
+    old = {**SETTINGS, "base_url": "http://a:8000/v1"}
+    out = _evaluation_dir(tmp_path / "out", old)
+    plan = plan_out_dir(out, SETTINGS, resume=True, force=False)
+    assert plan.action == "resume"
+    open_out_dir(plan, SETTINGS, {"base_url": "http://b:8000/v1"})
+    open_out_dir(plan, SETTINGS, {"base_url": "http://b:8000/v1"})
+    record = json.loads((out / EVAL_FILE).read_text("utf-8"))
+    moved, stayed = record["resumed"]
+    assert moved["changed"] == {"base_url": ["http://a:8000/v1", "http://b:8000/v1"]}
+    assert "changed" not in stayed
+    assert record["where"] == {"base_url": "http://b:8000/v1"}

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from prover._oracle_server import one_line_error
 from prover.fake_openai import FakeOpenAI
 
 from lean_dojo_v2.cli import main
@@ -178,10 +179,9 @@ def _closed(out: Path) -> int:
     return text.count('"done": true')
 
 
-def _stop_midway(server: FakeOpenAI, names: list[str], out: Path, sig: int) -> tuple[int, str]:
-    """Start the evaluation into ``out`` with two workers in its own process group, send ``sig``
-    to the group once two problems are closed (its workers get it too, as under a job scheduler
-    or a terminal's Ctrl-C); its exit status and stderr."""
+def _start(server: FakeOpenAI, names: list[str], out: Path, closed: int = 2) -> subprocess.Popen:
+    """Start the evaluation into ``out`` with two workers in its own process group; return once
+    ``closed`` problems are closed in its attempts.jsonl."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     argv = [sys.executable, "-m", "lean_dojo_v2", *_argv(server, names, out)]
     proc = subprocess.Popen(
@@ -197,11 +197,19 @@ def _stop_midway(server: FakeOpenAI, names: list[str], out: Path, sig: int) -> t
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     deadline = time.monotonic() + 120
-    while _closed(out) < 2 and proc.poll() is None and time.monotonic() < deadline:
+    while _closed(out) < closed and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
     if proc.poll() is not None:
         _, err = proc.communicate()
         raise AssertionError(err)
+    return proc
+
+
+def _stop_midway(server: FakeOpenAI, names: list[str], out: Path, sig: int) -> tuple[int, str]:
+    """:func:`_start`, then ``sig`` to its process group once two problems are closed (its
+    workers get it too, as under a job scheduler or a terminal's Ctrl-C); its exit status and
+    stderr."""
+    proc = _start(server, names, out)
     os.killpg(proc.pid, sig)
     _, err = proc.communicate(timeout=60)
     return proc.returncode, err
@@ -275,3 +283,50 @@ def test_ctrl_c_ends_in_one_line_and_resume_gives_the_uninterrupted_totals(
     attempts = [json.loads(x) for x in lines if '"index"' in x]
     assert len(attempts) == N * len(names)  # nothing counted twice
     assert len({(r["problem"], r["index"], r["round"]) for r in attempts}) == len(attempts)
+
+
+def test_a_second_run_into_a_running_evaluation_changes_nothing_of_it(
+    scenario: tuple[FakeOpenAI, list[str], dict[str, int]],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """While an evaluation runs (its last problem held at the server), the same command with
+    --force, and with --resume, is refused in one line before it touches --out: the running
+    one keeps its attempts.jsonl, eval.json and Lean-usage ledger, and ends with the totals of
+    an uninterrupted run."""
+    server, names, correct = scenario
+    whole, running = tmp_path / "whole", tmp_path / "running"
+    assert main([*_argv(server, names, whole), "--parallel", "inline", "--no-progress"]) == 0
+    capsys.readouterr()
+    answers, gate = server.script.completions, threading.Event()
+    assert callable(answers)
+
+    def held(body: dict[str, Any], k: int) -> str:
+        if re.search(rf"theorem\s+{re.escape(names[-1])}\s", body["messages"][-1]["content"]):
+            gate.wait(120)
+        return answers(body, k)
+
+    server.script.completions = held
+    try:
+        proc = _start(server, names, running, closed=len(names) - 1)
+        attempts = (running / "attempts.jsonl").read_bytes()
+        eval_json = (running / "eval.json").read_bytes()
+        for extra in ("--force", "--resume"):
+            argv = [*_argv(server, names, running), extra, "--parallel", "inline"]
+            line = one_line_error([*argv, "--no-progress"], capsys)
+            assert "in use by another run" in line, line
+            assert (running / "attempts.jsonl").read_bytes() == attempts
+            assert (running / "eval.json").read_bytes() == eval_json
+            assert (running / ".lean_usage").is_dir()
+        gate.set()
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+    finally:
+        gate.set()
+        server.script.completions = answers
+    a = json.loads((whole / "summary.json").read_text("utf-8"))
+    b = json.loads((running / "summary.json").read_text("utf-8"))
+    assert _totals(b) == _totals(a)
+    lines = (running / "attempts.jsonl").read_text("utf-8").splitlines()
+    assert sum('"done": true' in x for x in lines) == len(names)
+    assert sum('"index"' in x for x in lines) == N * len(names)
