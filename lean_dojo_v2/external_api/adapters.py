@@ -14,6 +14,12 @@ HTTP 408/409/429 and 5xx ``max_retries`` times with exponential backoff (``backo
 timeout, 502 otherwise (unreachable, an error status, an answer that is not a completion), with
 the URL and what to check; the key never appears in a message.
 
+Every answer, an error's included, is streamed and read with a cap (``max_answer_bytes``, default
+8 MiB or ``$LEAN_DOJO_V2_MAX_ANSWER_BYTES``: ``ExternalProver``'s cap, read by the same
+:func:`~lean_dojo_v2.prover.external_answers.read_capped`): a ``content-length`` over it is refused
+before the body is read, and reading stops as soon as a body passes it. Either is a 502 saying
+so, not retried (the same question gets the same answer).
+
 ``generate`` (the ``/generate`` route) asks for ``n`` completions of the same chat prompt a
 local chat model gets (:func:`~lean_dojo_v2.models.prompts.chat_messages`), reduces each to one
 tactic (:func:`~lean_dojo_v2.prover.completions.completion_tactic`), scores by summed token
@@ -26,6 +32,7 @@ words (``"length"`` when the token limit cut it), and the upstream's own token c
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import os
@@ -37,6 +44,12 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from ..models.generator import Candidate, finalize
 from ..models.prompts import chat_messages
 from ..prover.completions import completion_tactic, frequency_scores
+from ..prover.external_answers import (
+    ExternalAnswerTooLargeError,
+    ExternalModelError,
+    max_answer_bytes,
+    read_capped,
+)
 from .errors import ModelRegistryError, UpstreamModelError
 from .served import ChatAnswer, Completion, GeneratorModel, GenOptions, message_text
 
@@ -67,6 +80,7 @@ class UpstreamAdapter(GeneratorModel):
         "max_tokens",
         "concurrency",
         "num_samples",
+        "max_answer_bytes",
     )
 
     def __init__(self, name: str, spec: Mapping[str, Any]) -> None:
@@ -90,6 +104,10 @@ class UpstreamAdapter(GeneratorModel):
         self.max_tokens = int(self._number("max_tokens", 256, minimum=1))
         self.concurrency = int(self._number("concurrency", 8, minimum=1))
         self.default_num_samples = self.spec.get("num_samples")
+        try:
+            self.max_answer_bytes = max_answer_bytes(self.spec.get("max_answer_bytes"))
+        except ExternalModelError as exc:
+            raise ModelRegistryError(f"model {name!r}: {exc}") from None
         self.requests_sent = 0
         self._client: httpx.Client | None = None
 
@@ -132,7 +150,8 @@ class UpstreamAdapter(GeneratorModel):
 
     def _post(self, url: str, body: dict[str, Any], headers: dict[str, str]) -> dict[str, Any]:
         """POST ``body`` as JSON with the retries of the module doc; the decoded JSON answer
-        (``{}`` for an answer that is not a JSON object: the caller finds its fields missing)."""
+        (``{}`` for an answer that is not a JSON object: the caller finds its fields missing),
+        its body read within ``max_answer_bytes``."""
         import httpx
 
         self.load()
@@ -151,17 +170,23 @@ class UpstreamAdapter(GeneratorModel):
             wait = self.backoff_s * (2**attempt)
             self.requests_sent += 1
             try:
-                response = client.post(url, json=body, headers=headers)
+                with client.stream("POST", url, json=body, headers=headers) as response:
+                    status = response.status_code
+                    retry_after = _retry_after(response)
+                    data = self._read(response, where)
             except httpx.TimeoutException:
                 timed_out, last = True, f"no answer within {self.timeout_s:g} s"
                 continue
             except httpx.TransportError as exc:
                 timed_out, last = False, f"cannot connect ({type(exc).__name__}: {exc})"
                 continue
-            status = response.status_code
+            except ExternalModelError as exc:  # the body broke off while it streamed
+                timed_out = isinstance(exc.__cause__, httpx.TimeoutException)
+                last = f"the answer broke off ({type(exc.__cause__).__name__})"
+                continue
             if status in _RETRY_STATUS or status >= 500:
-                timed_out, last = False, f"HTTP {status} ({_error_text(response)})"
-                wait = max(wait, _retry_after(response))
+                timed_out, last = False, f"HTTP {status} ({_error_text(data)})"
+                wait = max(wait, retry_after)
                 continue
             if status >= 400:
                 hint = (
@@ -170,16 +195,15 @@ class UpstreamAdapter(GeneratorModel):
                     else "check the model name and the request limits"
                 )
                 raise UpstreamModelError(
-                    f"{where} answered HTTP {status} ({_error_text(response)}); {hint}"
+                    f"{where} answered HTTP {status} ({_error_text(data)}); {hint}"
                 )
             try:
-                data = response.json()
-            except ValueError:
+                return _object(json.loads(data))
+            except (ValueError, RecursionError):
                 raise UpstreamModelError(
-                    f"{where} answered something that is not JSON ({response.text[:80]!r}); "
+                    f"{where} answered something that is not JSON ({_preview(data)}); "
                     "check that base_url points at the API root"
                 ) from None
-            return _object(data)
         tries = self.max_retries + 1
         if timed_out:
             raise UpstreamModelError(
@@ -187,6 +211,25 @@ class UpstreamAdapter(GeneratorModel):
                 status=504,
             )
         raise UpstreamModelError(f"{where}: {last} after {tries} attempts; check the server")
+
+    def _read(self, response: httpx.Response, where: str) -> bytes:
+        """The body of a streamed answer, read within ``max_answer_bytes`` (a 502 past it)."""
+        cap = self.max_answer_bytes
+        try:
+            return read_capped(response, cap, where, "the request")
+        except ExternalAnswerTooLargeError:
+            declared = response.headers.get("content-length", "").strip()
+            how = (
+                f"its content-length says it is {_size(int(declared))}, so it was not read"
+                if declared.isdigit() and int(declared) > cap
+                else "it went on past that, so reading stopped there"
+            )
+            raise UpstreamModelError(
+                f"{where} answered HTTP {response.status_code} with more than {_size(cap)} "
+                f"(max_answer_bytes of model {self.name!r}): {how}. Ask for less (fewer "
+                "samples, a smaller max_tokens), or raise max_answer_bytes in the model's "
+                "entry of the server config"
+            ) from None
 
     # ..................................................................... the contract
 
@@ -429,19 +472,31 @@ _GOOGLE_FINISH = {
 }
 
 
-def _error_text(response: httpx.Response) -> str:
-    """A short text of an error answer: its ``error.message`` when it has one."""
+def _error_text(data: bytes) -> str:
+    """A short text of an error answer's body: its ``error.message`` when it has one."""
     try:
-        data = response.json()
-    except ValueError:
-        return " ".join(response.text[:120].split()) or "no body"
-    if isinstance(data, dict):
-        err = data.get("error", data)
+        parsed = json.loads(data)
+    except (ValueError, RecursionError):
+        return " ".join(data[:120].decode("utf-8", "replace").split()) or "no body"
+    if isinstance(parsed, dict):
+        err = parsed.get("error", parsed)
         if isinstance(err, dict) and isinstance(err.get("message"), str):
             return err["message"][:200]
         if isinstance(err, str):
             return err[:200]
-    return str(data)[:120]
+    return str(parsed)[:120]
+
+
+def _preview(data: bytes) -> str:
+    return repr(data[:80].decode("utf-8", "replace"))
+
+
+def _size(n: int) -> str:
+    """``n`` bytes in words: ``8 MiB``, ``64 KiB``, ``1,500 bytes``."""
+    for unit, size in (("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size and n % size == 0:
+            return f"{n // size} {unit}"
+    return f"{n / 2**20:.1f} MiB" if n >= 2**20 else f"{n:,} bytes"
 
 
 def _retry_after(response: httpx.Response) -> float:
