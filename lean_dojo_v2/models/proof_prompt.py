@@ -12,7 +12,8 @@ which adds a failed proof and Lean's first error:
   there); :class:`FailedProof` pairs it with the proof.
 - :class:`ProofRequest`: a task and the failed proofs of its refinement chain so far (none for a
   first attempt).
-- :class:`ProofPrompt`: ``str.format`` templates (``whole``, ``refine``, ``system``) turned into
+- :class:`ProofPrompt`: templates (``whole``, ``refine``, ``system``; bare ``{name}``
+  placeholders, filled by :func:`fill_template`) turned into
   chat ``messages``; :meth:`ProofPrompt.from_file` reads them from a JSON, YAML or TOML file, and
   a subclass may override :meth:`ProofPrompt.messages` (e.g. a multi-turn conversation).
 
@@ -27,7 +28,7 @@ trains on. ``docs/evaluation.md`` shows both, with a refinement round.
 from __future__ import annotations
 
 import string
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -187,9 +188,9 @@ proof), ``position`` both in words,
 or ``""``, ``answer`` the model's failed answer as written, ``round`` the refinement round (1…)."""
 
 
-def _fields_of(template: str, where: str) -> set[str]:
+def _parsed(template: str, where: str) -> list[tuple[str, str | None, str | None, str | None]]:
     try:
-        return {name for _, name, _, _ in string.Formatter().parse(template) if name is not None}
+        return list(string.Formatter().parse(template))
     except ValueError as exc:
         raise PromptTemplateError(
             f"{where}: {exc} (write a literal brace as '{{{{' or '}}}}')"
@@ -197,19 +198,45 @@ def _fields_of(template: str, where: str) -> set[str]:
 
 
 def _check_template(template: object, allowed: Sequence[str], where: str) -> str:
+    """``template`` when each of its placeholders is one of ``allowed``, written as the bare
+    name. A format spec (``{header:>3000000000}`` would pad to gigabytes), a conversion
+    (``!r``), an attribute or an index (``{header.__class__}``, ``{header[0]}``: a template
+    reaching into the objects behind the values) is refused, naming the placeholder."""
     if not isinstance(template, str) or not template.strip():
         raise PromptTemplateError(f"{where} must be a non-empty text template")
-    for name in sorted(_fields_of(template, where)):
+    valid = "; valid placeholders: " + ", ".join("{" + name + "}" for name in allowed)
+    for _, name, spec, conversion in _parsed(template, where):
+        if name is None:
+            continue
+        shown = "{" + name + (f"!{conversion}" if conversion else "")
+        shown += (f":{spec}" if spec else "") + "}"
         if name == "" or name.isdigit():
+            raise PromptTemplateError(f"{where}: positional placeholder {shown}; name it{valid}")
+        base = name.split(".")[0].split("[")[0]
+        if name != base and base in allowed:
+            why = f"reads an attribute or an index of {{{base}}}; write {{{base}}} alone"
+            raise PromptTemplateError(f"{where}: placeholder {shown} {why}{valid}")
+        if name not in allowed:
+            raise PromptTemplateError(f"{where}: unknown placeholder {shown}{valid}")
+        if conversion or spec:
+            what = "a conversion" if conversion else "a format spec"
             raise PromptTemplateError(
-                f"{where}: positional placeholder {{{name}}}; name it, one of: "
-                + ", ".join(allowed)
-            )
-        if name.split(".")[0].split("[")[0] not in allowed:
-            raise PromptTemplateError(
-                f"{where}: unknown placeholder {{{name}}}; valid: " + ", ".join(allowed)
+                f"{where}: placeholder {shown} has {what}; a placeholder is a bare name: "
+                f"write {{{name}}}{valid}"
             )
     return template
+
+
+def fill_template(template: str, values: Mapping[str, str]) -> str:
+    """``template`` with each ``{name}`` replaced by ``values[name]`` and ``{{``/``}}`` by a
+    brace: the one way a user's template is filled. Only bare names are read (the template was
+    checked by :func:`_check_template`); no format spec runs, whatever the template holds."""
+    parts: list[str] = []
+    for literal, name, _, _ in _parsed(template, "the template"):
+        parts.append(literal)
+        if name is not None:
+            parts.append(values[name])
+    return "".join(parts)
 
 
 def _informal_comment(text: str | None) -> str:
@@ -228,14 +255,15 @@ def indent_proof(proof: str, by: str = "  ") -> str:
 
 @dataclass(frozen=True)
 class ProofPrompt:
-    """The prompt of a whole-proof request: ``str.format`` templates (placeholders:
-    :data:`WHOLE_FIELDS`, :data:`REFINE_FIELDS`) and an optional system turn.
+    """The prompt of a whole-proof request: templates of bare ``{name}`` placeholders
+    (:data:`WHOLE_FIELDS`, :data:`REFINE_FIELDS`) and an optional system turn.
 
     ``whole``: the user turn of a first attempt. ``refine``: the user turn of a refinement round
     (one turn that carries everything; override :meth:`messages` for a multi-turn conversation).
     ``system``: the system turn, or None for none (DeepSeek-Prover and Goedel-Prover are asked
-    without one). A template with a placeholder no prompt fills is refused when the prompt is
-    made (:class:`PromptTemplateError`)."""
+    without one). A template with a placeholder no prompt fills, or one that is more than a
+    bare name (a format spec, a conversion, an attribute, an index), is refused when the prompt
+    is made (:class:`PromptTemplateError`)."""
 
     whole: str = WHOLE_TEMPLATE
     refine: str = REFINE_TEMPLATE
@@ -266,7 +294,7 @@ class ProofPrompt:
 
     def whole_prompt(self, task: ProofTask, premises: Sequence[str] = ()) -> str:
         """The user turn of a first attempt at ``task``."""
-        return self.whole.format(**self.whole_values(task, premises))
+        return fill_template(self.whole, self.whole_values(task, premises))
 
     def refine_prompt(
         self,
@@ -285,7 +313,7 @@ class ProofPrompt:
         else:
             attempt = failed.proof
         values.update(
-            whole=self.whole.format(**values),
+            whole=fill_template(self.whole, values),
             proof=failed.proof,
             attempt=attempt.strip("\n"),
             error=fb.message.strip(),
@@ -297,7 +325,7 @@ class ProofPrompt:
             answer=failed.answer,
             round=str(step),
         )
-        return self.refine.format(**values)
+        return fill_template(self.refine, values)
 
     def messages(self, request: ProofRequest, premises: Sequence[str] = ()) -> list[dict[str, str]]:
         """The chat ``messages`` of ``request``: the system turn (when there is one), then one
@@ -425,6 +453,7 @@ __all__ = [
     "ProofRequest",
     "ProofTask",
     "default_proof_prompt",
+    "fill_template",
     "indent_proof",
     "load_proof_prompt",
 ]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 
 import pytest
+import yaml
 
 from lean_dojo_v2.interaction.standalone import standalone_theorem
 from lean_dojo_v2.models.prompts import (
@@ -25,6 +26,7 @@ from lean_dojo_v2.models.proof_prompt import (
     ProofRequest,
     ProofTask,
     default_proof_prompt,
+    fill_template,
     load_proof_prompt,
 )
 
@@ -150,6 +152,38 @@ def test_a_bad_template_file_is_one_line_saying_what_to_fix(tmp_path, name, text
     with pytest.raises(PromptTemplateError, match=match) as info:
         ProofPrompt.from_file(path)
     assert "\n" not in str(info.value) and str(path) in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("template", "why"),
+    [
+        ("{header:>3000000000}", "has a format spec"),  # would pad the prompt to 3 GB
+        ("{formal_statement:{name}}", "has a format spec"),
+        ("{header!r}", "has a conversion"),
+        ("{header.__class__.__name__}", "reads an attribute or an index of {header}"),
+        ("{header[0]}", "reads an attribute or an index of {header}"),
+        ("{__class__}", "unknown placeholder"),
+    ],
+)
+def test_a_placeholder_is_a_bare_name(tmp_path, template, why):
+    """Only the documented names, as they are: no format spec, conversion, attribute or index;
+    the error names the placeholder and lists the valid ones, in a file or in Python."""
+    path = tmp_path / "prompt.yaml"
+    path.write_text(yaml.safe_dump({"whole": "Prove: " + template}), encoding="utf-8")
+    with pytest.raises(PromptTemplateError) as info:
+        ProofPrompt.from_file(path)
+    message = str(info.value)
+    assert f"placeholder {template}" in message and why in message, message
+    assert str(path) in message and "\n" not in message
+    assert "valid placeholders: {name}, {header}, {informal}" in message
+    with pytest.raises(PromptTemplateError, match="ProofPrompt.refine: .*valid placeholders"):
+        ProofPrompt(refine="{whole} " + template)
+
+
+def test_a_template_is_filled_with_its_values_alone():
+    assert fill_template("{{x}} {name}: {header}", {"name": "p", "header": "h"}) == "{x} p: h"
+    # values are never formatted again: braces in them stay as they are
+    assert fill_template("{name}", {"name": "{header:>9}"}) == "{header:>9}"
 
 
 def test_a_missing_template_file_names_it(tmp_path):
