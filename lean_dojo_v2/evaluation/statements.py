@@ -8,8 +8,9 @@ comparison.
 - :func:`remove_comments`: Lean comments taken out (PutnamBench's files carry the expected answer
   in a comment: it must never reach a model);
 - :func:`normalise_proof`, :func:`normalise_statement`, :func:`normalise_header`: the forms two
-  texts are compared in ("the same up to white space") by the recorded verifier and the verdict
-  cache.
+  texts are compared in by the recorded verifier and the verdict cache: "the same up to white
+  space", where white space is only what Lean reads as such (ASCII space and line breaks; a tab
+  or a Unicode space is a character of the text), and only where it cannot change Lean's verdict.
 """
 
 from __future__ import annotations
