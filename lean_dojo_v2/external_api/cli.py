@@ -87,6 +87,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if config.preload:
         registry.preload()  # a model that cannot load stops here, named, before listening
     token = config.token or os.environ.get(TOKEN_ENV, "").strip()
+    sock = _listen(config.host, config.port)  # an address it cannot use: one line, no more
     if not token and not _is_loopback(config.host):
         log.warning(
             "serving on %s without a token: anyone who can reach it can use the models; set "
@@ -94,7 +95,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
             config.host,
             TOKEN_ENV,
         )
-    sock = _listen(config.host, config.port)
     port = sock.getsockname()[1]
     banner = (
         f"lean-dojo-v2 serve: serving {len(registry.models)} models "

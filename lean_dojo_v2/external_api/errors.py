@@ -3,7 +3,9 @@
 Each carries the HTTP status it is answered with (``status``) and, for an overloaded server, how
 many seconds a client should wait (``retry_after``). The message is what the client reads in
 ``detail`` (and, on the OpenAI-compatible routes, in ``error.message``): one line saying what to
-change.
+change. ``param`` (the request field at fault, as OpenAI names it: ``messages[0].content``) and
+``code`` (OpenAI's ``error.code``: ``context_length_exceeded``, ...) fill OpenAI's error object on
+the ``/v1`` routes; None where there is none.
 """
 
 from __future__ import annotations
@@ -16,17 +18,32 @@ class APIServerError(LeanDojoError):
 
     status = 500
 
-    def __init__(self, message: str, *, status: int | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        param: str | None = None,
+        code: str | None = None,
+    ) -> None:
         super().__init__(message)
         if status is not None:
             self.status = status
+        self.param = param
+        self.code = code
 
     def __reduce__(self) -> tuple[object, ...]:  # keep the status through pickling
-        return (_rebuild, (type(self), str(self), self.status))
+        return (_rebuild, (type(self), str(self), self.status, self.param, self.code))
 
 
-def _rebuild(cls: type[APIServerError], message: str, status: int) -> APIServerError:
-    return cls(message, status=status)
+def _rebuild(
+    cls: type[APIServerError],
+    message: str,
+    status: int,
+    param: str | None = None,
+    code: str | None = None,
+) -> APIServerError:
+    return cls(message, status=status, param=param, code=code)
 
 
 class UnknownModelError(APIServerError, KeyError):
@@ -42,7 +59,8 @@ class UnknownModelError(APIServerError, KeyError):
 class BadAPIRequestError(APIServerError, ValueError):
     """A request the server refuses before any model sees it (HTTP 400, 413 or 422): an input
     over ``max_input_chars``, ``k`` or ``n`` over the limits, ``use_reward`` without a progress
-    model, a model of the wrong kind for the route."""
+    model, a model of the wrong kind for the route, a chat parameter the server does not
+    support. On the ``/v1`` routes it is always a 400, as OpenAI answers."""
 
     status = 400
 

@@ -6,14 +6,16 @@ it is a superset (``use_reward``, ``num_samples``; ``model_score``, ``steps_rema
 ``/retrieve``; the OpenAI chat-completions subset the official client and ``ExternalProver``
 use. Limits that depend on the config (input length, ``k``, ``n``) are checked by the routes.
 The model routes' requests are strict: a JSON string or boolean where a number is due (``"3"``,
-``true``) is a 422, not read as the number it spells.
+``true``) is refused (a 422; on the OpenAI routes a 400, as OpenAI answers), not read as the
+number it spells. A chat message's role is one of OpenAI's; its content is checked against
+OpenAI's rules by :mod:`.openai_compat`.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, WithJsonSchema
 
 
 class GenerateRequest(BaseModel):
@@ -47,6 +49,8 @@ class GenerateResponse(BaseModel):
 class EncodeRequest(BaseModel):
     """LeanCopilot's ``EncoderRequest``."""
 
+    model_config = ConfigDict(strict=True)
+
     name: str = Field(description="an encoder or a retriever (its encoder)")
     input: str
 
@@ -56,11 +60,15 @@ class EncodeResponse(BaseModel):
 
 
 class NewPremise(BaseModel):
+    model_config = ConfigDict(strict=True)
+
     name: str
     decl: str = Field(description="the declaration (signature) text that is encoded")
 
 
 class Position(BaseModel):
+    model_config = ConfigDict(strict=True)
+
     line: int = Field(ge=1)
     column: int = Field(ge=0)
 
@@ -70,7 +78,9 @@ class RetrieveRequest(BaseModel):
     optional retriever name and file position. Integers in ``local_premises`` and
     ``imported_modules`` are positions in ``GET /indexed-premises`` and ``GET /indexed-modules``;
     other fields the client sends (``caller_in_module_system``, ``imported_all_modules``) are
-    accepted and ignored."""
+    accepted and ignored. Strict: ``"k": "3"`` or ``"k": true`` is a 422 naming ``k``."""
+
+    model_config = ConfigDict(strict=True)
 
     state: str = Field(description="the goal state")
     k: int = Field(
@@ -106,11 +116,25 @@ class RetrievedPremise(BaseModel):
     name: str
 
 
+_CONTENT_SCHEMA = {
+    "anyOf": [
+        {"type": "string"},
+        {"type": "array", "items": {"type": "object"}, "minItems": 1},
+        {"type": "null"},
+    ]
+}
+
+
 class ChatMessage(BaseModel):
+    """One message of a chat: OpenAI's roles; ``content`` a string or an array of content
+    parts (null only for an assistant message with ``tool_calls``), checked by
+    :func:`~lean_dojo_v2.external_api.openai_compat.check_chat_request` to name the part at
+    fault as OpenAI does."""
+
     model_config = ConfigDict(extra="allow")
 
-    role: str
-    content: str | list[dict[str, Any]] | None = None
+    role: Literal["system", "developer", "user", "assistant", "tool"]
+    content: Annotated[Any, WithJsonSchema(_CONTENT_SCHEMA)] = None
 
 
 class StreamOptions(BaseModel):

@@ -26,50 +26,42 @@ OpenTelemetry configured) the gate serves them from inside the stack instead. Ev
 goes through its model's :class:`~lean_dojo_v2.external_api.batching.Batcher` (a thread of the
 model's, never the event loop).
 No route reads or writes a file named by a request: models are the config's, by name.
+
+Elsewhere: what the routes share and the model calls of a batch (:mod:`.server_state`), how a
+refusal is answered on each family of routes (:mod:`.http_errors`), the chat-completions route's
+work and OpenAI's request rules (:mod:`.openai_compat`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
 import hmac
 import logging
 import math
 import os
 import time
-import uuid
 from collections.abc import (
     AsyncIterator,
-    Awaitable,
-    Callable,
-    Hashable,
-    Iterable,
     Mapping,
-    Sequence,
 )
 from typing import TYPE_CHECKING, Any, cast
 
 import orjson
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import Response, StreamingResponse
+from fastapi.responses import Response
 from pydantic import ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from ..errors import LeanDojoError
-from .batching import Batcher
 from .config import TOKEN_ENV, ServeConfig
-from .errors import APIServerError, BadAPIRequestError, ServerOverloadedError, UnknownModelError
-from .metrics import Metrics
+from .errors import APIServerError, BadAPIRequestError, UnknownModelError
+from .http_errors import api_error, error_body, in_body, validation_error
+from .openai_compat import chat_completion, model_card
 from .registry import (
-    EncoderModel,
     GeneratorModel,
     GenOptions,
     ModelRegistry,
     RetrieverModel,
-    ServedModel,
-    chat_state,
-    message_text,
 )
 from .schemas import (
     ChatRequest,
@@ -84,23 +76,18 @@ from .schemas import (
     RetrievedPremise,
     RetrieveRequest,
 )
-from .served import TokenCounts
+from .server_state import FastRoute, ServerState
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
-    from pydantic import BaseModel
     from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
     from ..models.generator import Candidate
-    from .served import ChatAnswer, Completion
 
 log = logging.getLogger(__name__)
 
 _Refusal = tuple[int, str, list[tuple[bytes, bytes]]]
 """An answer refused before any handler: status, message, extra headers."""
-_FastRoute = tuple["type[BaseModel]", Callable[[Any], Awaitable[object]]]
-"""A model route :class:`_Gate` serves directly: its request model, and its handler of a
-request of that model."""
 
 ROUTES = (
     "/generate",
@@ -128,17 +115,9 @@ def _json(data: object, status: int = 200, headers: Mapping[str, str] | None = N
     return Response(orjson.dumps(data), status, headers, media_type="application/json")
 
 
-def _error_body(path: str, status: int, message: str, code: str | None = None) -> dict[str, Any]:
-    if path.startswith("/v1/"):  # OpenAI's shape, which its clients read
-        kind = "invalid_request_error" if status < 500 else "server_error"
-        error = {"message": message, "type": kind, "param": None, "code": code}
-        return {"error": error, "detail": message}
-    return {"detail": message}
-
-
-def _openai_code(exc: APIServerError) -> str | None:
-    """OpenAI's ``error.code`` of a refusal, where it has one."""
-    return "model_not_found" if isinstance(exc, UnknownModelError) else None
+def _answer(refusal: tuple[int, Mapping[str, object], list[tuple[bytes, bytes]]]) -> Response:
+    status, body, headers = refusal
+    return _json(body, status, {k.decode(): v.decode() for k, v in headers})
 
 
 class _Gate:
@@ -181,13 +160,13 @@ class _Gate:
                 refusal, receive = await self._body_limit(scope, receive)
             if refusal is not None:
                 status, message, headers = refusal
-                await _send_json(send_wrapper, status, _error_body(path, status, message), headers)
+                await _send_json(send_wrapper, status, error_body(path, status, message), headers)
                 return
             await app(scope, receive, send_wrapper)
         finally:
             self.metrics.request(route, status_box[0], time.perf_counter() - start)
 
-    async def direct(self, scope: Scope, receive: Receive, send: Send, route: _FastRoute) -> bool:
+    async def direct(self, scope: Scope, receive: Receive, send: Send, route: FastRoute) -> bool:
         """Serve a POST to a model route without the framework's per-request machinery, if
         it is JSON (else False, having read nothing): the token checked, the body read within
         the limit, validated by the route's pydantic model (the one the FastAPI route
@@ -212,8 +191,8 @@ class _Gate:
         path = scope["path"]
         status = 500
         result: object = None
-        code = None
         refusal: _Refusal | None
+        answer: tuple[int, Mapping[str, object], list[tuple[bytes, bytes]]] | None = None
         try:
             if self.token is not None and not (auth and hmac.compare_digest(auth, self.token)):
                 refusal = self._unauthorized(auth)
@@ -231,20 +210,18 @@ class _Gate:
                 try:
                     result = await handler(model.model_validate_json(body or b"null"))
                 except ValidationError as exc:
-                    refusal = (422, _validation_message(_in_body(exc.errors())), [])
+                    answer = validation_error(path, in_body(exc.errors()))
                 except APIServerError as exc:
-                    headers = []
-                    if isinstance(exc, ServerOverloadedError):
-                        retry = str(max(1, math.ceil(exc.retry_after))).encode()
-                        headers = [(b"retry-after", retry)]
-                    refusal = (exc.status, str(exc), headers)
-                    code = _openai_code(exc)
+                    answer = api_error(path, exc)
                 except Exception:
                     log.exception("%s failed", path)
                     refusal = (500, f"{path} failed on the server; see the server log", [])
             if refusal is not None:
                 status, text, headers = refusal
-                await _send_json(send, status, _error_body(path, status, text, code), headers)
+                answer = (status, error_body(path, status, text), headers)
+            if answer is not None:
+                status, error, headers = answer
+                await _send_json(send, status, error, headers)
             elif isinstance(result, Response):  # a stream
                 await result(scope, receive, send)
                 status = result.status_code
@@ -386,11 +363,6 @@ class _App(FastAPI):
         return self._otel_on_cached
 
 
-def _in_body(errors: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """pydantic's errors of a body validated by hand, located as FastAPI locates them."""
-    return [{**e, "loc": ("body", *e.get("loc", ()))} for e in errors]
-
-
 async def _send_json(
     send: Send, status: int, body: Mapping[str, object], headers: list[tuple[bytes, bytes]]
 ) -> None:
@@ -407,168 +379,6 @@ async def _send_json(
         }
     )
     await send({"type": "http.response.body", "body": data})
-
-
-class ServerState:
-    """What the routes share: the config, the registry, one batcher per model, the metrics."""
-
-    def __init__(self, config: ServeConfig, registry: ModelRegistry) -> None:
-        self.config = config
-        self.registry = registry
-        self.metrics = Metrics()
-        self.batchers: dict[str, Batcher] = {}
-        self.fast_routes: dict[str, _FastRoute] = {}
-        """path → (request model, handler): the model routes :class:`_Gate` serves directly."""
-        self.metrics.queue_depths = lambda: {n: b.depth() for n, b in self.batchers.items()}
-        self.metrics.rejections = self._rejections
-
-    def _rejections(self) -> dict[tuple[str, str], int]:
-        out = {}
-        for name, b in self.batchers.items():
-            out[(name, "queue_full")] = b.stats.rejected_full
-            out[(name, "deadline")] = b.stats.dropped_deadline
-        return out
-
-    def batcher(self, model: ServedModel) -> Batcher:
-        b = self.batchers.get(model.name)
-        if b is None:
-            cfg = self.config
-            b = self.batchers[model.name] = Batcher(
-                model.name,
-                functools.partial(_run, model, max_request_tokens=cfg.max_request_tokens),
-                max_batch=cfg.max_batch,
-                max_queue=cfg.max_queue,
-                window_s=cfg.batch_window_ms / 1000.0,
-                timeout_s=cfg.queue_timeout_s,
-                concurrency=model.concurrency,
-                batchable=model.batchable,
-                on_batch=functools.partial(self.metrics.batch, model.name),
-            )
-        return b
-
-    async def submit(self, model: ServedModel, key: Hashable, payload: object) -> object:
-        """The model's answer to ``payload`` (what it is follows the operation of ``key``, see
-        :func:`_run`), through the model's batcher; a model's failure is an
-        :class:`APIServerError` (500)."""
-        try:
-            return await self.batcher(model).submit(key, payload)
-        except (APIServerError, asyncio.CancelledError):
-            raise
-        except LeanDojoError as exc:
-            raise APIServerError(f"model {model.name!r} failed: {exc}", status=500) from exc
-        except Exception as exc:
-            log.exception("model %r failed", model.name)
-            raise APIServerError(
-                f"model {model.name!r} failed ({type(exc).__name__}: {exc}); see the server log",
-                status=500,
-            ) from exc
-
-    def check_text(self, what: str, text: str | None) -> None:
-        limit = self.config.max_input_chars
-        if text is not None and len(text) > limit:
-            raise BadAPIRequestError(
-                f"{what} is {len(text)} characters; the limit is {limit} (max_input_chars); "
-                "send less, or raise max_input_chars in the server config",
-                status=413,
-            )
-
-    def check_count(self, what: str, value: int, limit: int, key: str) -> None:
-        if value > limit:
-            raise BadAPIRequestError(
-                f"{what} is {value}; the limit is {limit} ({key}); ask for less, or raise "
-                f"{key} in the server config"
-            )
-
-
-def _run(
-    model: ServedModel, key: Hashable, payloads: list[object], max_request_tokens: int
-) -> Sequence[object]:
-    """The blocking model call of one batch (in a worker thread). The key says the operation and
-    what the payloads are: ``("generate" | "complete", n, prefix, options)`` and goal states,
-    ``("chat", n, options)`` and chats' messages, ``("encode",)`` and texts, ``("retrieve",)``
-    and :class:`RetrieveRequest` s; the routes ask only a model of the matching role."""
-    match key:
-        case ("generate" | "complete" as op, int() as n, str() as prefix, GenOptions() as options):
-            gen = cast(GeneratorModel, model)
-            states = cast("list[str]", payloads)
-            return _run_generator(gen, op, states, n, prefix or None, options, max_request_tokens)
-        case ("chat", int() as n, GenOptions() as options):
-            chats = cast("list[list[dict[str, str]]]", payloads)
-            return [cast(GeneratorModel, model).chat(m, n, options) for m in chats]
-        case ("encode",):
-            return list(cast(EncoderModel, model).encode(cast("list[str]", payloads)))
-        case ("retrieve",):
-            retriever = cast(RetrieverModel, model)
-            return [_retrieve(retriever, r) for r in cast("list[RetrieveRequest]", payloads)]
-    raise ValueError(f"unknown operation {key!r}")  # pragma: no cover
-
-
-def _run_generator(
-    gen: GeneratorModel,
-    op: str,
-    states: list[str],
-    n: int,
-    prefix: str | None,
-    options: GenOptions,
-    max_request_tokens: int,
-) -> Sequence[object]:
-    """``generate`` (candidates) or ``complete`` (a chat's choices, with the prompt's size for its
-    usage) of a batch of states. A generator that counts tokens has each state checked first
-    (:func:`_oversized`): one that does not fit is answered with its refusal, the rest of the
-    batch is decoded."""
-    counts = gen.token_counts(states, prefix, options)
-    if counts is None and op == "generate":
-        return gen.generate(states, n, prefix, options)
-    out: list[object] = [None] * len(states)
-    if counts is not None:
-        for i, size in enumerate(counts.prompts):
-            out[i] = _oversized(gen.name, n, size, counts, max_request_tokens)
-    keep = [i for i, refusal in enumerate(out) if refusal is None]
-    if not keep:
-        return out
-    kept = [states[i] for i in keep]
-    done: Sequence[object]
-    if op == "generate":
-        done = gen.generate(kept, n, prefix, options)
-    else:
-        sizes = counts.prompts if counts is not None else [0] * len(states)
-        choices = gen.completions(kept, n, prefix, options)
-        done = [(sizes[i], c) for i, c in zip(keep, choices, strict=True)]
-    for i, d in zip(keep, done, strict=True):
-        out[i] = d
-    return out
-
-
-def _oversized(
-    name: str, n: int, prompt: int, counts: TokenCounts, max_request_tokens: int
-) -> BadAPIRequestError | None:
-    """The refusal of a prompt of ``prompt`` tokens sampled ``n`` times, or None when it fits:
-    over the model's context (413), or over ``max_request_tokens`` (400)."""
-    new = counts.max_new
-    if counts.context is not None:
-        need = prompt + new if counts.shared_context else prompt
-        if need > counts.context:
-            what = f"{prompt} prompt + {new} new tokens" if counts.shared_context else "the prompt"
-            return BadAPIRequestError(
-                f"the request needs {need} tokens ({what}) but model {name!r} has a context "
-                f"length of {counts.context} tokens; send a shorter goal state"
-                + (" or a smaller max_tokens" if counts.shared_context else ""),
-                status=413,
-            )
-    held = n * (prompt + new)
-    if held > max_request_tokens:
-        return BadAPIRequestError(
-            f"the request would hold {held} tokens ({n} samples x ({prompt} prompt + {new} new "
-            f"tokens)); the limit is {max_request_tokens} (max_request_tokens); ask for fewer "
-            "samples or tokens, or raise max_request_tokens in the server config"
-        )
-    return None
-
-
-def _retrieve(model: RetrieverModel, req: RetrieveRequest) -> list[dict[str, Any]]:
-    from .premise_selection import rank_premises
-
-    return rank_premises(model, req)
 
 
 def create_app(config: ServeConfig | None = None, registry: ModelRegistry | None = None) -> FastAPI:
@@ -611,11 +421,7 @@ def create_app(config: ServeConfig | None = None, registry: ModelRegistry | None
 
     @app.exception_handler(APIServerError)
     async def _api_error(request: Request, exc: APIServerError) -> Response:
-        headers = {}
-        if isinstance(exc, ServerOverloadedError):
-            headers["Retry-After"] = str(max(1, math.ceil(exc.retry_after)))
-        body = _error_body(request.url.path, exc.status, str(exc), _openai_code(exc))
-        return _json(body, exc.status, headers)
+        return _answer(api_error(request.url.path, exc))
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(request: Request, exc: StarletteHTTPException) -> Response:
@@ -629,12 +435,11 @@ def create_app(config: ServeConfig | None = None, registry: ModelRegistry | None
             f"{request.method} {path}: {exc.detail}; the OpenAI-compatible routes are POST "
             "/v1/chat/completions, GET /v1/models and GET /v1/models/{id}"
         )
-        return _json(_error_body(path, exc.status_code, message), exc.status_code, exc.headers)
+        return _json(error_body(path, exc.status_code, message), exc.status_code, exc.headers)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> Response:
-        message = _validation_message(exc.errors())
-        return _json(_error_body(request.url.path, 422, message), 422)
+        return _answer(validation_error(request.url.path, list(exc.errors())))
 
     # ........................................................................ LeanCopilot
 
@@ -781,75 +586,8 @@ def create_app(config: ServeConfig | None = None, registry: ModelRegistry | None
 
     # ........................................................................ OpenAI
 
-    async def _chat(req: ChatRequest) -> dict[str, object] | StreamingResponse:
-        model = registry.get(req.model, "generator")
-        assert isinstance(model, GeneratorModel)
-        n = req.n
-        state.check_count("n", n, config.max_outputs, "max_outputs")
-        max_tokens = req.max_tokens or req.max_completion_tokens
-        if max_tokens is not None:
-            state.check_count("max_tokens", max_tokens, config.max_tokens, "max_tokens")
-            state.check_count(
-                "n x max_tokens", n * max_tokens, config.max_request_tokens, "max_request_tokens"
-            )
-        if req.top_logprobs:
-            raise BadAPIRequestError(
-                "top_logprobs is not supported: a choice's logprobs hold one entry, the whole "
-                "completion with its summed log-prob; leave top_logprobs out (or 0)"
-            )
-        include_usage = bool(req.stream_options and req.stream_options.include_usage)
-        if req.stream_options is not None and not req.stream:
-            raise BadAPIRequestError("stream_options needs stream: true; leave it out otherwise")
-        messages = [{"role": m.role, "content": message_text(m.content)} for m in req.messages]
-        state.check_text("the messages", "".join(m["content"] for m in messages))
-        options = (
-            _DEFAULT_OPTIONS
-            if req.temperature is None and max_tokens is None
-            else GenOptions(req.temperature, max_tokens)
-        )
-        if type(model).chat is GeneratorModel.chat:
-            # A local model: the goal state of the chat, batched with other chats' (every
-            # sample kept, with its token count and finish reason).
-            goal, prefix = chat_state(messages)
-            key = ("complete", n, prefix or "", options)
-            prompt_tokens, done = cast(
-                "tuple[int, list[Completion]]", await state.submit(model, key, goal)
-            )
-            total = None
-        else:
-            # An upstream server (or a custom model): its choices and usage as it counted them.
-            answer = cast("ChatAnswer", await state.submit(model, ("chat", n, options), messages))
-            prompt_tokens, done = answer.prompt_tokens, answer.choices
-            total = answer.completion_tokens
-        created, ident = int(time.time()), f"chatcmpl-{uuid.uuid4().hex}"
-        choices = [
-            {
-                "index": i,
-                "message": {"role": "assistant", "content": c.text},
-                "finish_reason": c.finish_reason,
-                "logprobs": _logprobs(c.text, c.logprob) if req.logprobs else None,
-            }
-            for i, c in enumerate(done)
-        ]
-        generated = sum(c.tokens for c in done) if total is None else total
-        usage = {
-            "prompt_tokens": prompt_tokens,
-            "completion_tokens": generated,
-            "total_tokens": prompt_tokens + generated,
-        }
-        if req.stream:
-            return StreamingResponse(
-                _stream(ident, created, req.model, choices, usage if include_usage else None),
-                media_type="text/event-stream",
-            )
-        return {
-            "id": ident,
-            "object": "chat.completion",
-            "created": created,
-            "model": req.model,
-            "choices": choices,
-            "usage": usage,
-        }
+    async def _chat(req: ChatRequest) -> object:
+        return await chat_completion(state, req)
 
     @app.post("/v1/chat/completions", response_model=ChatResponse, responses=_ERRORS)
     async def chat_completions(req: ChatRequest) -> Response:
@@ -860,7 +598,7 @@ def create_app(config: ServeConfig | None = None, registry: ModelRegistry | None
     @app.get("/v1/models", response_model=ModelList, responses=_ERRORS)
     async def list_models_openai() -> Response:
         """The generators, as OpenAI's model list."""
-        data = [_model_card(m) for m in registry.models.values() if isinstance(m, GeneratorModel)]
+        data = [model_card(m) for m in registry.models.values() if isinstance(m, GeneratorModel)]
         return _json({"object": "list", "data": data})
 
     @app.get("/v1/models/{model_id:path}", response_model=ModelCard, responses=_ERRORS)
@@ -873,7 +611,7 @@ def create_app(config: ServeConfig | None = None, registry: ModelRegistry | None
                 f"no generator named {model_id!r}; generators served: "
                 f"{', '.join(served) or 'none'} (GET /v1/models)"
             )
-        return _json(_model_card(model))
+        return _json(model_card(model))
 
     # ........................................................................ operations
 
@@ -920,87 +658,12 @@ def create_app(config: ServeConfig | None = None, registry: ModelRegistry | None
     return app
 
 
-def _model_card(model: ServedModel) -> dict[str, Any]:
-    return {"id": model.name, "object": "model", "created": 0, "owned_by": "lean-dojo-v2"}
-
-
 def _predict(
     registry: ModelRegistry, goal: str, prefix: str | None, tactics: list[str]
 ) -> list[float]:
     model = registry.progress()
     values = model.predict([goal] * len(tactics), tactics=tactics, prefixes=[prefix] * len(tactics))
     return [float(v) for v in values] if isinstance(values, list) else [float(values)]
-
-
-def _logprobs(text: str, logprob: float | None) -> dict[str, Any] | None:
-    """OpenAI's ``logprobs`` of a choice: one entry holding the whole completion and its summed
-    log-prob (what ``ExternalProver`` adds up), or None when the model gave none."""
-    if logprob is None or not math.isfinite(logprob):
-        return None
-    return {
-        "content": [
-            {
-                "token": text,
-                "logprob": logprob,
-                "bytes": list(text.encode("utf-8")),
-                "top_logprobs": [],
-            }
-        ]
-    }
-
-
-async def _stream(
-    ident: str,
-    created: int,
-    model: str,
-    choices: list[dict[str, Any]],
-    usage: dict[str, int] | None = None,
-) -> AsyncIterator[bytes]:
-    """Server-sent events: each choice's whole text in one chunk, a closing chunk each, then
-    (with ``stream_options.include_usage``) a chunk of no choices carrying the usage, DONE."""
-    base: dict[str, Any] = {
-        "id": ident,
-        "object": "chat.completion.chunk",
-        "created": created,
-        "model": model,
-    }
-    if usage is not None:
-        base["usage"] = None  # as OpenAI: every chunk but the last has "usage": null
-    for c in choices:
-        delta = {"role": "assistant", "content": c["message"]["content"]}
-        chunk = {
-            "index": c["index"],
-            "delta": delta,
-            "logprobs": c["logprobs"],
-            "finish_reason": None,
-        }
-        yield b"data: " + orjson.dumps({**base, "choices": [chunk]}) + b"\n\n"
-        end = {
-            "index": c["index"],
-            "delta": {},
-            "logprobs": None,
-            "finish_reason": c["finish_reason"],
-        }
-        yield b"data: " + orjson.dumps({**base, "choices": [end]}) + b"\n\n"
-    if usage is not None:
-        yield b"data: " + orjson.dumps({**base, "choices": [], "usage": usage}) + b"\n\n"
-    yield b"data: [DONE]\n\n"
-
-
-def _validation_message(errors: Iterable[Mapping[str, Any]]) -> str:
-    """pydantic's errors as one line: ``body.k: Input should be ...; ...``."""
-    parts = []
-    for err in list(errors)[:5]:
-        loc = ".".join(str(x) for x in err.get("loc", ()) if x != "body") or "body"
-        if err.get("type") == "json_invalid":
-            why = (err.get("ctx") or {}).get("error", "")
-            parts.append(f"the body is not valid JSON ({why})" if why else "the body is not JSON")
-            continue
-        if tuple(err.get("loc", ())) == ("body",) and err.get("type", "").endswith("_type"):
-            parts.append("the body must be a JSON object (sent as Content-Type: application/json)")
-            continue
-        parts.append(f"{loc}: {err.get('msg', 'invalid')}")
-    return "; ".join(parts) or "invalid request"
 
 
 app = create_app()

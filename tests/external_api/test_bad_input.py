@@ -93,6 +93,9 @@ BAD = [
     # k over max_k is capped and k <= 0 answers [] (lean-premise-server's rules:
     # test_retrieval_protocol.py); a k that is no integer is still refused.
     ("k not an integer", "post", "/retrieve", {"json": {"state": STATE, "k": "many"}}, 422, "k"),
+    # strict, as documented: a number spelled as a string, or a boolean, is not read as one
+    ("k as a numeric string", "post", "/retrieve", {"json": {"state": STATE, "k": "3"}}, 422, "k:"),
+    ("k as a boolean", "post", "/retrieve", {"json": {"state": STATE, "k": True}}, 422, "k:"),
     (
         "retrieve without a retriever",
         "post",
@@ -114,8 +117,32 @@ BAD = [
         "post",
         "/v1/chat/completions",
         {"json": {"model": "const", "messages": []}},
-        422,
+        400,
         "messages",
+    ),
+    (
+        "chat with a role OpenAI does not have",
+        "post",
+        "/v1/chat/completions",
+        {"json": {"model": "const", "messages": [{"role": "hacker", "content": STATE}]}},
+        400,
+        "messages[0].role",
+    ),
+    (
+        "chat with a null user content",
+        "post",
+        "/v1/chat/completions",
+        {"json": {"model": "const", "messages": [{"role": "user", "content": None}]}},
+        400,
+        "messages[0].content",
+    ),
+    (
+        "chat with a user message without content",
+        "post",
+        "/v1/chat/completions",
+        {"json": {"model": "const", "messages": [{"role": "user"}]}},
+        400,
+        "messages[0].content",
     ),
     (
         "chat n too large",
@@ -293,7 +320,9 @@ WRONG_TYPES = [
 @pytest.mark.parametrize(
     ("what", "path", "extra", "field"), WRONG_TYPES, ids=[w[0] for w in WRONG_TYPES]
 )
-def test_wrong_json_types_are_a_422_naming_the_field(cors, what, path, extra, field) -> None:
+def test_wrong_json_types_are_refused_naming_the_field(cors, what, path, extra, field) -> None:
+    """A 422 on LeanCopilot's routes; on OpenAI's, a 400 in OpenAI's shape, as OpenAI and vLLM
+    answer (the openai package raises BadRequestError for it)."""
     base = (
         {"name": "const", "input": STATE, "prefix": ""}
         if path == "/generate"
@@ -302,8 +331,12 @@ def test_wrong_json_types_are_a_422_naming_the_field(cors, what, path, extra, fi
     app = make_app(CONSTANT, cors_origins=["http://editor.example"] if cors else [])
     with TestClient(app) as c:
         r = c.post(path, json={**base, **extra})
-        assert r.status_code == 422, (what, r.text)
+        assert r.status_code == (400 if path.startswith("/v1/") else 422), (what, r.text)
         assert f"{field}:" in r.json()["detail"], r.text
+        if path.startswith("/v1/"):
+            err = r.json()["error"]
+            assert err["type"] == "invalid_request_error" and err["param"] == field, err
+            assert err["code"] == "invalid_type" and f"{field}:" in err["message"]
         assert c.post(path, json=base).status_code == 200  # the right types still work
 
 
@@ -319,19 +352,25 @@ def tiny_app(tiny_causal_dir):
 LONG_STATE = "x : ℝ\n⊢ " + " + ".join(f"x ^ {i}" for i in range(400)) + " = 0"
 
 
-def test_a_prompt_over_the_models_context_is_a_413_naming_it(tiny_app) -> None:
+def test_a_prompt_over_the_models_context_is_refused_naming_it(tiny_app) -> None:
+    """A 413 on /generate; on /v1/chat/completions a 400 with OpenAI's code
+    ``context_length_exceeded``, as OpenAI and vLLM answer."""
     assert len(LONG_STATE) < 32768  # under max_input_chars: the context is what refuses it
-    for path, body in (
-        ("/generate", {"name": "tiny", "input": LONG_STATE, "prefix": "", "num_samples": 1}),
+    for path, body, status in (
+        ("/generate", {"name": "tiny", "input": LONG_STATE, "prefix": "", "num_samples": 1}, 413),
         (
             "/v1/chat/completions",
             {"model": "tiny", "messages": [{"role": "user", "content": LONG_STATE}]},
+            400,
         ),
     ):
         r = tiny_app.post(path, json=body)
-        assert r.status_code == 413, r.text
+        assert r.status_code == status, r.text
         message = r.json()["detail"]
         assert "context length of 1024 tokens" in message and "tiny" in message, message
+        if status == 400:
+            err = r.json()["error"]
+            assert err["code"] == "context_length_exceeded" and err["param"] == "messages"
     ok = tiny_app.post("/generate", json={"name": "tiny", "input": STATE, "num_samples": 2})
     assert ok.status_code == 200 and ok.json()["outputs"]
 

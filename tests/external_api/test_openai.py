@@ -253,3 +253,156 @@ def test_a_local_choice_ends_stop_when_its_tactic_ended_and_length_when_cut(
     (cut,) = model.completions([STATE], 2, "simp ", GenOptions())
     assert [(c.finish_reason, c.tokens) for c in cut] == [("length", 3)] * 2
     assert all(c.text.startswith("simp ") for c in cut)
+
+
+# ----------------------------------------------------------------------------- OpenAI's errors
+
+
+def _bad_request(base_url, **kwargs):
+    """The ``openai.BadRequestError`` a create() with ``kwargs`` raises (a 400, as OpenAI and
+    vLLM answer; a 422 would be an ``UnprocessableEntityError``, which ``except
+    openai.BadRequestError`` does not catch)."""
+    import openai
+
+    args = {"model": "const", "messages": [{"role": "user", "content": STATE}], **kwargs}
+    with pytest.raises(openai.BadRequestError) as info:
+        _client(base_url).chat.completions.create(**args)
+    err = info.value
+    assert err.status_code == 400 and err.type == "invalid_request_error", err.body
+    return err
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "param", "code"),
+    [
+        ({"n": 0}, "n", "invalid_value"),
+        ({"temperature": 3}, "temperature", "invalid_value"),
+        ({"max_tokens": "8"}, "max_tokens", "invalid_type"),
+        ({"messages": []}, "messages", "invalid_value"),
+        ({"messages": [{"role": "hacker", "content": "x"}]}, "messages[0].role", "invalid_value"),
+        ({"messages": [{"role": "user", "content": None}]}, "messages[0].content", "invalid_type"),
+        ({"messages": [{"content": "x"}]}, "messages[0].role", "missing_required_parameter"),
+        (
+            {"messages": [{"role": "system", "content": "s"}, {"role": "user", "content": 5}]},
+            "messages[1].content",
+            "invalid_type",
+        ),
+        (
+            {"messages": [{"role": "user", "content": [{"type": "text"}]}]},
+            "messages[0].content[0].text",
+            "missing_required_parameter",
+        ),
+        (
+            {"messages": [{"role": "tool", "content": "42"}]},
+            "messages[0].tool_call_id",
+            "missing_required_parameter",
+        ),
+        (
+            {"messages": [{"role": "assistant"}]},
+            "messages[0].content",
+            "missing_required_parameter",
+        ),
+    ],
+    ids=lambda v: str(v)[:40],
+)
+def test_invalid_requests_are_bad_request_errors_naming_the_parameter(
+    base_url, kwargs, param, code
+) -> None:
+    err = _bad_request(base_url, **kwargs)
+    assert err.param == param and err.code == code, err.body
+    assert param in err.message and "\n" not in err.message
+
+
+def test_every_role_openai_accepts_is_accepted(base_url) -> None:
+    messages = [
+        {"role": "system", "content": "be brief"},
+        {"role": "developer", "content": [{"type": "text", "text": "tactics only"}]},
+        {"role": "user", "content": "first goal"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+            ],
+        },  # fmt: skip
+        {"role": "tool", "content": "ok", "tool_call_id": "c1"},
+        {"role": "assistant", "content": "simp"},
+        {"role": "user", "content": [{"type": "text", "text": STATE}]},
+    ]
+    r = _client(base_url).chat.completions.create(model="const", messages=messages)
+    assert r.choices[0].message.content == "rfl"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "param"),
+    [
+        ({"response_format": {"type": "json_object"}}, "response_format"),
+        (
+            {"response_format": {"type": "json_schema", "json_schema": {"name": "x"}}},
+            "response_format",
+        ),
+        (
+            {"tools": [{"type": "function", "function": {"name": "f", "parameters": {}}}]},
+            "tools",
+        ),
+        ({"tool_choice": "required"}, "tool_choice"),
+        ({"functions": [{"name": "f", "parameters": {}}]}, "functions"),
+        ({"function_call": {"name": "f"}}, "function_call"),
+        ({"logit_bias": {"123": 5}}, "logit_bias"),
+        ({"stop": ["\n"]}, "stop"),
+        ({"modalities": ["text", "audio"]}, "modalities"),
+        ({"audio": {"voice": "alloy", "format": "wav"}}, "audio"),
+        ({"prediction": {"type": "content", "content": "rfl"}}, "prediction"),
+        ({"web_search_options": {}}, "web_search_options"),
+    ],
+    ids=lambda v: str(v)[:40],
+)
+def test_what_the_server_does_not_support_is_refused_naming_it(base_url, kwargs, param) -> None:
+    err = _bad_request(base_url, **kwargs)
+    assert err.param == param and err.code == "unsupported_parameter", err.body
+    assert param in err.message
+
+
+def test_defaults_of_unsupported_parameters_and_sampling_hints_are_accepted(base_url) -> None:
+    """What asks for nothing the server lacks: text output, no tools, no stop, and the
+    sampling hints a tactic model may ignore (ExternalProver sends top_p)."""
+    r = _client(base_url).chat.completions.create(
+        model="const",
+        messages=[{"role": "user", "content": STATE}],
+        response_format={"type": "text"},
+        tools=[],
+        tool_choice="none",
+        stop=None,
+        logit_bias={},
+        modalities=["text"],
+        top_p=0.95,
+        seed=1,
+        user="me",
+        frequency_penalty=0,
+        presence_penalty=0,
+        extra_body={"top_k": 20},
+    )
+    assert r.choices[0].message.content == "rfl"
+
+
+def test_a_context_overflow_is_a_400_with_context_length_exceeded(base_url) -> None:
+    long_state = "x : ℝ\n⊢ " + " + ".join(f"x ^ {i}" for i in range(400)) + " = 0"
+    err = _bad_request(
+        base_url, model="tiny", messages=[{"role": "user", "content": long_state}], max_tokens=4
+    )
+    assert err.code == "context_length_exceeded" and err.param == "messages", err.body
+    assert "context length of 1024 tokens" in err.message
+
+
+def test_malformed_json_on_openais_routes_is_a_400() -> None:
+    from fastapi.testclient import TestClient
+
+    with TestClient(make_app(CONSTANT)) as c:
+        r = c.post(
+            "/v1/chat/completions",
+            content=b'{"model": "const", "messages": ',
+            headers={"content-type": "application/json"},
+        )
+    assert r.status_code == 400, r.text
+    err = r.json()["error"]
+    assert err["type"] == "invalid_request_error" and "not valid JSON" in err["message"]

@@ -158,13 +158,26 @@ def test_a_port_in_use_is_one_line_before_anything_is_served(capsys) -> None:
     ("host", "word"),
     [("192.0.2.1", "not an address of this machine"), ("no.such.host.invalid", "no.such.host")],
 )
-def test_a_bad_host_is_one_line_before_anything_is_served(capsys, host, word) -> None:
+def test_a_bad_host_is_one_line_before_anything_is_served(capsys, caplog, host, word) -> None:
+    caplog.set_level("WARNING")
     rc = main(["serve", "--set", "default_models=false", "--host", host, "--port", "0"])
     out, err = capsys.readouterr()
     assert rc == 1
     line = _one_line(err)
     assert word in line and "--host" in line
     assert "serving" not in out
+    # nothing else: the no-token warning is for a server that listens, which this one never did
+    assert [r.getMessage() for r in caplog.records if r.levelname == "WARNING"] == []
+
+
+def test_serving_beyond_loopback_without_a_token_warns_once_it_listens(monkeypatch, caplog) -> None:
+    import uvicorn
+
+    monkeypatch.setattr(uvicorn.Server, "run", lambda self, sockets=None: None)
+    caplog.set_level("WARNING")
+    assert main(["serve", "--set", "default_models=false", "--host", "0.0.0.0", "--port", "0"]) == 0
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warnings) == 1 and "without a token" in warnings[0], warnings
 
 
 def test_preload_with_a_missing_model_names_it_and_serves_nothing(tmp_path, capsys) -> None:
