@@ -118,7 +118,9 @@ class SFTTrainer(CausalLMTrainer[SFTConfig, TrainResult]):
     def _trl_classes(self) -> tuple[type[TrainingArguments], Callable[..., Trainer]]:
         import trl
 
-        return trl.SFTConfig, trl.SFTTrainer
+        from .sft_trl_trainer import LeanSFTTrainer
+
+        return trl.SFTConfig, LeanSFTTrainer
 
     def _trl_settings(self) -> dict[str, Any]:
         # Rows are token ids with a completion mask (sft_data): TRL neither packs nor re-tokenises.
