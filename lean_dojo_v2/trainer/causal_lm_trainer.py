@@ -10,7 +10,6 @@ multi-GPU are TRL's and transformers'. No torch at import.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from abc import abstractmethod
@@ -20,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, cast
 
 from ..config.loading import config_argument, load_config, replace_config
+from ..data.jsonio import loads
 from ..data.model import Theorem
 from ..errors import ConfigValueError, DatasetNotFoundError
 from .causal_lm_config import CausalLMConfig
@@ -439,7 +439,7 @@ def pass_checkpoint(out: Path, k: int) -> Path | None:
             numbered.append((int(step), entry))
     for _, entry in sorted(numbered, reverse=True):
         try:
-            json.loads((entry / "trainer_state.json").read_text("utf-8"))
+            loads((entry / "trainer_state.json").read_bytes())
         except (OSError, ValueError):
             log.warning("passing over %s: it was cut short (no readable trainer_state.json)", entry)
             continue

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from ..data.jsonio import loads
 from ..errors import ConfigValueError, UnknownConfigKeyError
 from .run_dir import write_json
 
@@ -99,10 +100,10 @@ def base_model_name(model_name: str | None) -> str | None:
     if folder is None:
         return model_name
     try:
-        data = json.loads((folder / "adapter_config.json").read_text("utf-8"))
+        data = loads((folder / "adapter_config.json").read_bytes())
     except (OSError, ValueError):
         return None
-    base = data.get("base_model_name_or_path")
+    base = data.get("base_model_name_or_path") if isinstance(data, dict) else None
     return base if isinstance(base, str) else None
 
 
@@ -111,7 +112,7 @@ def portable_adapter_config(out: Path, model_name: str | None) -> None:
     than the converted cache folder PEFT wrote, so the adapter loads on another machine."""
     path = out / "adapter_config.json"
     try:
-        data = json.loads(path.read_text("utf-8"))
+        data = loads(path.read_bytes())
     except (OSError, ValueError):
         return
     if model_name is None:

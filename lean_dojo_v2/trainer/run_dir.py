@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from ..config.loading import config_to_dict, dump_config, unfingerprinted_fields
+from ..data.jsonio import loads
 from ..data.output_dir import (
     check_output_dir,
     is_ours,
@@ -102,7 +103,7 @@ def pass_name(k: int) -> str:
 def read_state(out: Path) -> dict[str, Any] | None:
     """The training state of run directory ``out``; None if there is none (or it is unreadable)."""
     try:
-        state = json.loads((out / STATE_FILE).read_text("utf-8"))
+        state = loads((out / STATE_FILE).read_bytes())
     except (OSError, ValueError):
         return None
     return state if isinstance(state, dict) and "fingerprint" in state else None

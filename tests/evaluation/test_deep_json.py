@@ -12,7 +12,11 @@ from prover._oracle_server import one_line_error
 from lean_dojo_v2.config.deepspeed import read_deepspeed_config
 from lean_dojo_v2.data.jsonio import MAX_DEPTH, iter_jsonl_records, loads, read_json
 from lean_dojo_v2.errors import ConfigValueError, DataFormatError
+from lean_dojo_v2.interaction.pantograph.client import _attach_invocations
 from lean_dojo_v2.models.proof_prompt import PromptTemplateError, ProofPrompt
+from lean_dojo_v2.trainer.causal_lm_trainer import pass_checkpoint
+from lean_dojo_v2.trainer.lora import base_model_name, portable_adapter_config
+from lean_dojo_v2.trainer.run_dir import CHECKPOINTS, STATE_FILE, pass_name, read_state
 
 from .report_fixtures import attempt, write_out
 
@@ -87,3 +91,34 @@ def test_a_deep_prompt_file_is_one_template_error(tmp_path: Path):
     prompt.write_text(DEEP, "utf-8")
     with pytest.raises(PromptTemplateError, match="does not parse as json: .*JSON nested"):
         ProofPrompt.from_file(prompt)
+
+
+def test_deep_training_run_files_read_as_cut_short_or_absent(tmp_path: Path):
+    """A run directory's own files are read as their readers read any unreadable copy: a
+    checkpoint whose trainer_state.json is too deep is passed over for the one before, a too
+    deep training state is no state."""
+    folder = tmp_path / CHECKPOINTS / pass_name(0)
+    for step, text in ((2, "{}"), (10, DEEP)):
+        (folder / f"checkpoint-{step}").mkdir(parents=True)
+        (folder / f"checkpoint-{step}" / "trainer_state.json").write_text(text, "utf-8")
+    assert pass_checkpoint(tmp_path, 0) == folder / "checkpoint-2"
+    (tmp_path / STATE_FILE).write_text(DEEP_OBJECT, "utf-8")
+    assert read_state(tmp_path) is None
+
+
+def test_a_deep_adapter_config_names_no_base_and_is_left_as_it_is(tmp_path: Path):
+    adapter = tmp_path / "adapter"
+    adapter.mkdir()
+    (adapter / "adapter_config.json").write_text(DEEP, "utf-8")
+    assert base_model_name(str(adapter)) is None
+    portable_adapter_config(adapter, "smollm2")
+    assert (adapter / "adapter_config.json").read_text("utf-8") == DEEP
+    (adapter / "adapter_config.json").write_text("[1]", "utf-8")  # JSON, but not an object
+    assert base_model_name(str(adapter)) is None
+
+
+def test_deep_pantograph_invocations_leave_the_units_as_they_are(tmp_path: Path):
+    side = tmp_path / "invocations.json"
+    side.write_text(DEEP_OBJECT, "utf-8")
+    units: list = []
+    assert _attach_invocations(units, side) is units

@@ -22,9 +22,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TypedDict
 
-import orjson
-
-from ...errors import LeanNotFoundError
+from ...data.jsonio import loads
+from ...errors import DataFormatError, LeanNotFoundError
 from ..types import EnvClosedError, EnvCrashedError, InteractionError, StaleStateError
 from .config import PantographConfig
 from .locate import (
@@ -705,8 +704,8 @@ def _attach_invocations(units: list[CompilationUnit], path: Path) -> list[Compil
     from dataclasses import replace
 
     try:
-        data = orjson.loads(path.read_bytes())
-    except (OSError, orjson.JSONDecodeError):
+        data = loads(path.read_bytes(), file=path)
+    except (OSError, DataFormatError):
         return units
     side = data.get("units") if isinstance(data, dict) else None
     if not isinstance(side, list):
