@@ -21,15 +21,15 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
 # fmt: off
 __all__ = [
-    "COMMANDS", "COMMENT_KINDS", "DECL_KINDS", "MODIFIERS", "Command", "DeclarationContext",
-    "Positions", "Token", "declaration_context", "find_top_level_assign", "header_end",
-    "index_of", "is_command_start", "iter_commands", "iter_tokens", "proof_span", "skip_group",
-    "skip_header", "strip_leading_by", "tokenize",
+    "COMMANDS", "COMMENT_KINDS", "DECL_KINDS", "LEAN_SPACE", "MODIFIERS", "Command",
+    "DeclarationContext", "Positions", "Token", "declaration_context", "find_top_level_assign",
+    "header_end", "index_of", "is_command_start", "iter_commands", "iter_tokens", "proof_span",
+    "shared_margin", "skip_group", "skip_header", "strip_leading_by", "tokenize",
 ]
 # fmt: on
 
@@ -305,13 +305,31 @@ def proof_span(source: str, start: int = 0) -> tuple[int, int] | None:
     return code[j + 1].start, code[stop - 1].end
 
 
+# ----------------------------------------------------------------------------- white space
+
+LEAN_SPACE = " "
+"""The one character Lean 4 reads as white space within a line; lines end in ``\\n`` or
+``\\r\\n``. A tab and a lone ``\\r`` are errors to Lean ("tabs are not allowed", "isolated
+carriage returns are not allowed"); any other Unicode space (U+00A0, U+2000–U+200A, U+202F,
+U+205F, U+3000, U+FEFF, …) is no white space to Lean (a lexing error, or part of a name). Text
+is normalised over Lean's white space alone, so normalising never changes Lean's verdict."""
+
+# A leading `by`: Lean's white space before it, and after it (or the end of the text).
+_LEADING_BY = re.compile(r"(?: |\r?\n)*by(?= |\r?\n|\Z)")
+
+
 def strip_leading_by(text: str) -> str | None:
-    """``text`` after its leading ``by`` keyword (white space before it skipped), or None when
-    ``text`` does not start with ``by`` (``byContra``, ``by_cases`` do not count)."""
-    stripped = text.lstrip()
-    if stripped.startswith("by") and (len(stripped) == 2 or stripped[2].isspace()):
-        return stripped[2:]
-    return None
+    """``text`` after its leading ``by`` keyword (Lean's white space before it skipped), or None
+    when ``text`` does not start with ``by`` (``byContra``, ``by_cases`` do not count, nor a
+    ``by`` beside a tab or a Unicode space, which Lean refuses)."""
+    by = _LEADING_BY.match(text)
+    return text[by.end() :] if by else None
+
+
+def shared_margin(lines: Iterable[str]) -> int:
+    """How many spaces of indentation every non-empty line of ``lines`` shares (0 for none).
+    Spaces only: a shared tab is no indentation Lean accepts, so it is never removed."""
+    return min((len(line) - len(line.lstrip(LEAN_SPACE)) for line in lines if line), default=0)
 
 
 # ----------------------------------------------------------------------------- commands
@@ -577,20 +595,28 @@ def _mutual_end(source: str, after: int) -> int:
 
 
 def tactic_block_lines(proof: str) -> list[str]:
-    """The lines of a tactic proof's block, dedented, without a leading ``by`` (``\r\n`` and
-    ``\r`` read as ``\n``). ``by tac1\n  tac2`` (a first tactic on the ``by`` line) puts ``tac1``
-    at the level of the least indented line after it."""
-    import textwrap
-
-    body = proof.replace("\r\n", "\n").replace("\r", "\n").strip("\n")
+    """The lines of a tactic proof's block, dedented, without a leading ``by`` (``\r\n`` read
+    as ``\n``, as Lean reads it). ``by tac1\n  tac2`` (a first tactic on the ``by`` line) puts
+    ``tac1`` at the level of the least indented line after it. Only Lean's white space
+    (:data:`LEAN_SPACE`, line breaks) is touched: a tab, a lone ``\r`` or a Unicode space stays
+    for Lean to judge (removing a tab every line shares would pass a proof Lean refuses)."""
+    body = proof.replace("\r\n", "\n").strip("\n")
     after_by = strip_leading_by(body)
     if after_by is not None:
         first, _, rest = after_by.partition("\n")
-        if first.strip():
-            rest = textwrap.dedent(rest).strip("\n")
-            return [first.strip(), *(rest.split("\n") if rest else [])]
+        if first.strip(LEAN_SPACE):
+            rest = _dedented(rest)
+            return [first.strip(LEAN_SPACE), *(rest.split("\n") if rest else [])]
         body = rest
-    return textwrap.dedent(body).strip("\n").split("\n")
+    return _dedented(body).split("\n")
+
+
+def _dedented(text: str) -> str:
+    """``text`` less the indentation its lines share (:func:`shared_margin`); lines of spaces
+    alone made empty and blank lines at its ends dropped (both are nothing to Lean)."""
+    lines = [line if line.strip(LEAN_SPACE) else "" for line in text.split("\n")]
+    margin = shared_margin(lines)
+    return "\n".join(line[margin:] for line in lines).strip("\n")
 
 
 def tactic_block(proof: str, indent: str = "  ", newline: str = "\n") -> str:
@@ -598,4 +624,4 @@ def tactic_block(proof: str, indent: str = "  ", newline: str = "\n") -> str:
     ``newline``; blank lines stay empty. What a proof becomes in a file, both where Lean re-checks
     it and where it is written back in place of ``sorry``."""
     lines = tactic_block_lines(proof)
-    return "by" + "".join(newline + (indent + line if line.strip() else "") for line in lines)
+    return "by" + "".join(newline + (indent + line if line else "") for line in lines)

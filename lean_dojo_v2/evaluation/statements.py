@@ -17,7 +17,15 @@ from __future__ import annotations
 
 import re
 
-from ..data.lean_lexer import COMMENT_KINDS, Token, find_top_level_assign, tokenize
+from ..data.lean_lexer import (
+    COMMENT_KINDS,
+    LEAN_SPACE,
+    Token,
+    find_top_level_assign,
+    shared_margin,
+    strip_leading_by,
+    tokenize,
+)
 from .errors import StatementError
 
 __all__ = [
@@ -110,7 +118,7 @@ def _words(text: str) -> str:
     """``text`` with each run of Lean's white space (ASCII space, line breaks) made one space.
     Only these: a tab, a no-break or ideographic space is no white space to Lean (a tab is an
     error, the others are not separators), so a text holding one is another text."""
-    return " ".join(w for w in re.split(r"[ \n]+", text.replace("\r\n", "\n")) if w)
+    return " ".join(w for w in re.split(f"[{LEAN_SPACE}\n]+", text.replace("\r\n", "\n")) if w)
 
 
 def normalise_statement(statement: str) -> str:
@@ -129,10 +137,6 @@ def normalise_header(header: str) -> str:
     return "\n".join(line for line in lines if line)
 
 
-# A leading `by` (blank lines and spaces before it, a space or line break after it).
-_LEADING_BY = re.compile(r"(?:[ ]*\n)*[ ]*by(?=[ \n]|\Z)")
-
-
 def normalise_proof(proof: str) -> str:
     """A tactic proof's comparison form, keeping everything that can change Lean's verdict.
 
@@ -147,16 +151,16 @@ def normalise_proof(proof: str) -> str:
     holding a string literal across lines is compared as written: its spaces and blank lines
     are the string's value."""
     text = proof.replace("\r\n", "\n")
-    by = _LEADING_BY.match(text)
-    body = text[by.end() :] if by else text
+    after_by = strip_leading_by(text)
+    body = text if after_by is None else after_by
     tokens = tokenize(body)
     if any(t.kind == "string" and "\n" in t.text for t in tokens):
         return text
-    lines = [line.rstrip(" ") for line in _without_line_comments(body, tokens).split("\n")]
+    lines = [line.rstrip(LEAN_SPACE) for line in _without_line_comments(body, tokens).split("\n")]
     # A tactic on the `by` line stands first, at the block's indentation (as it is checked).
-    head = [lines.pop(0).lstrip(" ")] if by and lines[0] else []
+    head = [lines.pop(0).lstrip(LEAN_SPACE)] if after_by is not None and lines[0] else []
     kept = [line for line in lines if line]
-    margin = min((len(line) - len(line.lstrip(" ")) for line in kept), default=0)
+    margin = shared_margin(kept)
     return "\n".join(head + [line[margin:] for line in kept])
 
 

@@ -21,8 +21,14 @@ from lean_dojo_v2.data.lean_lexer import (
     iter_tokens,
     proof_span,
     strip_leading_by,
+    tactic_block,
+    tactic_block_lines,
     tokenize,
 )
+from lean_dojo_v2.interaction.pantograph import proof_file
+
+# What Lean 4 reads as no white space: a tab and a lone \r are errors, the rest are no separators.
+NOT_LEAN_SPACE = ("\t", "\r", "\u00a0", "\u2003", "\u202f", "\u205f", "\u3000", "\ufeff")
 
 
 def _kinds(source: str) -> list[tuple[str, str]]:
@@ -188,6 +194,34 @@ def test_strip_leading_by() -> None:
     assert strip_leading_by("by") == ""
     for text in ("by_cases h : p", "byContra", "simp", "", "  "):
         assert strip_leading_by(text) is None
+    for space in NOT_LEAN_SPACE:
+        assert strip_leading_by(f"{space}by simp") is None, repr(space)
+        assert strip_leading_by(f"by{space}simp") is None, repr(space)
+
+
+def test_tactic_block_removes_only_leans_white_space() -> None:
+    # spaces shared by every line, spaces around a leading `by`, \r\n: nothing to Lean
+    assert tactic_block_lines(" \r\n  by  simp  \r\n    ring\r\n") == ["simp", "ring"]
+    assert tactic_block_lines("    intro x\n      simp\n\n  \n    ring") == [
+        "intro x",
+        "  simp",
+        "",
+        "",
+        "ring",
+    ]
+    # a tab shared by every line is an error to Lean: it reaches Lean, nothing is dedented
+    tabbed = "\tintro x\n\tsimp"
+    assert tactic_block(tabbed) == "by\n  \tintro x\n  \tsimp"
+    assert "\n  \tintro x\n  \tsimp\n" in proof_file("theorem t (x : Nat) : x = x", tabbed)
+    for space in NOT_LEAN_SPACE:
+        shared = f"{space}intro x\n{space}simp"
+        assert tactic_block_lines(shared) == [f"{space}intro x", f"{space}simp"], repr(space)
+        assert tactic_block_lines(f"{space}by simp") == [f"{space}by simp"], repr(space)
+        assert tactic_block_lines(f"by{space}simp") == [f"by{space}simp"], repr(space)
+        assert tactic_block_lines(f"by simp{space}") == [f"simp{space}"], repr(space)
+        # a line of such a character and spaces is no blank line (a space after it: \r\n is one)
+        block = tactic_block(f"by\n  simp\n{space} \n  ring")
+        assert block == f"by\n    simp\n  {space} \n    ring", repr(space)
 
 
 def test_index_of_clamps_columns_and_refuses_lines() -> None:
