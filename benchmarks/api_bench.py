@@ -25,6 +25,17 @@ HTTP/1.1 over loopback, the exact bytes LeanCopilot's ``curl`` sends, so the cli
 4. ``default_model`` (ours, unless ``--skip-model``): the bundled SmolLM2 with 8 concurrent
    clients, with micro-batching (``max_batch`` 8) and without (``max_batch`` 1): requests/s and
    generator calls.
+5. ``retrieve_new_premises`` (unless ``--skip-retrieve``): what Lean's premise-selection client
+   costs the server when it opens a file: a retriever export with the real default encoder
+   (the bundled all-MiniLM-L6-v2; ``--encoder`` for another) over the bundled corpus, loaded by
+   ``GET /indexed-premises`` as the client does first, then ``/retrieve`` with
+   ``--new-premises`` (2,048, the client's maximum) premises the index lacks, in the client's
+   request shape: the first request (``cold_s``: every new premise encoded) and the same request
+   again (``warm_ms``, the median of 5: the new premises come from the cache by text). The
+   premises' ``decl`` are Lean-printed declarations (docstring, kind, signature, as the client
+   prints them): the miniCTX declarations of ``../shared/data`` (or
+   ``$LEAN_DOJO_V2_SHARED_DATA``) where present, else generated ones of a like length.
+   ``--retrieve-only`` runs this scenario alone and adds it to an existing ``--out``.
 
 The upstream server runs in its own virtual environment under ``--cache``, created on first use
 like ``db_bench.py``'s: ``torch==2.13.0`` first (pinned), then ``lean-dojo-v2==1.0.9``, and
@@ -39,6 +50,7 @@ Prints one JSON object (also written to ``--out``, default ``benchmarks/results/
 
     python benchmarks/api_bench.py [--seconds 5] [--gen-ms 2] [--skip-upstream] [--skip-model]
     python benchmarks/api_bench.py --serial-only --out /tmp/serial.json   # the serial path only
+    python benchmarks/api_bench.py --retrieve-only     # new premises cold/warm, into --out
 """
 
 from __future__ import annotations
@@ -265,6 +277,140 @@ def start_upstream(python: Path, gen_ms: float) -> Server:
     return server
 
 
+# -- new premises (Lean's premise-selection client) ----------------------------------------------
+
+RETRIEVER = """
+import uvicorn
+from lean_dojo_v2.external_api.config import ServeConfig
+from lean_dojo_v2.external_api.server import create_app
+spec = {{"kind": "retriever", "path": {path!r}, "device": "cpu"}}
+cfg = ServeConfig(models={{"mathlib": spec}}, default_models=False, queue_timeout_s=3600.0,
+                  max_new_premises={max_new})
+uvicorn.run(create_app(cfg), host="127.0.0.1", port={port}, log_level="warning",
+            access_log=False)
+"""
+
+# The export (real encoder, bundled corpus) and the token counts of the decls, in a child.
+EXPORT = """
+import json
+from lean_dojo_v2.data import Corpus, sample_dataset_path
+from lean_dojo_v2.models.premise_index import PremiseIndex, export_retriever
+from lean_dojo_v2.models.retrieval import load_encoder
+enc = load_encoder({encoder!r}, device="cpu")
+corpus = Corpus.from_jsonl(sample_dataset_path() / "corpus.jsonl")
+export_retriever({out!r}, enc, PremiseIndex.build(corpus, enc, show_progress=False))
+decls = json.load(open({decls!r}))
+ids = enc.tokenizer(decls, truncation=True, max_length=enc.max_length)["input_ids"]
+print(json.dumps({{"encoder": enc.name_or_path.rsplit("/", 2)[-2:], "max_length": enc.max_length,
+                  "tokens_mean": round(sum(map(len, ids)) / max(1, len(ids)), 1),
+                  "tokens_total": sum(map(len, ids))}}))
+"""
+
+
+def lean_declarations(n: int) -> tuple[list[dict[str, str]], str]:
+    """``n`` distinct new premises ``{"name", "decl"}`` as Lean's client prints them, and where
+    they come from: miniCTX's Lean-printed declarations where ``shared/data`` has them, else
+    generated ones of a like length (about 100 MiniLM tokens)."""
+    import random
+
+    env = os.environ.get("LEAN_DOJO_V2_SHARED_DATA")
+    folder = (Path(env) if env else ROOT.parent / "shared" / "data") / "minictx" / "declarations"
+    rows = []
+    for path in sorted(folder.glob("*.jsonl")) if folder.is_dir() else []:
+        rows += [json.loads(line) for line in path.read_text("utf-8").splitlines() if line]
+    seen, out = set(), []
+    random.Random(0).shuffle(rows)
+    for r in rows:
+        if r["declaration"] not in seen and r["name"] not in seen:
+            seen.update((r["declaration"], r["name"]))
+            out.append({"name": r["name"], "decl": r["declaration"]})
+    if len(out) >= n:
+        return out[:n], "miniCTX declarations (shared/data/minictx/declarations)"
+    out = []
+    for i in range(n):
+        op, rel = ("+", "≤") if i % 2 else ("*", "<")
+        decl = (
+            f"/-- The bound of step {i} of the argument, for any ordered field. -/\ntheorem "
+            f"Bench.Lemmas.bound_{i} {{α : Type u_1}} [inst : LinearOrderedField α] (a b c : α) "
+            f"(f : α → α) (hf : Monotone f) (h₁ : a {rel} b) (h₂ : 0 < c) : f (a {op} c ^ {i}) "
+            f"{rel} f (b {op} c ^ {i}) ∧ HAdd.hAdd (f a) c {rel} HAdd.hAdd (f b) c"
+        )
+        out.append({"name": f"Bench.Lemmas.bound_{i}", "decl": decl})
+    return out, "generated (no shared/data/minictx/declarations)"
+
+
+def _http(port: int, path: str, body: object = None, timeout: float = 3600.0) -> object:
+    import urllib.request
+
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}{path}", data, {"content-type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=timeout) as answer:
+        return json.loads(answer.read())
+
+
+def retrieve_new_premises(args) -> dict:
+    """The first ``/retrieve`` with ``args.new_premises`` new premises (cold) and the same
+    request again (warm), on a retriever export of ``args.encoder`` (default: bundled MiniLM)."""
+    news, source = lean_declarations(args.new_premises)
+    with tempfile.TemporaryDirectory() as tmp:
+        decls = Path(tmp) / "decls.json"
+        decls.write_text(json.dumps([p["decl"] for p in news]))
+        code = EXPORT.format(encoder=args.encoder, out=str(Path(tmp) / "export"), decls=str(decls))
+        done = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, env=_env(), cwd=ROOT
+        )
+        if done.returncode:
+            raise RuntimeError(f"the export failed: {done.stderr[-2000:]}")
+        tokens = json.loads(done.stdout.strip().splitlines()[-1])
+        port = free_port()
+        code = RETRIEVER.format(path=str(Path(tmp) / "export"), max_new=len(news), port=port)
+        server = Server(Path(sys.executable), code, port, _env())
+        try:
+            server.wait_ready()
+            t0 = time.perf_counter()
+            modules = _http(port, "/indexed-modules")
+            _http(port, "/indexed-premises")
+            load_s = time.perf_counter() - t0
+            body = {
+                "state": STATE,
+                "imported_modules": list(range(len(modules))),
+                "local_premises": [],
+                "new_premises": news,
+                "k": 16,
+            }
+            load_before = os.getloadavg()
+            cpu0, t0 = server.cpu_seconds(), time.perf_counter()
+            hits = _http(port, "/retrieve", body)
+            cold_s, cold_cpu = time.perf_counter() - t0, server.cpu_seconds() - cpu0
+            warm = []
+            for _ in range(5):
+                t0 = time.perf_counter()
+                again = _http(port, "/retrieve", body)
+                warm.append((time.perf_counter() - t0) * 1000)
+            described = _http(port, "/models")["models"][0]
+        finally:
+            server.stop()
+    assert again == hits, "the warm answer differs from the cold one"
+    return {
+        "premises": len(news),
+        "cold_s": round(cold_s, 2),
+        "warm_ms": round(statistics.median(warm), 1),
+        "cold_server_cpu_s": round(cold_cpu, 2),
+        "warm_ms_all": [round(x, 1) for x in warm],
+        "retriever_load_s": round(load_s, 2),
+        "decls": source,
+        **{f"decl_{k}": v for k, v in tokens.items()},
+        "premise_dtype": described.get("premise_dtype"),
+        "answered": len(hits),
+        "load_average_before_cold": [round(x, 2) for x in load_before],
+        "load_average_after": [round(x, 2) for x in os.getloadavg()],
+        "cpus": os.cpu_count(),
+        "targets": {"cold_s_max": 15.0, "warm_ms_max": 100.0},
+    }
+
+
 # -- the load client ------------------------------------------------------------------------------
 
 
@@ -486,6 +632,8 @@ def run(args) -> dict:
         report["overload"] = overload(args, sides.get("upstream"))
     if not (args.skip_model or args.serial_only):
         report["default_model"] = default_model(args)
+    if not (args.skip_retrieve or args.serial_only):
+        report["retrieve_new_premises"] = retrieve_new_premises(args)
     report["ratios"] = ratios(report)
     report["notes"] = NOTES
     report["machine"] = {
@@ -653,6 +801,18 @@ def main() -> int:
         help="only the serial scenario (both servers), e.g. while working on the per-request "
         "path; pair it with --out elsewhere to keep the full results",
     )
+    parser.add_argument("--skip-retrieve", action="store_true")
+    parser.add_argument(
+        "--retrieve-only",
+        action="store_true",
+        help="only the new-premises scenario; its figures replace that key of an existing --out",
+    )
+    parser.add_argument(
+        "--new-premises", type=int, default=2048, help="new premises per /retrieve (2048)"
+    )
+    parser.add_argument(
+        "--encoder", default=None, help="the retriever's encoder (default: bundled MiniLM)"
+    )
     parser.add_argument("--prepare", action="store_true", help="only create the upstream venv")
     parser.add_argument("--out", type=Path, default=HERE / "results" / "api_bench.json")
     args = parser.parse_args()
@@ -660,7 +820,11 @@ def main() -> int:
         print(upstream_python(args.cache))
         return 0
     sys.path.insert(0, str(ROOT))
-    report = run(args)
+    if args.retrieve_only:
+        report = json.loads(args.out.read_text()) if args.out.is_file() else {}
+        report["retrieve_new_premises"] = retrieve_new_premises(args)
+    else:
+        report = run(args)
     text = json.dumps(report, indent=2)
     print(text)
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -64,6 +64,7 @@ __getattr__, __dir__ = reexport(
         "batching",
         "cli",
         "config",
+        "encoding",
         "errors",
         "http_errors",
         "metrics",

@@ -327,7 +327,8 @@ class PremiseEncoder:
         self, texts: Sequence[str], *, batch_size: int = 64, show_progress: bool = False
     ) -> np.ndarray:
         """float32 ``[N, d]`` normalised embeddings, no gradients, module in eval mode meanwhile.
-        Texts are batched by length (less padding) and returned in input order."""
+        Texts are batched by their length in tokens (little padding: padded positions cost as
+        much as real ones) and returned in input order."""
         import numpy as np
         import torch
 
@@ -339,7 +340,8 @@ class PremiseEncoder:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         if not texts:
             return out
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]), reverse=True)
+        ids = self.tokenizer(texts, truncation=True, max_length=self.max_length)["input_ids"]
+        order = sorted(range(len(texts)), key=lambda i: len(ids[i]), reverse=True)
         was_training = self.module.training
         self.module.eval()
         batches = range(0, len(order), batch_size)

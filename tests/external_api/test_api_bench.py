@@ -50,3 +50,33 @@ def test_serial_benchmark_reports_ours_beside_the_bare_uvicorn_floor(tmp_path):
     )
     assert ratios["meets"]["c64_rps_2x"] is None  # not run, not claimed
     assert report["machine"]["cpus"] >= 1
+
+
+def test_retrieve_only_adds_the_new_premises_figures_beside_the_others(tmp_path, tiny_bert_dir):
+    """``--retrieve-only`` (here with the tiny encoder and 24 new premises) adds its figures
+    under ``retrieve_new_premises`` and keeps what ``--out`` held."""
+    out = tmp_path / "api.json"
+    out.write_text(json.dumps({"ours": {"serial": {"p50_ms": 0.2}}}))
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "api_bench.py"),
+            "--retrieve-only",
+            "--new-premises",
+            "24",
+            "--encoder",
+            str(tiny_bert_dir),
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads(out.read_text())
+    assert report["ours"] == {"serial": {"p50_ms": 0.2}}
+    figures = report["retrieve_new_premises"]
+    assert figures["premises"] == 24 and figures["answered"] == 16
+    assert figures["cold_s"] > 0 and figures["warm_ms"] > 0 and figures["decl_tokens_mean"] > 10

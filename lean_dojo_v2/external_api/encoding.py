@@ -1,0 +1,70 @@
+"""Layer 4 (external_api): how the served encoders spend the CPU.
+
+Two facts of a CPU server (measured on 2 cores shared with other work; docs/api_server.md):
+
+- A short encode (a goal state, one ``/encode`` text: a few dozen tokens) is a string of small
+  matrix products, each split across torch's threads and joined at a barrier. When other
+  processes hold the cores, a thread that is not running holds up the rest at every barrier:
+  one MiniLM encode of a goal state took 80-95 ms with 2 threads and 30 ms with 1 under a load
+  of 4. :func:`threads_for` runs such an encode on one thread; a large batch (the new premises
+  of a file) keeps every thread, which it keeps busy.
+- bfloat16 matrix products run at about twice float32's rate on a CPU with AVX512-BF16 or AMX
+  (:func:`native_bf16`); elsewhere they are emulated and no faster. :func:`precision` is the
+  autocast context of a precision name.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator
+
+SMALL_ENCODE = 8
+"""Encodes of at most this many texts run on one torch thread (:func:`threads_for`)."""
+
+_lock = threading.Lock()
+_default: list[int] = []  # torch's thread count before this module first changed it
+
+
+def native_bf16() -> bool:
+    """Whether this CPU computes bfloat16 matrix products natively (AVX512-BF16 or AMX);
+    bfloat16 emulated with plain AVX512 is no faster than float32."""
+    import torch.cpu
+
+    try:
+        return bool(torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported())
+    except (AttributeError, RuntimeError):  # pragma: no cover - another torch's private names
+        return False
+
+
+def precision(dtype: str, device_type: str) -> contextlib.AbstractContextManager[object]:
+    """The context that computes in ``dtype`` (``"float32"``: as the model is; ``"bfloat16"``:
+    torch's autocast on ``device_type``)."""
+    if dtype == "float32":
+        return contextlib.nullcontext()
+    import torch
+
+    return torch.autocast(device_type, dtype=torch.bfloat16)
+
+
+@contextlib.contextmanager
+def threads_for(texts: int, device_type: str) -> Iterator[None]:
+    """Run an encode of ``texts`` texts on one torch thread when it is small (at most
+    :data:`SMALL_ENCODE`) and on the CPU; else as torch is set. torch's thread count is the
+    process's: it is set back when the encode ends, and one such encode runs at a time."""
+    if texts > SMALL_ENCODE or device_type != "cpu":
+        yield
+        return
+    import torch
+
+    with _lock:
+        if not _default:
+            _default.append(torch.get_num_threads())
+        if _default[0] <= 1:
+            yield
+            return
+        torch.set_num_threads(1)
+        try:
+            yield
+        finally:
+            torch.set_num_threads(_default[0])
