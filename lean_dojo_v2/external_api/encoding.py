@@ -51,18 +51,19 @@ def precision(dtype: str, device_type: str) -> contextlib.AbstractContextManager
 def threads_for(texts: int, device_type: str) -> Iterator[None]:
     """Run an encode of ``texts`` texts on one torch thread when it is small (at most
     :data:`SMALL_ENCODE`) and on the CPU; else as torch is set. torch's thread count is the
-    process's: it is set back when the encode ends, and one such encode runs at a time."""
+    process's (the threads that start meanwhile, and MKL's products in other threads, get one
+    thread too): it is set back when the encode ends, and one such encode runs at a time."""
     if texts > SMALL_ENCODE or device_type != "cpu":
         yield
         return
     import torch
 
+    if not _default:
+        _default.append(torch.get_num_threads())
+    if _default[0] <= 1:
+        yield
+        return
     with _lock:
-        if not _default:
-            _default.append(torch.get_num_threads())
-        if _default[0] <= 1:
-            yield
-            return
         torch.set_num_threads(1)
         try:
             yield
