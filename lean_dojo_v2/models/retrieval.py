@@ -343,7 +343,8 @@ class PremiseEncoder:
         ids = self.tokenizer(texts, truncation=True, max_length=self.max_length)["input_ids"]
         order = sorted(range(len(texts)), key=lambda i: len(ids[i]), reverse=True)
         was_training = self.module.training
-        self.module.eval()
+        if was_training:  # walking the modules costs milliseconds: only when they train
+            self.module.eval()
         batches = range(0, len(order), batch_size)
         starts: Iterable[int] = batches
         if show_progress:
@@ -357,7 +358,8 @@ class PremiseEncoder:
                     emb = self.embed(self.tokenize([texts[i] for i in idx]))
                     out[idx] = emb.cpu().numpy()
         finally:
-            self.module.train(was_training)
+            if was_training:
+                self.module.train()
         self.encode_calls += len(texts)
         return out
 
