@@ -23,7 +23,6 @@ SMALL_ENCODE = 8
 """Encodes of at most this many texts run on one torch thread (:func:`threads_for`)."""
 
 _lock = threading.Lock()
-_default: list[int] = []  # torch's thread count before this module first changed it
 
 
 def native_bf16() -> bool:
@@ -52,20 +51,20 @@ def threads_for(texts: int, device_type: str) -> Iterator[None]:
     """Run an encode of ``texts`` texts on one torch thread when it is small (at most
     :data:`SMALL_ENCODE`) and on the CPU; else as torch is set. torch's thread count is the
     process's (the threads that start meanwhile, and MKL's products in other threads, get one
-    thread too): it is set back when the encode ends, and one such encode runs at a time."""
+    thread too): the count found when the encode starts is set back when it ends, and one such
+    encode runs at a time."""
     if texts > SMALL_ENCODE or device_type != "cpu":
         yield
         return
     import torch
 
-    if not _default:
-        _default.append(torch.get_num_threads())
-    if _default[0] <= 1:
-        yield
-        return
     with _lock:
+        before = torch.get_num_threads()
+        if before <= 1:
+            yield
+            return
         torch.set_num_threads(1)
         try:
             yield
         finally:
-            torch.set_num_threads(_default[0])
+            torch.set_num_threads(before)

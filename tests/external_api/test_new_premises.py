@@ -150,11 +150,9 @@ def test_a_goal_state_is_encoded_on_one_thread_and_new_premises_on_all(
     does it; a batch of new premises keeps them all; the count is set back after."""
     import torch
 
-    from lean_dojo_v2.external_api import encoding
 
     threads = torch.get_num_threads()
     torch.set_num_threads(2)
-    monkeypatch.setattr(encoding, "_default", [2])
     try:
         with TestClient(_retriever_app(retriever_dir)) as c:
             model = c.app.state.server.registry.models["r"]
