@@ -8,20 +8,25 @@ a local function does not: use a module-level function, a ``functools.partial`` 
 ``parallel="inline"``; Ray's cloudpickle takes them, and is tried with ``"ray"``); and it is
 called once, in this process, so that one that raises
 or returns None (or a generator that cannot do what the mode asks) is an
-:class:`~.errors.EvalFactoryError` now. What that call made is closed and dropped.
+:class:`~.errors.EvalFactoryError` now. With ``parallel="inline"`` the generator that call made
+is the one the run uses (a model is loaded once); for worker processes and Ray actors, which make
+their own, it is closed and dropped, and the memory it held on a GPU given back.
 """
 
 from __future__ import annotations
 
 import pickle
+import sys
+import threading
 from typing import TYPE_CHECKING, cast
 
 from .errors import EvalFactoryError
 
 if TYPE_CHECKING:
+    from ..models.generator import TacticGenerator
     from ..prover.search_types import EnvFactory, Envs, GeneratorFactory
 
-__all__ = ["check_factories", "try_factories"]
+__all__ = ["FirstMade", "check_factories", "try_factories"]
 
 # what a mode asks of a generator (any one of the methods will do)
 _GENERATOR_METHODS = {
@@ -49,10 +54,15 @@ def check_factories(
 
 
 def try_factories(
-    make_env: EnvFactory | None, make_generator: GeneratorFactory | None, mode: str
-) -> None:
+    make_env: EnvFactory | None,
+    make_generator: GeneratorFactory | None,
+    mode: str,
+    parallel: str,
+) -> GeneratorFactory | None:
     """Call each factory given once: it must return an environment (a generator that can do
-    what ``mode`` asks), not raise and not return None. What it made is closed."""
+    what ``mode`` asks), not raise and not return None. The environment is closed; the generator
+    factory the run is to use is returned (inline: a :class:`FirstMade` handing out the
+    generator made here first; else ``make_generator``, what it made closed)."""
     from ..prover.workers import close_env
 
     if make_env is not None:
@@ -68,9 +78,39 @@ def try_factories(
                 f"make_generator returned a {type(generator).__name__}, which has no "
                 f"{' or '.join(m + '()' for m in methods)}: {mode} mode cannot use it"
             )
+        if parallel == "inline":
+            return FirstMade(make_generator, cast("TacticGenerator", generator))
         close = getattr(generator, "close", None)
         if callable(close):
             close()
+        del generator
+        _give_back_gpu_memory()
+    return make_generator
+
+
+class FirstMade:
+    """A generator factory whose first call returns ``made`` (what the check made, in this
+    process) and whose later calls call ``factory``."""
+
+    def __init__(self, factory: GeneratorFactory, made: TacticGenerator) -> None:
+        self.factory = factory
+        self._made: TacticGenerator | None = made
+        self._lock = threading.Lock()
+
+    def __call__(self) -> TacticGenerator:
+        with self._lock:
+            made, self._made = self._made, None
+        return made if made is not None else self.factory()
+
+
+def _give_back_gpu_memory() -> None:
+    """The check's model is gone; torch's CUDA cache would keep its memory from the workers."""
+    import gc
+
+    gc.collect()
+    torch = sys.modules.get("torch")  # only where the factory imported it
+    if torch is not None and torch.cuda.is_available():
+        torch.cuda.empty_cache()
 
 
 def _what(key: str) -> str:

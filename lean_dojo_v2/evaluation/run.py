@@ -183,7 +183,8 @@ def prepare(
     )
     sources = _inputs(cfg, inputs)
     plan = plan_out_dir(out, settings, resume=cfg.resume, force=cfg.force, sources=sources)
-    try_factories(make_env, make_generator, cfg.mode)  # the costliest check, last
+    # The costliest check, last; inline, the generator it made is the run's.
+    generator = try_factories(make_env, make_generator, cfg.mode, cfg.parallel) or generator
     return PreparedEvaluation(
         cfg,
         benchmark,

@@ -81,6 +81,21 @@ def test_a_factory_worker_processes_cannot_receive_is_refused(
     assert result.attempted == 1
 
 
+def test_inline_the_generator_the_check_made_is_the_runs(
+    server: FakeOpenAI, tmp_path: Path
+) -> None:
+    """A factory that loads a model is called once inline: the check's generator proves."""
+    spec = ExternalProverSpec("prover", server.base_url)
+    made: list[object] = []
+
+    def counting() -> object:
+        made.append(spec())
+        return made[-1]
+
+    result = evaluate(**_settings(tmp_path / "out", limit=2), make_generator=counting)
+    assert result.attempted == 2 and len(made) == 1
+
+
 def test_a_path_setting_must_be_a_path(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="config key 'out' must be a path"):
         evaluate(**{**_settings(tmp_path / "out"), "out": 123})
