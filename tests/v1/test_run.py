@@ -171,7 +171,6 @@ def test_processes_the_script_starts_see_lean_dojo_and_the_dataset(tmp_path: Pat
 
 @pytest.mark.slow  # a local Ray instance takes 10-20 s to start on two cores
 def test_ray_workers_see_lean_dojo_and_the_dataset(tmp_path: Path, proofs) -> None:
-    pytest.importorskip("ray")
     lines = run_workers(tmp_path, proofs, "--ray")
     assert "ray ProofFinished replay" in lines, lines
 
