@@ -143,7 +143,15 @@ def test_missing_model_fails_before_output(capsys, tmp_path):
 
 
 @pytest.mark.parametrize(
-    "setting", ["train_steps=0", "temperature=-1", "max_theorems=0", "bogus=1"]
+    "setting",
+    [
+        "train_steps=0",
+        "temperature=-1",
+        "max_theorems=0",
+        "bogus=1",
+        "search_dtype=float16",
+        "lora_dropout=1",
+    ],
 )
 def test_bad_setting_is_one_line(capsys, tmp_path, setting):
     out = tmp_path / "qs"
@@ -277,3 +285,23 @@ def test_default_run_trained_proves_more_training_theorems(capsys, tmp_path):
     assert trained["attempted"] == untrained["attempted"] == 34
     assert trained["proved"] > untrained["proved"]
     assert report["splits"]["held_out"]["attempted"] == 10
+
+
+def test_threads_follow_the_cores_busy_now_not_the_load_average(monkeypatch) -> None:
+    """Right after `pip install` the 1-minute load average still says a core is busy on an idle
+    machine; the threads follow what the cores do now."""
+    import os
+
+    import psutil
+
+    from lean_dojo_v2.quickstart.config import auto_threads
+
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(os, "getloadavg", lambda: (1.6, 1.2, 0.9))
+    busy = {"percent": 0.0}
+    monkeypatch.setattr(psutil, "cpu_percent", lambda interval: busy["percent"])
+    assert auto_threads() == 2  # idle now, whatever the average says
+    busy["percent"] = 60.0  # 1.2 of 2 cores busy
+    assert auto_threads() == 1
+    busy["percent"] = 100.0
+    assert auto_threads() == 1  # at least one

@@ -28,12 +28,9 @@ _lock = threading.Lock()
 def native_bf16() -> bool:
     """Whether this CPU computes bfloat16 matrix products natively (AVX512-BF16 or AMX);
     bfloat16 emulated with plain AVX512 is no faster than float32."""
-    import torch.cpu
+    from ..models.loading import native_bf16 as native
 
-    try:
-        return bool(torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported())
-    except (AttributeError, RuntimeError):  # pragma: no cover - another torch's private names
-        return False
+    return native("cpu")
 
 
 def precision(dtype: str, device_type: str) -> contextlib.AbstractContextManager[object]:

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..data.jsonio import loads
 from ..data.model import Theorem
-from .config import QuickstartConfig, auto_threads
+from .config import QuickstartConfig, auto_threads, search_dtype
 from .focused import focused_theorems
 from .minif2f import bundled_dataset_path, is_held_out
 from .report import REPORT, ModelFigures, QuickstartReport, SplitFigures
@@ -113,6 +113,7 @@ def _train(
         lora_config=True,
         lora_r=config.lora_r,
         lora_alpha=2 * config.lora_r,
+        lora_dropout=config.lora_dropout,
         max_seq_len=config.max_seq_len,
         max_steps=config.train_steps,
         epochs_per_repo=1000.0,  # max_steps ends the pass
@@ -142,6 +143,7 @@ def _search(
     env_theorems: Sequence[Theorem],
     adapter: Path | None,
     db: DynamicDatabase,
+    dtype: str,
 ) -> ModelFigures:
     from ..interaction import ReplayEnv
     from ..prover.hf_prover import HFProver
@@ -157,6 +159,7 @@ def _search(
         top_p=1.0,
         max_new_tokens=config.max_new_tokens,
         seed=config.seed,
+        dtype=dtype,
     )
     search = SearchConfig(
         num_samples=config.num_samples,
@@ -264,7 +267,9 @@ def _run_checked(
         "max_expansions": config.max_expansions,
         "timeout": config.timeout,
         "max_theorems": config.max_theorems,
+        "search_dtype": search_dtype(config),
     }
+    dtype = str(report_settings["search_dtype"])
     threads = config.threads or auto_threads()
     import torch
 
@@ -305,9 +310,9 @@ def _run_checked(
                     "(same model, search settings and theorems; --retrain runs everything again)"
                 )
             else:
-                untrained = _search(config, "untrained", searched, stored, None, db)
+                untrained = _search(config, "untrained", searched, stored, None, db, dtype)
             lap("search_untrained")
-            trained = _search(config, "trained", searched, stored, out / ADAPTER, db)
+            trained = _search(config, "trained", searched, stored, out / ADAPTER, db, dtype)
             lap("search_trained")
     report = QuickstartReport(
         output_dir=str(out),

@@ -286,3 +286,34 @@ def test_env_cache_dir_is_used(tmp_path, monkeypatch):
         monkeypatch.delenv("LEAN_DOJO_V2_CACHE_DIR")
         reset_settings()
     assert os.environ.get("LEAN_DOJO_V2_CACHE_DIR") is None
+
+
+def test_an_adapter_loaded_for_inference_is_merged_into_its_weights(tiny_causal_dir, tmp_path):
+    """No adapter layers at every decoding step: the loaded model is the base with the adapter
+    merged, giving the adapter's logits; an adapter on a weight tied to the embeddings is kept
+    apart (merging it into the LM head would change the embeddings too)."""
+    import torch
+    from peft import LoraConfig, PeftModel, get_peft_model
+
+    from lean_dojo_v2.models.loading import merged_for_inference
+
+    base = load_model(str(tiny_causal_dir), device="cpu", for_training=True)
+    peft_model = get_peft_model(
+        base.model,
+        LoraConfig(r=4, lora_alpha=8, target_modules="all-linear", init_lora_weights=False),
+    )
+    peft_model.eval()
+    peft_model.save_pretrained(tmp_path / "adapter")
+    enc = base.tokenizer(["n : ℕ\n⊢ n + 0 = n"], return_tensors="pt")
+    with torch.inference_mode():
+        expected = peft_model(**enc).logits
+    loaded = load_model(adapter=str(tmp_path / "adapter"), device="cpu")
+    assert not isinstance(loaded.model, PeftModel)
+    assert not any(hasattr(m, "lora_A") for m in loaded.model.modules())
+    with torch.inference_mode():
+        torch.testing.assert_close(loaded.model(**enc).logits, expected, atol=1e-5, rtol=1e-4)
+
+    tied = load_model(str(tiny_causal_dir), device="cpu", for_training=True).model
+    tied.lm_head.weight = tied.get_input_embeddings().weight
+    kept = get_peft_model(tied, LoraConfig(r=4, target_modules=["lm_head", "o_proj"]))
+    assert merged_for_inference(kept) is kept
