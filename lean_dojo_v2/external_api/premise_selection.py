@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..data.lean_lexer import iter_tokens
 from ..data.model import Pos
 from ..errors import CorpusError
 from .errors import BadAPIRequestError
@@ -29,6 +30,16 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from .schemas import RetrieveRequest
     from .served import RetrieverModel
+
+
+def new_premise_text(decl: str) -> str:
+    """What the encoder sees of a new premise's ``decl``: the declaration without the doc comment
+    before it, as the index's premises were encoded (a traced corpus's ``code`` holds none; a
+    fifth of the declarations Lean prints for the client start with one)."""
+    first = next(iter_tokens(decl), None)
+    if first is not None and first.kind == "doc":
+        return decl[first.end :].strip()
+    return decl.strip()
 
 
 def module_file(model: RetrieverModel, ref: str | int) -> str | None:
@@ -101,7 +112,7 @@ def rank_premises(model: RetrieverModel, req: RetrieveRequest) -> list[dict[str,
         hits = index.search(query, req.k, None if mask is None else [mask])[0]
         found = [(float(s), index.premises[row].full_name) for row, s in hits]
     if req.new_premises:
-        texts = [p.decl or p.name for p in req.new_premises]
+        texts = [new_premise_text(p.decl) or p.name for p in req.new_premises]
         scores = model.encode_premises(texts) @ query[0]
         found += [(float(s), p.name) for s, p in zip(scores, req.new_premises, strict=True)]
     found.sort(key=lambda x: -x[0])  # stable: on a tie an indexed premise comes first

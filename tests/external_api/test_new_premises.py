@@ -172,3 +172,25 @@ def test_a_goal_state_is_encoded_on_one_thread_and_new_premises_on_all(
         assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(threads)
+
+
+def test_a_new_premise_is_encoded_without_its_doc_comment(retriever_dir: Path) -> None:
+    """The index's premises were encoded from a traced corpus's ``code``, which holds no doc
+    comment; a new premise is encoded the same way (and ranks as its bare declaration does)."""
+    from lean_dojo_v2.external_api.premise_selection import new_premise_text
+
+    decl = "theorem Bench.doc (n : ℕ) : n + 0 = n"
+    documented = f"/-- Adding zero; /- nested -/ comments nest. -/\n{decl}"
+    assert new_premise_text(documented) == decl
+    assert new_premise_text(f"  {decl}\n") == decl
+    assert new_premise_text(f"-- a line comment stays\n{decl}") == f"-- a line comment stays\n{decl}"
+    with TestClient(_retriever_app(retriever_dir)) as c:
+        model = c.app.state.server.registry.models["r"]
+        model.load()
+        seen: list[str] = []
+        encode = model.retriever.encoder.encode
+        model.retriever.encoder.encode = lambda texts, **kw: seen.extend(texts) or encode(texts, **kw)
+        bare = _retrieve(c, [{"name": "Bench.doc", "decl": decl}])
+        with_doc = _retrieve(c, [{"name": "Bench.doc", "decl": documented}])
+    assert decl in seen and documented not in seen
+    assert with_doc == bare
