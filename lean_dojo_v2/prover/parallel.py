@@ -16,8 +16,11 @@ Backends:
   status ``"error"``; every other theorem's result is kept and the run goes on.
 - ``"ray"``: the same over Ray actors, each owning a ``ProofEnv`` (:mod:`.ray_backend`; a local
   Ray instance, or a cluster with ``ray_address``).
-- ``"inline"``: one environment and generator in this process, theorem after theorem (no
-  isolation; for debugging and for a generator that cannot be pickled).
+- ``"inline"``: in this process (no isolation; for debugging, for a generator that cannot be
+  pickled, and for one model shared by several searches): theorem after theorem, or with
+  ``workers`` > 1 that many searches at once in threads, each with an environment of its own and
+  all with one generator whose calls are answered together, one batched call per round
+  (:mod:`.lockstep`: on a CPU a batch of 8 states decodes in 3 times the time of one).
 
 ``on_result(result)`` is called in this process as each result arrives (record it, print it);
 a progress bar shows theorems done and proved.
@@ -179,7 +182,8 @@ def prove_theorems(
         if not theorems:
             return []
         if backend == "inline":
-            _run_inline(theorems, make_env, make_generator, config, collector)
+            run = _run_inline if workers == 1 or len(theorems) == 1 else _run_lockstep
+            run(theorems, make_env, make_generator, config, collector, min(workers, len(theorems)))
         else:
             args = (theorems, make_env, make_generator, config, min(workers, len(theorems)))
             if backend == "ray":
@@ -205,6 +209,7 @@ def _run_inline(
     make_generator: GeneratorFactory,
     config: SearchConfig | None,
     collector: ResultCollector,
+    workers: int = 1,
 ) -> None:
     worker = ProofWorker(make_env, make_generator, config)
     try:
@@ -212,6 +217,70 @@ def _run_inline(
             collector.put(i, worker.prove(theorem))
     finally:
         worker.close()
+
+
+def _run_lockstep(
+    theorems: Sequence[Theorem],
+    make_env: EnvFactory,
+    make_generator: GeneratorFactory,
+    config: SearchConfig | None,
+    collector: ResultCollector,
+    workers: int,
+) -> None:
+    """``workers`` searches at once in threads of this process, each with an environment of its
+    own, all with one generator whose calls are answered together (:mod:`.lockstep`). Results
+    reach ``collector`` in this thread (its observers record into a database opened here)."""
+    import queue
+    import threading
+
+    from .lockstep import Lockstep
+
+    lockstep = Lockstep(make_generator())
+    todo = iter(enumerate(theorems))
+    take, stop = threading.Lock(), threading.Event()
+    done: queue.SimpleQueue[tuple[int, SearchResult] | BaseException | None] = queue.SimpleQueue()
+
+    def work() -> None:
+        slot = lockstep.slot()
+        try:
+            env = make_env()
+            try:
+                while True:
+                    with take:
+                        i, theorem = (-1, None) if stop.is_set() else next(todo, (-1, None))
+                    if theorem is None:
+                        break
+                    slot.begin(i)
+                    try:
+                        done.put((i, search_one(slot, env, theorem, config)))
+                    finally:
+                        slot.finish()
+            finally:
+                close_env(env)
+        except BaseException as exc:  # noqa: BLE001 - raised in the caller's thread
+            stop.set()  # the other threads end with the theorem they are on
+            done.put(exc)
+        finally:
+            slot.close()
+            done.put(None)
+
+    threads = [
+        threading.Thread(target=work, name=f"lean-dojo-v2-lockstep-{k}", daemon=True)
+        for k in range(workers)
+    ]
+    for t in threads:
+        t.start()
+    running, failure = len(threads), None
+    while running:
+        item = done.get()
+        if item is None:
+            running -= 1
+        elif isinstance(item, BaseException):
+            failure = failure or item
+        else:
+            collector.put(*item)
+    if failure is not None:
+        raise failure
 
 
 # -- worker processes ----------------------------------------------------------------------------

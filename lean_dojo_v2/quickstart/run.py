@@ -172,6 +172,7 @@ def _search(
         lambda: prover,
         search,
         parallel="inline",
+        workers=config.searches_at_once,
         progress=config.progress,
         recheck=True,
         database=db,
@@ -268,6 +269,7 @@ def _run_checked(
         "timeout": config.timeout,
         "max_theorems": config.max_theorems,
         "search_dtype": search_dtype(config),
+        "searches_at_once": config.searches_at_once,
     }
     dtype = str(report_settings["search_dtype"])
     threads = config.threads or auto_threads()
