@@ -185,8 +185,11 @@ def _search(
             lambda: ReplayEnv.from_theorems(env_theorems),
             desc=f"{label}, {split}",
         )
+        began = time.perf_counter()
         results = run.run([job]).results
-        figures[split] = SplitFigures.from_results(results, sum(r.proved for r in results))
+        figures[split] = SplitFigures.from_results(
+            results, sum(r.proved for r in results), time.perf_counter() - began
+        )
     return ModelFigures(
         model=str(adapter) if adapter is not None else (config.model_name or "smollm2"),
         splits=figures,
