@@ -17,26 +17,23 @@ ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.timeout(180)
 
 
-def test_serial_benchmark_reports_ours_beside_the_bare_uvicorn_floor(tmp_path):
-    out = tmp_path / "serial.json"
+def _bench(tmp_path: Path, out: Path, *args: str) -> dict:
+    """``api_bench.py ARGS --out OUT`` as a user runs it; the report it wrote."""
+    script = str(ROOT / "benchmarks" / "api_bench.py")
     proc = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "benchmarks" / "api_bench.py"),
-            "--serial-only",
-            "--skip-upstream",
-            "--seconds",
-            "0.5",
-            "--out",
-            str(out),
-        ],
+        [sys.executable, script, *args, "--out", str(out)],
         capture_output=True,
         text=True,
         check=False,
         cwd=tmp_path,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    report = json.loads(out.read_text())
+    return dict(json.loads(out.read_text()))
+
+
+def test_serial_benchmark_reports_ours_beside_the_bare_uvicorn_floor(tmp_path):
+    out = tmp_path / "serial.json"
+    report = _bench(tmp_path, out, "--serial-only", "--skip-upstream", "--seconds", "0.5")
     serial, floor = report["ours"]["serial"], report["bare_uvicorn_serial"]
     for scenario in (serial, floor):
         assert scenario["errors"] == 0 and scenario["requests_ok"] > 10, scenario
@@ -57,25 +54,8 @@ def test_retrieve_only_adds_the_new_premises_figures_beside_the_others(tmp_path,
     under ``retrieve_new_premises`` and keeps what ``--out`` held."""
     out = tmp_path / "api.json"
     out.write_text(json.dumps({"ours": {"serial": {"p50_ms": 0.2}}}))
-    proc = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "benchmarks" / "api_bench.py"),
-            "--retrieve-only",
-            "--new-premises",
-            "24",
-            "--encoder",
-            str(tiny_bert_dir),
-            "--out",
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-        cwd=tmp_path,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    report = json.loads(out.read_text())
+    args = ("--retrieve-only", "--new-premises", "24", "--encoder", str(tiny_bert_dir))
+    report = _bench(tmp_path, out, *args)
     assert report["ours"] == {"serial": {"p50_ms": 0.2}}
     figures = report["retrieve_new_premises"]
     assert figures["premises"] == 24 and figures["answered"] == 16

@@ -4,38 +4,20 @@ those of one search after another (a deterministic generator), rounds are determ
 seeded random generator gives the same proofs twice, whatever the threads' timing), and what the
 batched calls used is shared among the searches.
 
-Real data: the bundled LeanDojo sample through ``ReplayEnv`` and the recorded-tactics oracle of
-``pipeline_oracle.py``."""
+Real data: the bundled LeanDojo sample through ``ReplayEnv`` (the theorems of ``conftest.py``) and
+the recorded-tactics oracle of ``pipeline_oracle.py``."""
 
 from __future__ import annotations
 
 import random
 import threading
 
-import pytest
-
-from lean_dojo_v2.data import load_theorems, sample_dataset_path
 from lean_dojo_v2.models.generator import Candidate, GeneratorUsage, TacticGenerator
 from lean_dojo_v2.prover.lockstep import Lockstep
 from lean_dojo_v2.prover.parallel import ReplayEnvSpec, prove_theorems
-from lean_dojo_v2.prover.search import SearchConfig
 
 from .pipeline_oracle import OracleGenerator
-
-CONFIG = SearchConfig(num_samples=4, max_expansions=30, timeout=60, frontier_batch=2)
-
-
-@pytest.fixture(scope="module")
-def data() -> str:
-    return str(sample_dataset_path())
-
-
-@pytest.fixture(scope="module")
-def theorems(data: str) -> list:
-    all_theorems = load_theorems(data)
-    return [t for t in all_theorems if t.traced_tactics][:12] + [
-        t for t in all_theorems if not t.traced_tactics
-    ][:1]
+from .test_parallel import CONFIG
 
 
 class Counting(TacticGenerator):

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from lean_dojo_v2.data import load_theorems, sample_dataset_path
+from lean_dojo_v2.data import sample_dataset_path
 from lean_dojo_v2.errors import ConfigError, DatasetNotFoundError
 from lean_dojo_v2.interaction import ReplayEnv
 from lean_dojo_v2.prover.parallel import ReplayEnvSpec, prove_theorems
@@ -25,20 +25,6 @@ from lean_dojo_v2.prover.search import SearchConfig
 from .pipeline_oracle import OracleSpec, replay_provable
 
 CONFIG = SearchConfig(num_samples=4, max_expansions=30, timeout=60, frontier_batch=2)
-
-
-@pytest.fixture(scope="module")
-def data() -> str:
-    return str(sample_dataset_path())
-
-
-@pytest.fixture(scope="module")
-def theorems(data: str) -> list:
-    # 12 theorems with a recorded tactic proof and 2 term-mode ones (replay cannot start them).
-    all_theorems = load_theorems(data)
-    with_tactics = [t for t in all_theorems if t.traced_tactics][:12]
-    term_mode = [t for t in all_theorems if not t.traced_tactics][:2]
-    return [*with_tactics[:6], *term_mode, *with_tactics[6:]]
 
 
 @pytest.fixture(scope="module")
