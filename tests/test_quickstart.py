@@ -298,7 +298,7 @@ def test_threads_follow_the_cores_busy_now_not_the_load_average(monkeypatch) -> 
 
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
     monkeypatch.setattr(os, "getloadavg", lambda: (1.6, 1.2, 0.9))
-    busy = {"percent": 0.0}
+    busy = {"percent": 0.0}  # psutil's figure: the machine's use in percent
     monkeypatch.setattr(psutil, "cpu_percent", lambda interval: busy["percent"])
     assert auto_threads() == 2  # idle now, whatever the average says
     busy["percent"] = 60.0  # 1.2 of 2 cores busy

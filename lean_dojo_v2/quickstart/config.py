@@ -196,8 +196,7 @@ def auto_threads(sample_seconds: float = 0.5) -> int:
     Not the load average: it trails by minutes, so right after ``pip install`` (what ``make
     quickstart`` runs first) a 1-minute average near 1 read as a busy core on an idle 2-core
     machine, and the whole run trained and searched on one thread."""
-    import psutil
+    from ..system.processes import busy_cores
 
     cores = os.cpu_count() or 1
-    busy = psutil.cpu_percent(interval=sample_seconds) / 100 * cores
-    return max(1, min(cores, int(cores - busy + 0.5)))
+    return max(1, min(cores, int(cores - busy_cores(sample_seconds) + 0.5)))

@@ -37,6 +37,16 @@ def available_memory() -> int:
     return int(psutil.virtual_memory().available)
 
 
+def busy_cores(sample_seconds: float = 0.5) -> float:
+    """How many of the machine's cores are busy now, measured over ``sample_seconds`` (every
+    process's use, this one's included)."""
+    import os
+
+    import psutil
+
+    return psutil.cpu_percent(interval=sample_seconds) / 100 * (os.cpu_count() or 1)
+
+
 def kill_tree(pid: int) -> None:
     """SIGKILL process ``pid`` and all its descendants (children first); processes already gone
     are ignored."""
