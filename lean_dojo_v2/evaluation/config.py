@@ -140,9 +140,11 @@ class EvalConfig:
 
         workers (`int`, *optional*, defaults to `1`):
             Problems proved at the same time (each worker has its own Lean process and
-            generator).
+            generator; `inline`: its own Lean process, one generator for all).
         parallel (`str`, *optional*, defaults to `"process"`):
-            `process` (worker processes), `ray` (Ray actors), `inline` (this process).
+            `process` (worker processes), `ray` (Ray actors), `inline` (this process; with
+            `workers` > 1 that many searches share one model, whose calls are answered
+            together, and a problem's seconds include waiting for the others).
         ray_address (`str` or `None`, *optional*, defaults to `None`):
             `ray`: the cluster to join.
         out (`str` or `None`, *optional*, defaults to `None`):

@@ -167,7 +167,8 @@ def add_prove_parser(sub: argparse._SubParsersAction[ParserT]) -> ParserT:
         "--parallel",
         default="process",
         choices=["process", "ray", "inline"],
-        help="worker processes (default), Ray actors, or inline in this process",
+        help="worker processes (default), Ray actors, or inline in this process (with "
+        "--workers N: N searches at once sharing one model, its calls batched)",
     )
     par.add_argument(
         "--ray-address", default=None, help="ray: the cluster to join (auto, ray://head:10001)"
